@@ -1,0 +1,152 @@
+# SPDX-License-Identifier: MIT
+# khbpf build: bpf/x.bpf.c -> build/x.bpf.o -> build/x.skel.h -> user code -> build/khbpf
+#
+#   make                 build build/khbpf
+#   make check           build, then run every test (unit, sanitized unit, integration)
+#   make format-check    clang-format (kernel style) over every C file
+#   make V=1             show the commands
+#   make SANITIZE=address,undefined   build user code and tests with sanitizers
+#   VMLINUX_BTF=/path    kernel BTF used to generate build/vmlinux.h
+#   VMLINUX_H=/path      use an existing vmlinux.h instead of generating one
+
+.DELETE_ON_ERROR:
+.SUFFIXES:
+.SECONDARY:
+
+ifeq ($(V),1)
+Q :=
+msg =
+else
+Q := @
+msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
+endif
+
+CC ?= cc
+CLANG ?= clang
+BPFTOOL ?= bpftool
+PKG_CONFIG ?= pkg-config
+PYTHON ?= /usr/bin/python3
+CLANG_FORMAT ?= clang-format
+
+SANITIZE ?=
+ifneq ($(SANITIZE),)
+BUILD ?= build/sanitize
+SAN_FLAGS := -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all
+else
+BUILD ?= build
+SAN_FLAGS :=
+endif
+
+# BPF objects, skeletons and vmlinux.h are shared by every user-space build.
+BPF_OUT := build
+VMLINUX_BTF ?= /sys/kernel/btf/vmlinux
+VMLINUX_H ?= $(BPF_OUT)/vmlinux.h
+ARCH := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/' -e 's/ppc64le/powerpc/' -e 's/s390x/s390/')
+
+DEPS_STAMP := build/.deps-ok
+LIBS_PC := libbpf json-c libmicrohttpd
+KHBPF_VERSION := 0.1.0
+
+WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes
+CFLAGS ?= -O2 -g
+ALL_CFLAGS := $(CFLAGS) -std=gnu11 $(WARN) $(SAN_FLAGS) -D_GNU_SOURCE \
+	-DKHBPF_VERSION='"$(KHBPF_VERSION)"' -Iinclude -Iuser -I$(BPF_OUT) -MMD -MP
+PC_CFLAGS = $(shell $(PKG_CONFIG) --cflags $(LIBS_PC) 2>/dev/null)
+PC_LIBS = $(shell $(PKG_CONFIG) --libs $(LIBS_PC) 2>/dev/null)
+LDLIBS := $(PC_LIBS) -lelf -lz
+LDFLAGS ?=
+ALL_LDFLAGS := $(LDFLAGS) $(SAN_FLAGS)
+
+BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror \
+	-Iinclude -I$(BPF_OUT) -I$(dir $(VMLINUX_H))
+
+BPF_SRCS := $(wildcard bpf/*.bpf.c)
+BPF_OBJS := $(patsubst bpf/%.bpf.c,$(BPF_OUT)/%.bpf.o,$(BPF_SRCS))
+SKELS := $(patsubst bpf/%.bpf.c,$(BPF_OUT)/%.skel.h,$(BPF_SRCS))
+
+LIB_SRCS := $(filter-out user/main.c,$(wildcard user/*.c))
+LIB_OBJS := $(patsubst user/%.c,$(BUILD)/obj/%.o,$(LIB_SRCS))
+LIB := $(BUILD)/libkhbpf.a
+KHBPF := $(BUILD)/khbpf
+
+TEST_SRCS := $(wildcard tests/test_*.c)
+TESTS := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRCS))
+TEST_HELPERS := $(patsubst tests/helpers/%.c,$(BUILD)/tests/helpers/%,$(wildcard tests/helpers/*.c))
+
+C_FILES := $(wildcard bpf/*.c bpf/*.h user/*.c user/*.h include/khbpf/*.h tests/*.c tests/*.h tests/helpers/*.c)
+
+.PHONY: all check unit-tests format format-check clean deps
+all: $(KHBPF)
+
+deps: $(DEPS_STAMP)
+$(DEPS_STAMP): tools/install-deps.sh
+	$(Q)mkdir -p $(@D)
+	$(Q)tools/install-deps.sh
+	$(Q)$(PKG_CONFIG) --atleast-version=1.1 libbpf || \
+		{ echo "khbpf needs libbpf >= 1.1 (found $$($(PKG_CONFIG) --modversion libbpf 2>/dev/null || echo none)); install libbpf-dev from Debian 12 or newer" >&2; exit 1; }
+	$(Q)touch $@
+
+$(BPF_OUT)/vmlinux.h: | $(DEPS_STAMP)
+	$(Q)test -r "$(VMLINUX_BTF)" || { echo "khbpf: kernel BTF '$(VMLINUX_BTF)' not found; boot a kernel with CONFIG_DEBUG_INFO_BTF=y, or set VMLINUX_BTF=/path/to/vmlinux or VMLINUX_H=/path/to/vmlinux.h" >&2; exit 1; }
+	$(call msg,GEN,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(BPFTOOL) btf dump file "$(VMLINUX_BTF)" format c > $@
+
+$(BPF_OUT)/%.bpf.o: bpf/%.bpf.c $(wildcard include/khbpf/*.h bpf/*.h) $(VMLINUX_H) | $(DEPS_STAMP)
+	$(call msg,BPF,$@)
+	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@.tmp
+	$(Q)$(BPFTOOL) gen object $@ $@.tmp
+	$(Q)rm -f $@.tmp
+
+$(BPF_OUT)/%.skel.h: $(BPF_OUT)/%.bpf.o
+	$(call msg,GEN-SKEL,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< > $@
+
+# User code includes skeletons; building every skeleton first keeps the
+# dependency simple and exact enough for a project of this size.
+$(BUILD)/obj/%.o: user/%.c $(SKELS) | $(DEPS_STAMP)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(ALL_CFLAGS) $(PC_CFLAGS) -c $< -o $@
+
+$(LIB): $(LIB_OBJS)
+	$(call msg,AR,$@)
+	$(Q)rm -f $@
+	$(Q)ar rcs $@ $^
+
+$(KHBPF): $(BUILD)/obj/main.o $(LIB)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(ALL_LDFLAGS) $^ $(LDLIBS) -o $@
+
+$(BUILD)/tests/%.o: tests/%.c $(SKELS) | $(DEPS_STAMP)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(ALL_CFLAGS) -Wno-missing-prototypes $(PC_CFLAGS) -c $< -o $@
+
+$(BUILD)/tests/test_%: $(BUILD)/tests/test_%.o $(LIB)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(ALL_LDFLAGS) $^ $(LDLIBS) -lcmocka -o $@
+
+$(BUILD)/tests/helpers/%: $(BUILD)/tests/helpers/%.o
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(ALL_LDFLAGS) $^ -lpthread -o $@
+
+unit-tests: $(TESTS) $(KHBPF) $(TEST_HELPERS)
+
+# Unit tests twice (plain and ASan+UBSan), then the integration tests
+# against real BPF. tests/run.sh prints the closing "N passed, N failed".
+check: unit-tests
+	$(Q)$(MAKE) --no-print-directory SANITIZE=address,undefined unit-tests
+	$(Q)tests/run.sh build build/sanitize
+
+format-check:
+	$(Q)$(CLANG_FORMAT) --dry-run --Werror $(C_FILES)
+
+format:
+	$(Q)$(CLANG_FORMAT) -i $(C_FILES)
+
+clean:
+	$(call msg,CLEAN,build)
+	$(Q)rm -rf build
+
+-include $(wildcard $(BUILD)/obj/*.d $(BUILD)/tests/*.d $(BUILD)/tests/helpers/*.d)

@@ -1,0 +1,60 @@
+# Sourced by the integration tests. Each test is a bash script that exits
+# non-zero on the first failed expectation.
+set -u
+KHBPF=${KHBPF:-build/khbpf}
+PYTHON=${PYTHON:-/usr/bin/python3}
+SCHEMA=${SCHEMA:-../shared/spec/khbpf-evidence.schema.json}
+TMP=$(mktemp -d /tmp/khbpf-it.XXXXXX)
+trap 'rm -rf "$TMP"' EXIT
+
+fail() {
+	echo "FAIL: $*" >&2
+	exit 1
+}
+
+# In CI a test that needs root/BPF must run; elsewhere skip with the reason.
+require_root() {
+	[ "$(id -u)" -eq 0 ] && return 0
+	[ "${CI:-}" = true ] && fail "needs root, and CI must run it"
+	echo "SKIP $(basename "$0"): needs root ($*)"
+	exit 0
+}
+
+# expect_exit CODE CMD...: run CMD, stdout → $TMP/out, stderr → $TMP/err.
+expect_exit() {
+	local want=$1 rc
+	shift
+	"$@" >"$TMP/out" 2>"$TMP/err"
+	rc=$?
+	[ "$rc" -eq "$want" ] || fail "'$*' exited $rc, expected $want; stderr: $(head -c 500 "$TMP/err")"
+}
+
+# The error contract: exactly one line on stderr, naming the program.
+expect_one_line_error() {
+	local lines
+	lines=$(wc -l <"$TMP/err")
+	[ "$lines" -eq 1 ] || fail "expected one stderr line, got $lines: $(cat "$TMP/err")"
+	grep -q '^khbpf' "$TMP/err" || fail "error line does not start with 'khbpf': $(cat "$TMP/err")"
+}
+
+# json_check FILE PYTHON-EXPR...: each expression, over `d` (the parsed
+# document), must be true.
+json_check() {
+	local file=$1
+	shift
+	"$PYTHON" - "$file" "$@" <<'PY' || fail "JSON check failed on $file"
+import json, sys
+d = json.load(open(sys.argv[1]))
+ok = True
+for expr in sys.argv[2:]:
+    try:
+        v = eval(expr, {"d": d})
+    except Exception as e:
+        v = False
+        print(f"  {expr}: raised {e!r}", file=sys.stderr)
+    if not v:
+        ok = False
+        print(f"  false: {expr}", file=sys.stderr)
+sys.exit(0 if ok else 1)
+PY
+}

@@ -1,0 +1,199 @@
+// SPDX-License-Identifier: MIT
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "output.h"
+#include "testutil.h"
+
+struct tmp {
+	char dir[64];
+	char path[128];
+};
+
+static int setup(void **state)
+{
+	struct tmp *t = calloc(1, sizeof(*t));
+
+	snprintf(t->dir, sizeof(t->dir), "/tmp/khbpf-output-XXXXXX");
+	if (!mkdtemp(t->dir))
+		return -1;
+	snprintf(t->path, sizeof(t->path), "%s/doc.json", t->dir);
+	*state = t;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct tmp *t = *state;
+	char cmd[128];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", t->dir);
+	if (system(cmd))
+		return -1;
+	free(t);
+	return 0;
+}
+
+static size_t slurp(const char *path, char *buf, size_t size)
+{
+	int fd = open(path, O_RDONLY);
+	ssize_t n;
+
+	assert_true(fd >= 0);
+	n = read(fd, buf, size - 1);
+	close(fd);
+	assert_true(n >= 0);
+	buf[n] = '\0';
+	return (size_t)n;
+}
+
+/* Only the named entries are in the directory: no temp file left behind. */
+static int entries(const char *dir)
+{
+	struct dirent *e;
+	int n = 0;
+	DIR *d = opendir(dir);
+
+	assert_non_null(d);
+	while ((e = readdir(d)))
+		n += strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
+	closedir(d);
+	return n;
+}
+
+static void test_output__writes_and_replaces(void **state)
+{
+	struct tmp *t = *state;
+	struct output_opts o = { .sz = sizeof(o) };
+	struct stat st;
+	char buf[64];
+
+	assert_int_equal(output__write_file(t->path, "first", 5, &o), 0);
+	assert_int_equal(slurp(t->path, buf, sizeof(buf)), 5);
+	assert_string_equal(buf, "first");
+	assert_int_equal(stat(t->path, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0644);
+	assert_int_equal(output__write_file(t->path, "second!", 7, &o), 0);
+	slurp(t->path, buf, sizeof(buf));
+	assert_string_equal(buf, "second!");
+	assert_int_equal(entries(t->dir), 1);
+
+	o.mode = 0600;
+	assert_int_equal(output__write_file(t->path, "private", 7, &o), 0);
+	assert_int_equal(stat(t->path, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0600);
+}
+
+static void test_output__refuses_non_regular(void **state)
+{
+	struct tmp *t = *state;
+	char fifo[160], sub[160];
+
+	snprintf(fifo, sizeof(fifo), "%s/fifo", t->dir);
+	assert_int_equal(mkfifo(fifo, 0600), 0);
+	/* Would block forever if it opened the FIFO. */
+	assert_int_equal(output__write_file(fifo, "x", 1, NULL), -EEXIST);
+	snprintf(sub, sizeof(sub), "%s/sub", t->dir);
+	assert_int_equal(mkdir(sub, 0700), 0);
+	assert_int_equal(output__write_file(sub, "x", 1, NULL), -EEXIST);
+	assert_int_equal(entries(t->dir), 2);
+}
+
+static void test_output__symlink_is_replaced_not_followed(void **state)
+{
+	struct tmp *t = *state;
+	char victim[160], link[160], buf[32];
+
+	snprintf(victim, sizeof(victim), "%s/victim", t->dir);
+	snprintf(link, sizeof(link), "%s/link", t->dir);
+	assert_int_equal(output__write_file(victim, "keep", 4, NULL), 0);
+	assert_int_equal(symlink(victim, link), 0);
+	assert_int_equal(output__write_file(link, "new", 3, NULL), 0);
+	slurp(victim, buf, sizeof(buf));
+	assert_string_equal(buf, "keep");
+	slurp(link, buf, sizeof(buf));
+	assert_string_equal(buf, "new");
+}
+
+static void test_output__missing_directory(void **state)
+{
+	struct tmp *t = *state;
+	char path[160];
+
+	snprintf(path, sizeof(path), "%s/no/such/dir/doc.json", t->dir);
+	assert_int_equal(output__write_file(path, "x", 1, NULL), -ENOENT);
+	assert_int_equal(output__write_file("", "x", 1, NULL), -EINVAL);
+	assert_int_equal(entries(t->dir), 0);
+}
+
+static void test_output__stdout(void **state)
+{
+	struct tmp *t = *state;
+	int saved, fd;
+	char buf[32];
+
+	fflush(stdout);
+	saved = dup(STDOUT_FILENO);
+	fd = open(t->path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	assert_true(saved >= 0 && fd >= 0);
+	dup2(fd, STDOUT_FILENO);
+	close(fd);
+	assert_int_equal(output__write_file("-", "to stdout", 9, NULL), 0);
+	dup2(saved, STDOUT_FILENO);
+	close(saved);
+	slurp(t->path, buf, sizeof(buf));
+	assert_string_equal(buf, "to stdout");
+}
+
+/* A full filesystem: the write fails, the old file stays, no temp remains. */
+static void test_output__disk_full_leaves_old_file(void **state)
+{
+	struct tmp *t = *state;
+	char mnt[160], cmd[256], path[200], buf[32];
+	size_t n = 4 << 20;
+	char *big;
+
+	require_or_skip(geteuid() == 0, "mounting a 64 KiB tmpfs needs root");
+	snprintf(mnt, sizeof(mnt), "%s/mnt", t->dir);
+	assert_int_equal(mkdir(mnt, 0700), 0);
+	snprintf(cmd, sizeof(cmd), "mount -t tmpfs -o size=64k tmpfs '%s'", mnt);
+	assert_int_equal(system(cmd), 0);
+	snprintf(path, sizeof(path), "%s/doc.json", mnt);
+	assert_int_equal(output__write_file(path, "old", 3, NULL), 0);
+	big = calloc(1, n);
+	assert_non_null(big);
+	assert_int_equal(output__write_file(path, big, n, NULL), -ENOSPC);
+	free(big);
+	slurp(path, buf, sizeof(buf));
+	assert_string_equal(buf, "old");
+	assert_int_equal(entries(mnt), 1);
+	snprintf(cmd, sizeof(cmd), "umount '%s'", mnt);
+	assert_int_equal(system(cmd), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_output__writes_and_replaces, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_output__refuses_non_regular, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_output__symlink_is_replaced_not_followed,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_output__missing_directory, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_output__stdout, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_output__disk_full_leaves_old_file, setup,
+						teardown),
+	};
+
+	return cmocka_run_group_tests_name("output", tests, NULL, NULL);
+}

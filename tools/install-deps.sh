@@ -1,0 +1,45 @@
+#!/bin/sh
+# Install the Debian 12 packages khbpf needs, only those missing.
+# Usage: tools/install-deps.sh [--check] [--with-prometheus]
+#   --check            list what is missing and exit 1 if anything is; install nothing
+#   --with-prometheus  also require the prometheus package (serve integration test)
+set -eu
+
+pkgs="libbpf-dev clang llvm bpftool libelf-dev zlib1g-dev libcmocka-dev libjson-c-dev libmicrohttpd-dev python3-jsonschema pkg-config make"
+check_only=0
+for arg in "$@"; do
+	case "$arg" in
+	--check) check_only=1 ;;
+	--with-prometheus) pkgs="$pkgs prometheus" ;;
+	-h | --help)
+		sed -n '2,5s/^# \{0,1\}//p' "$0"
+		exit 0
+		;;
+	*)
+		echo "install-deps.sh: unknown option '$arg'; see --help" >&2
+		exit 2
+		;;
+	esac
+done
+
+missing=""
+for p in $pkgs; do
+	status=$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null || true)
+	[ "$status" = "installed" ] || missing="$missing $p"
+done
+missing=${missing# }
+
+[ -z "$missing" ] && exit 0
+if [ "$check_only" = 1 ]; then
+	echo "missing packages: $missing" >&2
+	exit 1
+fi
+if [ "$(id -u)" != 0 ]; then
+	echo "khbpf needs these Debian packages: $missing; run 'sudo apt-get install $missing' (or 'sudo tools/install-deps.sh')" >&2
+	exit 1
+fi
+echo "install-deps.sh: installing $missing" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+# shellcheck disable=SC2086 # word splitting of the package list is intended
+apt-get install -y -qq --no-install-recommends $missing >/dev/null

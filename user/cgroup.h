@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: MIT */
+/* The target's cgroup CPU bandwidth limit (cgroup v2 cpu.max or v1 CFS quota). */
+#ifndef KHBPF_CGROUP_H
+#define KHBPF_CGROUP_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "evidence.h"
+
+enum cgroup_mode {
+	CGROUP_MODE_UNKNOWN = 0,
+	CGROUP_MODE_V1,
+	CGROUP_MODE_V2,
+	CGROUP_MODE_HYBRID,
+};
+
+/*
+ * From root/proc/self/mountinfo: cgroup2 mounts only = v2, cgroup (v1)
+ * mounts only = v1, both = hybrid (e.g. v1 controllers plus
+ * /sys/fs/cgroup/unified); unknown when none or unreadable.
+ */
+enum cgroup_mode cgroup_mode__detect(const char *root);
+const char *cgroup_mode__name(enum cgroup_mode mode);
+
+/*
+ * The effective CPU limit of pid in thousandths of a CPU: the minimum of
+ * quota * 1000 / period over the pid's cgroup of the cpu hierarchy and every
+ * ancestor up to the mount's root. *out is always set:
+ *   recorded (source sysfs-cgroup)             returns 0
+ *   "unavailable": no limit at any level       returns 0
+ *   "unsupported": no cpu controller/CFS quota returns -EOPNOTSUPP
+ *   "permission-denied"                        returns -EACCES or -EPERM
+ *   "unavailable": process gone                returns -ESRCH
+ *   "unavailable": malformed or unreadable     returns -EINVAL or another -errno
+ * cgroup_path (may be NULL) receives the cgroup's path as the kernel names it
+ * in /proc/PID/cgroup (e.g. "/system.slice/x.service"), or "" when it could
+ * not be resolved or does not fit.
+ */
+int cgroup__cpu_quota(const char *root, pid_t pid, struct sev_u64 *out, char *cgroup_path,
+		      size_t path_size);
+
+#endif /* KHBPF_CGROUP_H */

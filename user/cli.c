@@ -1,0 +1,54 @@
+// SPDX-License-Identifier: MIT
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <json-c/json.h>
+
+#include "cli.h"
+#include "evjson.h"
+#include "output.h"
+
+void cli__error(const char *cmd, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "khbpf%s%s: ", cmd ? " " : "", cmd ? cmd : "");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+int cli__emit_json(const char *cmd, struct json_object *obj, const char *path)
+{
+	struct output_opts oopts = { .sz = sizeof(oopts) };
+	const char *text;
+	size_t len;
+	char *buf;
+	int err;
+
+	if (!obj) {
+		cli__error(cmd, "out of memory building the JSON document");
+		return CLI_EXIT_FAILURE;
+	}
+	text = evjson__to_string(obj);
+	len = strlen(text);
+	/* One write of the whole document plus its newline. */
+	buf = malloc(len + 2);
+	if (!buf) {
+		cli__error(cmd, "out of memory building the JSON document");
+		return CLI_EXIT_FAILURE;
+	}
+	memcpy(buf, text, len);
+	buf[len++] = '\n';
+	err = output__write_file(path ? path : "-", buf, len, &oopts);
+	free(buf);
+	if (err) {
+		cli__error(cmd, "cannot write '%s': %s%s", path ? path : "-", strerror(-err),
+			   err == -EEXIST ? " (not a regular file; choose another -o path)" :
+					    "; check the directory exists and is writable");
+		return CLI_EXIT_FAILURE;
+	}
+	return 0;
+}

@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: MIT */
+/* The command table and the shared pieces of every command's CLI. */
+#ifndef KHBPF_CLI_H
+#define KHBPF_CLI_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+struct json_object;
+
+struct cli_command {
+	const char *name;
+	const char *summary;
+	int (*run)(int argc, char **argv);
+	void (*help)(FILE *f);
+};
+
+/* -v: libbpf debug output. */
+extern bool cli_verbose;
+
+/* Exit codes: 0 ok, 1 runtime failure, 2 bad usage. */
+#define CLI_EXIT_FAILURE 1
+#define CLI_EXIT_USAGE 2
+
+/* One-line error on stderr, prefixed "khbpf COMMAND: ". */
+void cli__error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/*
+ * Serialize obj and write it to path ("-" or NULL → stdout) atomically.
+ * Prints the error itself; returns 0 or a CLI exit code.
+ */
+int cli__emit_json(const char *cmd, struct json_object *obj, const char *path);
+
+int cmd_probe(int argc, char **argv);
+void cmd_probe_help(FILE *f);
+
+#endif /* KHBPF_CLI_H */

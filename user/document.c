@@ -1,0 +1,241 @@
+// SPDX-License-Identifier: MIT
+#include <errno.h>
+#include <sys/utsname.h>
+#include <bpf/libbpf.h>
+
+#include "document.h"
+#include "evjson.h"
+
+#ifndef KHBPF_VERSION
+#define KHBPF_VERSION "0.0.0"
+#endif
+
+const char *target_mode__name(enum target_mode mode)
+{
+	switch (mode) {
+	case TARGET_MODE_RUN:
+		return "run";
+	case TARGET_MODE_SERVE:
+		return "serve";
+	default:
+		return "attach";
+	}
+}
+
+const char *end_reason__name(enum end_reason reason)
+{
+	switch (reason) {
+	case END_REASON_SIGNAL:
+		return "signal";
+	case END_REASON_TARGET_EXIT:
+		return "target-exit";
+	default:
+		return "duration";
+	}
+}
+
+static void add(struct json_object *obj, const char *key, struct json_object *value, int *err)
+{
+	if (evjson__add(obj, key, value))
+		*err = -ENOMEM;
+}
+
+static void push(struct json_object *arr, struct json_object *value, int *err)
+{
+	if (!arr || !value || json_object_array_add(arr, value)) {
+		json_object_put(value);
+		*err = -ENOMEM;
+	}
+}
+
+static struct json_object *versioned(int *err)
+{
+	struct json_object *obj = json_object_new_object();
+
+	add(obj, "version", evjson__u64(EV_COMPONENT_VERSION), err);
+	return obj;
+}
+
+struct json_object *evidence_doc__producer(void)
+{
+	int err = 0;
+	struct json_object *obj = versioned(&err);
+	struct utsname u;
+
+	add(obj, "name", json_object_new_string("khbpf"), &err);
+	add(obj, "khbpf_version", json_object_new_string(KHBPF_VERSION), &err);
+	add(obj, "libbpf_version", json_object_new_string(libbpf_version_string()), &err);
+	add(obj, "kernel_release", evjson__string(uname(&u) ? "unknown" : u.release), &err);
+	if (err) {
+		json_object_put(obj);
+		return NULL;
+	}
+	return obj;
+}
+
+static struct json_object *target_json(const struct doc_target *t, int *err)
+{
+	struct json_object *obj = versioned(err);
+	struct json_object *exit_value;
+
+	add(obj, "pid", evjson__u64(t->pid), err);
+	add(obj, "comm", evjson__string(t->comm), err);
+	add(obj, "exe",
+	    t->exe_recorded ? evjson__recorded(evjson__string(t->exe)) : evjson__gap(t->exe_reason),
+	    err);
+	add(obj, "mode", json_object_new_string(target_mode__name(t->mode)), err);
+	if (t->exit_recorded) {
+		exit_value = json_object_new_object();
+		add(exit_value, t->exit_signaled ? "signal" : "code", evjson__u64(t->exit_value),
+		    err);
+		add(obj, "exit", evjson__recorded(exit_value), err);
+	} else {
+		add(obj, "exit", evjson__gap(t->exit_reason), err);
+	}
+	return obj;
+}
+
+static struct json_object *window_json(const struct doc_window *w, int *err)
+{
+	struct json_object *obj = versioned(err);
+
+	add(obj, "start_unix_ns", evjson__u64(w->start_unix_ns), err);
+	add(obj, "wall_ns", evjson__u64(w->wall_ns), err);
+	add(obj, "end_reason", json_object_new_string(end_reason__name(w->end_reason)), err);
+	return obj;
+}
+
+static struct json_object *thread_json(const struct doc_thread *t, int *err)
+{
+	struct json_object *obj = versioned(err);
+
+	add(obj, "thread_id", evjson__u64(t->thread_id), err);
+	add(obj, "comm", evjson__string(t->comm), err);
+	add(obj, "exited", json_object_new_boolean(t->exited), err);
+	add(obj, "scheduler", evjson__scheduler(&t->scheduler), err);
+	add(obj, "on_cpu_ns", evjson__sev_u64(t->on_cpu_ns), err);
+	return obj;
+}
+
+static struct json_object *events_json(const struct event_stream *e, int *err)
+{
+	struct json_object *obj = versioned(err);
+	struct json_object *spans = json_object_new_array_ext((int)e->nr_spans);
+	size_t i;
+
+	add(obj, "availability",
+	    e->availability_recorded ? evjson__recorded(json_object_new_boolean(e->availability)) :
+				       evjson__gap(e->availability_reason),
+	    err);
+	add(obj, "dropped_events", evjson__u64(e->dropped_events), err);
+	add(obj, "dropped_span_events", evjson__u64(e->dropped_span_events), err);
+	add(obj, "dropped_point_events", evjson__u64(0), err);
+	add(obj, "dropped_annotations", evjson__u64(0), err);
+	add(obj, "sampled_out_events", evjson__u64(e->sampled_out_events), err);
+	for (i = 0; spans && i < e->nr_spans; i++)
+		push(spans, evjson__span_record(&e->spans[i]), err);
+	add(obj, "spans", spans, err);
+	add(obj, "point_events", json_object_new_array(), err);
+	add(obj, "annotations", json_object_new_array(), err);
+	return obj;
+}
+
+static struct json_object *span_metric_json(const struct span_metric *m, int *err)
+{
+	struct json_object *obj = versioned(err);
+	struct json_object *hist = json_object_new_array_ext((int)m->nr_buckets);
+	size_t i;
+
+	add(obj, "metric_id", evjson__string(m->metric_id), err);
+	add(obj, "calls", evjson__u64(m->calls), err);
+	add(obj, "inclusive_ns", evjson__u64(m->inclusive_ns), err);
+	add(obj, "exclusive_ns", evjson__u64(m->exclusive_ns), err);
+	add(obj, "unfinished", evjson__u64(m->unfinished), err);
+	for (i = 0; hist && i < m->nr_buckets; i++) {
+		struct json_object *b = json_object_new_object();
+
+		add(b, "lower_bound", evjson__u64(m->histogram[i].lower_bound), err);
+		add(b, "upper_bound", evjson__u64(m->histogram[i].upper_bound), err);
+		add(b, "count", evjson__u64(m->histogram[i].count), err);
+		push(hist, b, err);
+	}
+	add(obj, "histogram", hist, err);
+	return obj;
+}
+
+static struct json_object *span_probe_json(const struct span_probe *p, int *err)
+{
+	struct json_object *obj = versioned(err);
+
+	add(obj, "object", evjson__string(p->object), err);
+	add(obj, "symbol", evjson__string(p->symbol), err);
+	add(obj, "metric_id", evjson__string(p->metric_id), err);
+	add(obj, "status", json_object_new_string(p->attached ? "attached" : "failed"), err);
+	if (!p->attached)
+		add(obj, "reason", evjson__string(p->reason[0] ? p->reason : "unknown failure"),
+		    err);
+	return obj;
+}
+
+static struct json_object *named_json(const struct named_u64 *v, size_t n, int *err)
+{
+	struct json_object *obj = versioned(err);
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		add(obj, v[i].name, evjson__ev_u64(v[i].value), err);
+	return obj;
+}
+
+struct json_object *evidence_doc__to_json(const struct evidence_doc *doc)
+{
+	struct json_object *obj = json_object_new_object();
+	struct json_object *ver, *arr;
+	int err = 0;
+	size_t i;
+
+	add(obj, "schema", json_object_new_string("khbpf-evidence"), &err);
+	ver = versioned(&err);
+	add(ver, "major", evjson__u64(DOC_SCHEMA_MAJOR), &err);
+	add(ver, "minor", evjson__u64(DOC_SCHEMA_MINOR), &err);
+	add(obj, "schema_version", ver, &err);
+	add(obj, "producer", evidence_doc__producer(), &err);
+	add(obj, "target", target_json(&doc->target, &err), &err);
+	add(obj, "window", window_json(&doc->window, &err), &err);
+
+	arr = json_object_new_array_ext((int)doc->nr_collectors);
+	for (i = 0; arr && i < doc->nr_collectors; i++)
+		push(arr, evjson__capability(&doc->collectors[i]), &err);
+	add(obj, "collectors", arr, &err);
+
+	if (doc->hardware_recorded && doc->hardware)
+		add(obj, "hardware", evjson__recorded(evjson__hardware_run(doc->hardware)), &err);
+	else
+		add(obj, "hardware", evjson__gap(doc->hardware_reason), &err);
+
+	arr = json_object_new_array_ext((int)doc->nr_threads);
+	for (i = 0; arr && i < doc->nr_threads; i++)
+		push(arr, thread_json(&doc->threads[i], &err), &err);
+	add(obj, "threads", arr, &err);
+
+	add(obj, "events", events_json(&doc->events, &err), &err);
+
+	arr = json_object_new_array_ext((int)doc->nr_span_metrics);
+	for (i = 0; arr && i < doc->nr_span_metrics; i++)
+		push(arr, span_metric_json(&doc->span_metrics[i], &err), &err);
+	add(obj, "span_metrics", arr, &err);
+
+	arr = json_object_new_array_ext((int)doc->nr_span_probes);
+	for (i = 0; arr && i < doc->nr_span_probes; i++)
+		push(arr, span_probe_json(&doc->span_probes[i], &err), &err);
+	add(obj, "span_probes", arr, &err);
+
+	add(obj, "overhead", named_json(doc->overhead, doc->nr_overhead, &err), &err);
+	add(obj, "loss", named_json(doc->loss, doc->nr_loss, &err), &err);
+
+	if (err) {
+		json_object_put(obj);
+		return NULL;
+	}
+	return obj;
+}

@@ -1,0 +1,120 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The khbpf evidence document (EVIDENCE.md, "The khbpf document"): the
+ * seed's shapes embedded unchanged plus khbpf's own top-level fields.
+ */
+#ifndef KHBPF_DOCUMENT_H
+#define KHBPF_DOCUMENT_H
+
+#include <limits.h>
+#include <json-c/json.h>
+
+#include "evidence.h"
+
+#define DOC_SCHEMA_MAJOR 1
+#define DOC_SCHEMA_MINOR 0
+#define DOC_COMM_MAX 64 /* kernel comm is 16 bytes; room for exotic encodings */
+
+enum target_mode { TARGET_MODE_ATTACH = 0, TARGET_MODE_RUN, TARGET_MODE_SERVE };
+enum end_reason { END_REASON_DURATION = 0, END_REASON_SIGNAL, END_REASON_TARGET_EXIT };
+
+struct doc_target {
+	uint64_t pid;
+	char comm[DOC_COMM_MAX];
+	bool exe_recorded;
+	enum ev_gap exe_reason;
+	char exe[PATH_MAX];
+	enum target_mode mode;
+	bool exit_recorded;
+	enum ev_gap exit_reason;
+	bool exit_signaled; /* exit is {"signal": N} rather than {"code": N} */
+	uint64_t exit_value;
+};
+
+struct doc_window {
+	uint64_t start_unix_ns;
+	uint64_t wall_ns;
+	enum end_reason end_reason;
+};
+
+/* ThreadScheduler: one per thread seen in the window, exited ones included. */
+struct doc_thread {
+	uint64_t thread_id;
+	char comm[DOC_COMM_MAX];
+	bool exited;
+	struct scheduler_evidence scheduler;
+	struct sev_u64 on_cpu_ns;
+};
+
+struct event_stream {
+	bool availability_recorded;
+	enum ev_gap availability_reason;
+	bool availability;
+	uint64_t dropped_events;
+	uint64_t dropped_span_events;
+	uint64_t sampled_out_events;
+	const struct span_record *spans; /* ordered by start_ns */
+	size_t nr_spans;
+};
+
+struct log2_bucket {
+	uint64_t lower_bound;
+	uint64_t upper_bound;
+	uint64_t count;
+};
+
+struct span_metric {
+	char metric_id[SPAN_METRIC_ID_MAX];
+	uint64_t calls;
+	uint64_t inclusive_ns;
+	uint64_t exclusive_ns;
+	uint64_t unfinished;
+	const struct log2_bucket *histogram;
+	size_t nr_buckets;
+};
+
+struct span_probe {
+	char object[PATH_MAX];
+	char symbol[256];
+	char metric_id[SPAN_METRIC_ID_MAX];
+	bool attached;
+	char reason[256]; /* non-empty when !attached */
+};
+
+/* overhead and loss are open objects of named exact counters. */
+struct named_u64 {
+	const char *name;
+	struct ev_u64 value;
+};
+
+struct evidence_doc {
+	struct doc_target target;
+	struct doc_window window;
+	const struct collector_capability *collectors;
+	size_t nr_collectors;
+	bool hardware_recorded;
+	enum ev_gap hardware_reason;
+	const struct hardware_run *hardware;
+	const struct doc_thread *threads;
+	size_t nr_threads;
+	struct event_stream events;
+	const struct span_metric *span_metrics;
+	size_t nr_span_metrics;
+	const struct span_probe *span_probes;
+	size_t nr_span_probes;
+	const struct named_u64 *overhead;
+	size_t nr_overhead;
+	const struct named_u64 *loss;
+	size_t nr_loss;
+};
+
+const char *target_mode__name(enum target_mode mode);
+const char *end_reason__name(enum end_reason reason);
+
+/* The whole document as a json-c object (caller puts it); NULL on ENOMEM. */
+struct json_object *evidence_doc__to_json(const struct evidence_doc *doc);
+
+/* "producer" fields: khbpf, libbpf and kernel versions of this host. */
+struct json_object *evidence_doc__producer(void);
+
+#endif /* KHBPF_DOCUMENT_H */
