@@ -71,11 +71,12 @@ KHBPF := $(BUILD)/khbpf
 
 TEST_SRCS := $(wildcard tests/test_*.c)
 TESTS := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRCS))
-TEST_HELPERS := $(patsubst tests/helpers/%.c,$(BUILD)/tests/helpers/%,$(wildcard tests/helpers/*.c))
+# Workloads are measured, never sanitized: always the plain build in build/.
+WORKLOADS := $(patsubst tests/workloads/%.c,build/workloads/%,$(wildcard tests/workloads/*.c))
 
-C_FILES := $(wildcard bpf/*.c bpf/*.h user/*.c user/*.h include/khbpf/*.h tests/*.c tests/*.h tests/helpers/*.c)
+C_FILES := $(wildcard bpf/*.c bpf/*.h user/*.c user/*.h include/khbpf/*.h tests/*.c tests/*.h tests/workloads/*.c)
 
-.PHONY: all check unit-tests format format-check clean deps
+.PHONY: all check unit-tests workloads demo format format-check clean deps
 all: $(KHBPF)
 
 deps: $(DEPS_STAMP)
@@ -127,17 +128,24 @@ $(BUILD)/tests/test_%: $(BUILD)/tests/test_%.o $(LIB)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(ALL_LDFLAGS) $^ $(LDLIBS) -lcmocka -o $@
 
-$(BUILD)/tests/helpers/%: $(BUILD)/tests/helpers/%.o
-	$(call msg,LINK,$@)
-	$(Q)$(CC) $(ALL_LDFLAGS) $^ -lpthread -o $@
+build/workloads/%: tests/workloads/%.c | $(DEPS_STAMP)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) -O2 -g -std=gnu11 $(WARN) -pthread $< -o $@
 
-unit-tests: $(TESTS) $(KHBPF) $(TEST_HELPERS)
+workloads: $(WORKLOADS)
+
+unit-tests: $(TESTS) $(KHBPF)
 
 # Unit tests twice (plain and ASan+UBSan), then the integration tests
 # against real BPF. tests/run.sh prints the closing "N passed, N failed".
-check: unit-tests
+check: unit-tests workloads
 	$(Q)$(MAKE) --no-print-directory SANITIZE=address,undefined unit-tests
 	$(Q)tests/run.sh build build/sanitize
+
+# The first of the README's two commands: khbpf on the bundled demo workload.
+demo: $(KHBPF) build/workloads/demo
+	$(Q)$(KHBPF) run -- build/workloads/demo
 
 format-check:
 	$(Q)$(CLANG_FORMAT) --dry-run --Werror $(C_FILES)

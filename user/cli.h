@@ -33,5 +33,9 @@ int cli__emit_json(const char *cmd, struct json_object *obj, const char *path);
 
 int cmd_probe(int argc, char **argv);
 void cmd_probe_help(FILE *f);
+int cmd_attach(int argc, char **argv);
+void cmd_attach_help(FILE *f);
+int cmd_run(int argc, char **argv);
+void cmd_run_help(FILE *f);
 
 #endif /* KHBPF_CLI_H */

@@ -105,6 +105,48 @@ static struct json_object *window_json(const struct doc_window *w, int *err)
 	return obj;
 }
 
+static const char *const mig_class_names[KHBPF_MIG_CLASSES] = {
+	[KHBPF_MIG_SMT] = "smt_sibling",
+	[KHBPF_MIG_LLC] = "same_llc",
+	[KHBPF_MIG_OTHER_LLC] = "other_llc",
+	[KHBPF_MIG_OTHER_NODE] = "other_node",
+	[KHBPF_MIG_UNKNOWN] = "unknown",
+};
+
+static struct json_object *detail_json(const struct doc_sched_detail *d, int *err)
+{
+	struct json_object *obj, *hist, *mig;
+	unsigned int i;
+
+	if (!d->recorded)
+		return evjson__gap(d->reason);
+	obj = versioned(err);
+	add(obj, "source", json_object_new_string(ev_source__name(EV_SRC_BPF_TRACEPOINT)), err);
+	add(obj, "runqueue_wait_ns", evjson__u64(d->wait_ns), err);
+	add(obj, "runqueue_waits", evjson__u64(d->waits), err);
+	hist = json_object_new_array();
+	for (i = 0; hist && i < KHBPF_RQ_SLOTS; i++) {
+		struct json_object *b;
+
+		if (!d->wait_hist[i])
+			continue;
+		b = json_object_new_object();
+		add(b, "lower_bound", evjson__u64(i ? 1ULL << i : 0), err);
+		add(b, "upper_bound",
+		    evjson__u64(i == KHBPF_RQ_SLOTS - 1 ? UINT64_MAX : (1ULL << (i + 1)) - 1), err);
+		add(b, "count", evjson__u64(d->wait_hist[i]), err);
+		push(hist, b, err);
+	}
+	add(obj, "runqueue_histogram", hist, err);
+	add(obj, "switch_ins", evjson__u64(d->switch_ins), err);
+	mig = json_object_new_object();
+	add(mig, "total", evjson__u64(d->migrations), err);
+	for (i = 0; i < KHBPF_MIG_CLASSES; i++)
+		add(mig, mig_class_names[i], evjson__u64(d->mig_class[i]), err);
+	add(obj, "migrations_by_distance", mig, err);
+	return evjson__recorded(obj);
+}
+
 static struct json_object *thread_json(const struct doc_thread *t, int *err)
 {
 	struct json_object *obj = versioned(err);
@@ -114,6 +156,8 @@ static struct json_object *thread_json(const struct doc_thread *t, int *err)
 	add(obj, "exited", json_object_new_boolean(t->exited), err);
 	add(obj, "scheduler", evjson__scheduler(&t->scheduler), err);
 	add(obj, "on_cpu_ns", evjson__sev_u64(t->on_cpu_ns), err);
+	add(obj, "born", json_object_new_boolean(t->born), err);
+	add(obj, "bpf_detail", detail_json(&t->detail, err), err);
 	return obj;
 }
 
@@ -217,6 +261,8 @@ struct json_object *evidence_doc__to_json(const struct evidence_doc *doc)
 	for (i = 0; arr && i < doc->nr_threads; i++)
 		push(arr, thread_json(&doc->threads[i], &err), &err);
 	add(obj, "threads", arr, &err);
+	add(obj, "scheduler_detail", detail_json(&doc->sched_detail, &err), &err);
+	add(obj, "kernel_run_delay_ns", evjson__sev_u64(doc->kernel_run_delay_ns), &err);
 
 	add(obj, "events", events_json(&doc->events, &err), &err);
 

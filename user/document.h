@@ -10,6 +10,7 @@
 #include <json-c/json.h>
 
 #include "evidence.h"
+#include "khbpf/sched.h"
 
 #define DOC_SCHEMA_MAJOR 1
 #define DOC_SCHEMA_MINOR 0
@@ -37,13 +38,31 @@ struct doc_window {
 	enum end_reason end_reason;
 };
 
+/*
+ * What BPF measured beyond the kernel's counters (khbpf additions): each
+ * runqueue wait timed (log2 histogram) and migrations by distance. Gapped
+ * with `reason` when BPF did not run.
+ */
+struct doc_sched_detail {
+	bool recorded;
+	enum ev_gap reason;
+	uint64_t wait_ns;
+	uint64_t waits;
+	uint64_t switch_ins;
+	uint64_t migrations;
+	uint64_t mig_class[KHBPF_MIG_CLASSES];
+	uint64_t wait_hist[KHBPF_RQ_SLOTS];
+};
+
 /* ThreadScheduler: one per thread seen in the window, exited ones included. */
 struct doc_thread {
 	uint64_t thread_id;
 	char comm[DOC_COMM_MAX];
 	bool exited;
+	bool born; /* created inside the window */
 	struct scheduler_evidence scheduler;
 	struct sev_u64 on_cpu_ns;
+	struct doc_sched_detail detail;
 };
 
 struct event_stream {
@@ -97,6 +116,9 @@ struct evidence_doc {
 	const struct hardware_run *hardware;
 	const struct doc_thread *threads;
 	size_t nr_threads;
+	/* Process-wide: the sum of the threads' details, and the kernel's run_delay beside it. */
+	struct doc_sched_detail sched_detail;
+	struct sev_u64 kernel_run_delay_ns;
 	struct event_stream events;
 	const struct span_metric *span_metrics;
 	size_t nr_span_metrics;

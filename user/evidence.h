@@ -251,6 +251,14 @@ struct utilization_evidence {
 	size_t nr_frequency_samples;
 	struct ev_source_ev frequency_availability;
 	uint64_t dropped_frequency_samples;
+	/*
+	 * khbpf additions: on-CPU time of every thread seen in the window,
+	 * exited and joined ones included (the seed's total counts only
+	 * threads alive at both ends), and that over wall time.
+	 */
+	struct ev_u64 all_threads_cpu_ns;
+	struct ev_u64 all_threads_parallelism_milli;
+	uint64_t dropped_threads; /* census entries beyond EV_MAX_SAMPLE_THREADS */
 };
 
 struct utilization_opts {

@@ -312,6 +312,10 @@ struct json_object *evjson__utilization(const struct utilization_evidence *u)
 	add(obj, "frequency_samples", freq, &err);
 	add(obj, "frequency_availability", evjson__ev_source(u->frequency_availability), &err);
 	add(obj, "dropped_frequency_samples", evjson__u64(u->dropped_frequency_samples), &err);
+	add(obj, "all_threads_cpu_ns", evjson__ev_u64(u->all_threads_cpu_ns), &err);
+	add(obj, "all_threads_parallelism_milli", evjson__ev_u64(u->all_threads_parallelism_milli),
+	    &err);
+	add(obj, "dropped_threads", evjson__u64(u->dropped_threads), &err);
 	return finish(obj, err);
 }
 

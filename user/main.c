@@ -24,6 +24,10 @@ static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list 
 }
 
 static const struct cli_command commands[] = {
+	{ "attach", "watch a running process's threads for a window", cmd_attach,
+	  cmd_attach_help },
+	{ "run", "run a command with the collector attached for its whole life", cmd_run,
+	  cmd_run_help },
 	{ "probe", "what each collector can do on this host, and why not", cmd_probe,
 	  cmd_probe_help },
 };

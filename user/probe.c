@@ -169,7 +169,7 @@ __attribute__((noinline, used)) void khbpf_probe_uprobe_target(int arg)
 	__asm__ volatile("" : : "r"(arg) : "memory");
 }
 
-static int read_paranoid(const char *root)
+int probe__perf_paranoid(const char *root)
 {
 	char buf[32];
 	char *end;
@@ -184,7 +184,7 @@ static int read_paranoid(const char *root)
 	return (int)v;
 }
 
-static int perf_open(uint32_t type, uint64_t config)
+static int perf_open(pid_t pid, uint32_t type, uint64_t config)
 {
 	struct perf_event_attr attr = {
 		.size = sizeof(attr),
@@ -196,11 +196,18 @@ static int perf_open(uint32_t type, uint64_t config)
 	};
 	long fd;
 
-	fd = syscall(__NR_perf_event_open, &attr, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+	fd = syscall(__NR_perf_event_open, &attr, pid, -1, -1, PERF_FLAG_FD_CLOEXEC);
 	if (fd < 0)
 		return -errno;
 	close((int)fd);
 	return 0;
+}
+
+int probe__perf_hw_open(pid_t pid)
+{
+	int err = perf_open(pid, PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES);
+
+	return err ?: perf_open(pid, PERF_TYPE_HARDWARE, PERF_COUNT_HW_INSTRUCTIONS);
 }
 
 static void probe_capabilities(struct probe_check *c, bool *bpf_caps)
@@ -458,7 +465,7 @@ int probe__run(struct probe_report *r, const struct probe_opts *opts)
 	r->kernel_release[0] = '\0';
 	if (!uname(&u))
 		snprintf(r->kernel_release, sizeof(r->kernel_release), "%s", u.release);
-	r->perf_event_paranoid = read_paranoid(root);
+	r->perf_event_paranoid = probe__perf_paranoid(root);
 
 	btf = btf__load_vmlinux_btf();
 	err = libbpf_get_error(btf) ? -errno : 0;
@@ -490,9 +497,7 @@ int probe__run(struct probe_report *r, const struct probe_opts *opts)
 	if (!verbose)
 		libbpf_set_print(old_print);
 
-	perr = perf_open(PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES);
-	if (!perr)
-		perr = perf_open(PERF_TYPE_HARDWARE, PERF_COUNT_HW_INSTRUCTIONS);
+	perr = probe__perf_hw_open(0);
 	av = probe__perf_availability(perr, r->perf_event_paranoid, detail, sizeof(detail));
 	check_set(&r->checks[PROBE_CHECK_PERF_HARDWARE],
 		  perr ? PROBE_RESULT_FAILED : PROBE_RESULT_OK, perr, "%s",
@@ -500,7 +505,7 @@ int probe__run(struct probe_report *r, const struct probe_opts *opts)
 	cap = &r->collectors[0];
 	collector_capability__set(cap, COLLECTOR_HARDWARE_COUNTERS, av, "%s", detail);
 
-	err = perf_open(PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CPU_CLOCK);
+	err = perf_open(0, PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CPU_CLOCK);
 	check_set(&r->checks[PROBE_CHECK_PERF_SOFTWARE],
 		  err ? PROBE_RESULT_FAILED : PROBE_RESULT_OK, err, "%s",
 		  err ? strerror(-err) : "cpu-clock opens");

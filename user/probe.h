@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "evidence.h"
 
@@ -82,6 +83,11 @@ enum collector_availability probe__perf_availability(int err, int paranoid, char
 /* BPF load/attach errno → availability, same contract. */
 enum collector_availability probe__bpf_availability(int err, bool have_btf, char *detail,
 						    size_t size);
+
+/* perf_event_open of cycles and instructions for pid (0 = self): 0 or -errno. */
+int probe__perf_hw_open(pid_t pid);
+/* kernel.perf_event_paranoid, or INT32_MIN when unreadable. */
+int probe__perf_paranoid(const char *root);
 
 /* Callable target of the uprobe self-test; kept out of line and not merged. */
 void khbpf_probe_uprobe_target(int arg);

@@ -1,0 +1,155 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * BPF ↔ user boundary of the scheduler collector (bpf/sched.bpf.c).
+ * Fixed-width fields only: this header is compiled by clang for BPF and by
+ * gcc for the loader, and both must agree on every offset.
+ */
+#ifndef KHBPF_SCHED_H
+#define KHBPF_SCHED_H
+
+#ifdef __BPF__
+/* vmlinux.h provides the __u* types. */
+#else
+#include <linux/types.h>
+#endif
+
+/*
+ * Targets are a bitmap over tgids: one bit per pid up to PID_MAX_LIMIT on
+ * 64-bit (4M), so the non-target check on every context switch is one
+ * bounded array load, no helper call.
+ */
+#define KHBPF_TARGET_WORDS (1u << 16)
+#define KHBPF_PID_LIMIT (KHBPF_TARGET_WORDS * 64u)
+
+/* Runqueue-wait histogram: slot k counts waits in [2^k, 2^(k+1)) ns; slot 0 is [0, 2). */
+#define KHBPF_RQ_SLOTS 40
+
+/* Migration distance classes (sched_migrate_task with a real CPU change). */
+#define KHBPF_MIG_SMT 0	      /* SMT sibling: same core */
+#define KHBPF_MIG_LLC 1	      /* another core sharing the last-level cache */
+#define KHBPF_MIG_OTHER_LLC 2  /* another LLC on the same NUMA node */
+#define KHBPF_MIG_OTHER_NODE 3 /* another NUMA node */
+#define KHBPF_MIG_UNKNOWN 4    /* topology unknown for either CPU */
+#define KHBPF_MIG_CLASSES 5
+
+/* Default bound of exited-thread records kept per window (--max-exited). */
+#define KHBPF_DEFAULT_MAX_EXITED 65536
+
+/* khbpf_thread_rec.flags */
+#define KHBPF_REC_EXITED 0x1	  /* from sched_process_exit / the final switch */
+#define KHBPF_REC_FINAL 0x2	  /* refreshed at the final switch-out (TASK_DEAD) */
+#define KHBPF_REC_HAS_STATE 0x4 /* the thread had task storage: BPF-timed fields valid */
+#define KHBPF_REC_EXITING 0x8	  /* iterator saw PF_EXITING: an exit record will follow */
+
+struct khbpf_cpu_topo {
+	__s32 core; /* dense ids from the loader's sysfs topology; -1 unknown */
+	__s32 llc;
+	__s32 node;
+	__s32 pad;
+};
+
+/* The kernel's own per-task counters, read with CO-RE. */
+struct khbpf_task_counters {
+	__u64 nvcsw;
+	__u64 nivcsw;
+	__u64 nr_migrations;	/* se.nr_migrations */
+	__u64 sum_exec_runtime; /* se.sum_exec_runtime, ns */
+	__u64 run_delay;	/* sched_info.run_delay, ns */
+	__u64 pcount;		/* sched_info.pcount: timeslices */
+};
+
+/* What khbpf's own programs measured for one task. */
+struct khbpf_task_bpf {
+	__u64 wait_ns;	  /* BPF-timed runqueue wait, runnable → switch-in */
+	__u64 waits;	  /* waits timed */
+	__u64 switch_ins; /* times switched onto a CPU */
+	__u64 migrations; /* sched_migrate_task with a real CPU change */
+	__u64 mig_class[KHBPF_MIG_CLASSES];
+	__u64 wait_hist[KHBPF_RQ_SLOTS];
+};
+
+/* Task storage value: hot-path state of one target thread. */
+struct khbpf_task_state {
+	__u64 enqueue_ts; /* bpf_ktime_get_ns() when it became runnable; 0 when not queued */
+	struct khbpf_task_bpf b;
+};
+
+/* Identity of a thread across tid reuse. */
+struct khbpf_thread_key {
+	__u32 tid;
+	__u32 pad;
+	__u64 start_time; /* task->start_time, boot-based ns */
+};
+
+/* One thread: iterator output record and exited-map value. */
+struct khbpf_thread_rec {
+	__u32 tid;
+	__u32 tgid;
+	__u64 start_time;
+	char comm[16];
+	__u32 flags;
+	__u32 pad;
+	struct khbpf_task_counters k;
+	struct khbpf_task_bpf b;
+};
+
+#ifndef __BPF__
+_Static_assert(sizeof(struct khbpf_cpu_topo) == 16, "khbpf_cpu_topo layout");
+_Static_assert(sizeof(struct khbpf_task_counters) == 48, "khbpf_task_counters layout");
+_Static_assert(sizeof(struct khbpf_task_bpf) == 8 * (4 + KHBPF_MIG_CLASSES + KHBPF_RQ_SLOTS),
+	       "khbpf_task_bpf layout");
+_Static_assert(sizeof(struct khbpf_thread_key) == 16, "khbpf_thread_key layout");
+_Static_assert(sizeof(struct khbpf_thread_rec) ==
+		       40 + sizeof(struct khbpf_task_counters) + sizeof(struct khbpf_task_bpf),
+	       "khbpf_thread_rec layout");
+#endif
+
+/* log2 slot of a wait; shared by BPF and the unit tests. */
+static inline __u32 khbpf_rq_slot(__u64 ns)
+{
+	__u32 slot = 0;
+
+	/* Unrolled binary search: bounded for the verifier, no loop. */
+	if (ns >> 32) {
+		ns >>= 32;
+		slot += 32;
+	}
+	if (ns >> 16) {
+		ns >>= 16;
+		slot += 16;
+	}
+	if (ns >> 8) {
+		ns >>= 8;
+		slot += 8;
+	}
+	if (ns >> 4) {
+		ns >>= 4;
+		slot += 4;
+	}
+	if (ns >> 2) {
+		ns >>= 2;
+		slot += 2;
+	}
+	if (ns >> 1)
+		slot += 1;
+	return slot < KHBPF_RQ_SLOTS ? slot : KHBPF_RQ_SLOTS - 1;
+}
+
+/* Distance class of a migration between two CPUs' topology entries. */
+static inline __u32 khbpf_mig_class(const struct khbpf_cpu_topo *from,
+				    const struct khbpf_cpu_topo *to)
+{
+	if (!from || !to || from->core < 0 || to->core < 0)
+		return KHBPF_MIG_UNKNOWN;
+	if (from->node >= 0 && to->node >= 0 && from->node != to->node)
+		return KHBPF_MIG_OTHER_NODE;
+	if (from->core == to->core)
+		return KHBPF_MIG_SMT;
+	if (from->llc >= 0 && from->llc == to->llc)
+		return KHBPF_MIG_LLC;
+	if (from->llc >= 0 && to->llc >= 0 && from->node >= 0 && from->node == to->node)
+		return KHBPF_MIG_OTHER_LLC;
+	return KHBPF_MIG_UNKNOWN;
+}
+
+#endif /* KHBPF_SCHED_H */

@@ -1,0 +1,174 @@
+#!/usr/bin/python3
+"""Compare a khbpf evidence document with the kernel's /proc numbers.
+
+  sched_compare.py snap PID OUT.json
+      Record /proc/PID/task/*/{sched,schedstat} for every thread.
+  sched_compare.py window DOC.json BEFORE.json AFTER.json
+      For threads alive in both snapshots: khbpf's deltas must equal
+      AFTER - BEFORE exactly (the workload is idle at both reads).
+  sched_compare.py truth DOC.json TRUTH.jsonl
+      For each thread's own last reading (schedmix): khbpf's totals must be
+      the kernel's plus only what the thread's exit adds.
+  sched_compare.py totals DOC.json
+      Run totals equal the sums over threads; every field has a source.
+"""
+import glob
+import json
+import os
+import sys
+
+FIELDS = {
+    "voluntary_context_switches": "nr_voluntary_switches",
+    "involuntary_context_switches": "nr_involuntary_switches",
+    "cpu_migrations": "nr_migrations",
+    "scheduler_delay_ns": "run_delay_ns",
+    "timeslices": "pcount",
+}
+failures = []
+
+
+def fail(msg):
+    failures.append(msg)
+    print("MISMATCH " + msg, file=sys.stderr)
+
+
+def read_thread(task_dir):
+    out = {}
+    with open(os.path.join(task_dir, "sched")) as f:
+        for line in f:
+            if ":" not in line:
+                continue
+            k, v = (x.strip() for x in line.split(":", 1))
+            if k in ("nr_voluntary_switches", "nr_involuntary_switches"):
+                out[k] = int(v)
+            elif k == "se.nr_migrations":
+                out["nr_migrations"] = int(v)
+    with open(os.path.join(task_dir, "schedstat")) as f:
+        rt, delay, pcount = (int(x) for x in f.read().split())
+    out.update(sum_exec_runtime_ns=rt, run_delay_ns=delay, pcount=pcount)
+    with open(os.path.join(task_dir, "comm")) as f:
+        out["comm"] = f.read().strip()
+    return out
+
+
+def snap(pid, path):
+    threads = {}
+    for d in glob.glob(f"/proc/{pid}/task/*"):
+        threads[int(os.path.basename(d))] = read_thread(d)
+    json.dump(threads, open(path, "w"))
+
+
+def value(doc_thread, field):
+    v = doc_thread["scheduler"][field]["value"]
+    if v["status"] != "recorded":
+        fail(f"tid {doc_thread['thread_id']}: {field} is a gap: {v}")
+        return None
+    return v["value"]
+
+
+def on_cpu(doc_thread):
+    v = doc_thread["on_cpu_ns"]["value"]
+    return v["value"] if v["status"] == "recorded" else None
+
+
+def window(doc_path, before_path, after_path):
+    doc = json.load(open(doc_path))
+    before = {int(k): v for k, v in json.load(open(before_path)).items()}
+    after = {int(k): v for k, v in json.load(open(after_path)).items()}
+    by_tid = {t["thread_id"]: t for t in doc["threads"]}
+    common = sorted(set(before) & set(after))
+    if not common:
+        fail("no thread alive at both reads")
+    for tid in common:
+        t = by_tid.get(tid)
+        if t is None:
+            fail(f"tid {tid} alive through the window is missing from the document")
+            continue
+        for field, key in FIELDS.items():
+            want = after[tid][key] - before[tid][key]
+            got = value(t, field)
+            if got is not None and got != want:
+                fail(f"tid {tid} {field}: khbpf {got}, kernel {want}")
+        want = after[tid]["sum_exec_runtime_ns"] - before[tid]["sum_exec_runtime_ns"]
+        if on_cpu(t) != want:
+            fail(f"tid {tid} on_cpu_ns: khbpf {on_cpu(t)}, kernel {want}")
+    born = [t for t in doc["threads"] if t["thread_id"] not in before]
+    return doc, born
+
+
+def truth(doc_path, truth_path):
+    doc = json.load(open(doc_path))
+    by_tid = {t["thread_id"]: t for t in doc["threads"]}
+    lines = [json.loads(x) for x in open(truth_path) if x.strip()]
+    if not lines:
+        fail("the workload reported no threads")
+    for k in lines:
+        tid = k["tid"]
+        t = by_tid.get(tid)
+        if t is None:
+            fail(f"tid {tid} ({k['comm']}) missing from the document")
+            continue
+        if not t["exited"]:
+            fail(f"tid {tid} exited but is not marked exited")
+        # Counts: equal, or at most 2 more for the exit after the thread's read.
+        for field, key in FIELDS.items():
+            got = value(t, field)
+            if got is None:
+                continue
+            if field == "scheduler_delay_ns":
+                extra = got - k[key]
+                # Never less than the kernel's; the exit path adds at most a few ms.
+                if not 0 <= extra <= 5_000_000:
+                    fail(f"tid {tid} {field}: khbpf {got}, kernel {k[key]} (+{extra})")
+            elif not 0 <= got - k[key] <= 2:
+                fail(f"tid {tid} {field}: khbpf {got}, kernel {k[key]}")
+        extra = (on_cpu(t) or 0) - k["sum_exec_runtime_ns"]
+        if not 0 <= extra <= 5_000_000:
+            fail(f"tid {tid} on_cpu_ns: khbpf {on_cpu(t)}, kernel {k['sum_exec_runtime_ns']}")
+        mig = t["bpf_detail"]["value"]["migrations_by_distance"]["total"]
+        if mig != value(t, "cpu_migrations"):
+            fail(f"tid {tid}: sched_migrate_task saw {mig} CPU changes, se.nr_migrations {value(t, 'cpu_migrations')}")
+    return doc
+
+
+def totals(doc_path):
+    doc = json.load(open(doc_path))
+    sched = doc["hardware"]["value"]["scheduler"]
+    for field in list(FIELDS) + ["total_context_switches"]:
+        want = sum(t["scheduler"][field]["value"]["value"] for t in doc["threads"])
+        got = sched[field]["value"].get("value")
+        if got != want:
+            fail(f"total {field}: {got} != sum over threads {want}")
+        if sched[field]["source"] != "bpf-tracepoint":
+            fail(f"total {field} source {sched[field]['source']}")
+    for t in doc["threads"]:
+        s = t["scheduler"]
+        if s["total_context_switches"]["value"]["value"] != (
+                s["voluntary_context_switches"]["value"]["value"]
+                + s["involuntary_context_switches"]["value"]["value"]):
+            fail(f"tid {t['thread_id']}: total switches != voluntary + involuntary")
+    loss = doc["loss"]
+    for k in ("threads_dropped", "threads_vanished", "exited_records_overflow",
+              "task_storage_failures", "final_switch_unmatched", "iterator_write_errors"):
+        if loss[k]["value"] != 0:
+            fail(f"loss {k} = {loss[k]['value']}")
+
+
+def main(argv):
+    cmd = argv[1] if len(argv) > 1 else ""
+    if cmd == "snap" and len(argv) == 4:
+        snap(argv[2], argv[3])
+    elif cmd == "window" and len(argv) == 5:
+        window(argv[2], argv[3], argv[4])
+    elif cmd == "truth" and len(argv) == 4:
+        truth(argv[2], argv[3])
+    elif cmd == "totals" and len(argv) == 3:
+        totals(argv[2])
+    else:
+        print(__doc__, file=sys.stderr)
+        return 2
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

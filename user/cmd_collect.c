@@ -1,0 +1,273 @@
+// SPDX-License-Identifier: MIT
+/* `khbpf attach --pid PID ...` and `khbpf run ... -- CMD [ARGS...]` */
+#include <errno.h>
+#include <getopt.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <json-c/json.h>
+
+#include "cli.h"
+#include "fsutil.h"
+#include "session.h"
+
+#define MAX_SECONDS 31536000ULL /* a year: larger durations are typos */
+
+void cmd_attach_help(FILE *f)
+{
+	fprintf(f,
+		"Usage: khbpf attach --pid PID [--duration SECONDS] [--interval SECONDS]\n"
+		"                    [-o FILE] [--json | --text] [--no-bpf]\n"
+		"                    [--max-exited N] [--max-threads N]\n\n"
+		"Watch a running process (every thread, including threads created later) until\n"
+		"the duration passes, SIGINT/SIGTERM/SIGHUP arrives, or the process exits; then\n"
+		"report per-thread scheduler evidence.\n\n"
+		"Options:\n"
+		"  -p, --pid PID         the process to watch\n"
+		"  -d, --duration S      window length in seconds (decimals allowed, > 0)\n"
+		"  -i, --interval S      CPU frequency sampling period (default 1)\n"
+		"  -o, --output FILE     write the JSON evidence document to FILE atomically\n"
+		"      --json            JSON document on stdout\n"
+		"      --text            human summary on stdout (the default without -o)\n"
+		"      --no-bpf          read /proc at the window's ends instead of BPF\n"
+		"      --max-exited N    exited-thread records kept in the kernel (default 65536)\n"
+		"      --max-threads N   threads listed in the document (default 65536)\n"
+		"  -h, --help            this help\n\n"
+		"Examples:\n"
+		"  sudo khbpf attach --pid 1234 --duration 10\n"
+		"  sudo khbpf attach --pid \"$(pidof nginx | cut -d' ' -f1)\" -d 30 -o nginx.json\n");
+}
+
+void cmd_run_help(FILE *f)
+{
+	fprintf(f,
+		"Usage: khbpf run [--duration SECONDS] [--interval SECONDS] [-o FILE]\n"
+		"                 [--json | --text] [--as-root] [--no-bpf] -- CMD [ARGS...]\n\n"
+		"Start CMD with the collector attached before its first instruction, so the\n"
+		"evidence covers its whole life. Exits with CMD's exit status (128+signal when\n"
+		"killed). Under sudo, CMD runs as the invoking user unless --as-root is given.\n"
+		"The first SIGINT/SIGTERM/SIGHUP is passed to CMD; a second ends the window.\n\n"
+		"Options:\n"
+		"  -d, --duration S      end the window early (CMD keeps running; khbpf waits)\n"
+		"  -i, --interval S      CPU frequency sampling period (default 1)\n"
+		"  -o, --output FILE     write the JSON evidence document to FILE atomically\n"
+		"      --json            JSON document on stdout\n"
+		"      --text            human summary on stdout (the default without -o)\n"
+		"      --as-root         do not drop to SUDO_UID/SUDO_GID for CMD\n"
+		"      --no-bpf          read /proc at the window's ends instead of BPF\n"
+		"      --max-exited N    exited-thread records kept in the kernel (default 65536)\n"
+		"      --max-threads N   threads listed in the document (default 65536)\n"
+		"  -h, --help            this help\n\n"
+		"Examples:\n"
+		"  sudo khbpf run -- make -j2\n"
+		"  sudo khbpf run -o build.json -- ./my-server --port 8080\n");
+}
+
+/* Seconds with up to 9 decimals → ns, exactly (no floating point). */
+static int parse_seconds(const char *s, uint64_t *ns)
+{
+	uint64_t whole = 0, frac = 0;
+	int digits = 0, frac_digits = 0;
+	const char *p = s;
+
+	for (; *p >= '0' && *p <= '9'; p++, digits++) {
+		whole = whole * 10 + (uint64_t)(*p - '0');
+		if (whole > MAX_SECONDS)
+			return -ERANGE;
+	}
+	if (*p == '.') {
+		for (p++; *p >= '0' && *p <= '9'; p++, frac_digits++) {
+			if (frac_digits == 9)
+				return -EINVAL;
+			frac = frac * 10 + (uint64_t)(*p - '0');
+		}
+	}
+	if (*p || (!digits && !frac_digits))
+		return -EINVAL;
+	while (frac_digits++ < 9)
+		frac *= 10;
+	*ns = whole * 1000000000ULL + frac;
+	return *ns ? 0 : -ERANGE;
+}
+
+static int parse_count(const char *s, uint64_t max, uint32_t *out)
+{
+	uint64_t v;
+
+	if (fsutil__parse_u64(s, &v) || v == 0 || v > max)
+		return -EINVAL;
+	*out = (uint32_t)v;
+	return 0;
+}
+
+/* Fail before the window, not after it: the output directory must be writable. */
+static int check_output_path(const char *cmd, const char *path)
+{
+	char copy[PATH_MAX];
+	const char *dir;
+
+	if (!strcmp(path, "-"))
+		return 0;
+	if (snprintf(copy, sizeof(copy), "%s", path) >= (int)sizeof(copy)) {
+		cli__error(cmd, "-o '%s': path too long", path);
+		return -ENAMETOOLONG;
+	}
+	dir = dirname(copy);
+	if (access(dir, W_OK)) {
+		cli__error(cmd, "-o '%s': directory '%s' is not writable (%s); choose another path",
+			   path, dir, strerror(errno));
+		return -errno;
+	}
+	return 0;
+}
+
+static int collect(const char *cmd, int argc, char **argv, enum target_mode mode)
+{
+	static const struct option opts[] = {
+		{ "pid", required_argument, NULL, 'p' },
+		{ "duration", required_argument, NULL, 'd' },
+		{ "interval", required_argument, NULL, 'i' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "json", no_argument, NULL, 'J' },
+		{ "text", no_argument, NULL, 'T' },
+		{ "as-root", no_argument, NULL, 'R' },
+		{ "no-bpf", no_argument, NULL, 'N' },
+		{ "max-exited", required_argument, NULL, 'E' },
+		{ "max-threads", required_argument, NULL, 'M' },
+		{ "help", no_argument, NULL, 'h' },
+		{},
+	};
+	struct session_opts so = { .sz = sizeof(so), .mode = mode, .log = stderr };
+	bool json = false, text = false, have_pid = false;
+	const char *out = NULL;
+	struct json_object *doc = NULL;
+	struct session *s = NULL;
+	char errbuf[512] = "";
+	uint64_t v;
+	int c, err, ret;
+
+	while ((c = getopt_long(argc, argv, "+p:d:i:o:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'p':
+			if (mode != TARGET_MODE_ATTACH)
+				goto usage;
+			if (fsutil__parse_u64(optarg, &v) || v == 0 || v > INT_MAX) {
+				cli__error(cmd, "--pid '%s': expected a process id (1..%d)", optarg,
+					   INT_MAX);
+				return CLI_EXIT_USAGE;
+			}
+			so.pid = (pid_t)v;
+			have_pid = true;
+			break;
+		case 'd':
+		case 'i':
+			err = parse_seconds(optarg, c == 'd' ? &so.duration_ns : &so.interval_ns);
+			if (err) {
+				cli__error(cmd,
+					   "--%s '%s': expected seconds > 0 and <= %llu (e.g. 10 or 0.5)",
+					   c == 'd' ? "duration" : "interval", optarg, MAX_SECONDS);
+				return CLI_EXIT_USAGE;
+			}
+			break;
+		case 'o':
+			out = optarg;
+			break;
+		case 'J':
+			json = true;
+			break;
+		case 'T':
+			text = true;
+			break;
+		case 'R':
+			if (mode != TARGET_MODE_RUN)
+				goto usage;
+			so.as_root = true;
+			break;
+		case 'N':
+			so.no_bpf = true;
+			break;
+		case 'E':
+		case 'M':
+			if (parse_count(optarg, 1u << 24, c == 'E' ? &so.max_exited : &so.max_threads)) {
+				cli__error(cmd, "--%s '%s': expected a count from 1 to %u",
+					   c == 'E' ? "max-exited" : "max-threads", optarg, 1u << 24);
+				return CLI_EXIT_USAGE;
+			}
+			break;
+		case 'h':
+			if (mode == TARGET_MODE_RUN)
+				cmd_run_help(stdout);
+			else
+				cmd_attach_help(stdout);
+			return 0;
+		default:
+			goto usage;
+		}
+	}
+	if (mode == TARGET_MODE_ATTACH) {
+		if (!have_pid) {
+			cli__error(cmd, "--pid PID is required; run 'khbpf attach --help'");
+			return CLI_EXIT_USAGE;
+		}
+		if (optind < argc) {
+			cli__error(cmd, "unexpected argument '%s'; run 'khbpf attach --help'",
+				   argv[optind]);
+			return CLI_EXIT_USAGE;
+		}
+	} else {
+		if (optind >= argc) {
+			cli__error(cmd, "no command given; usage: khbpf run [OPTIONS] -- CMD [ARGS...]");
+			return CLI_EXIT_USAGE;
+		}
+		so.argv = argv + optind;
+	}
+	if (json && text) {
+		cli__error(cmd, "--json and --text both write to stdout; pick one");
+		return CLI_EXIT_USAGE;
+	}
+	if (out && check_output_path(cmd, out))
+		return CLI_EXIT_FAILURE;
+
+	err = session__run(&s, &so, errbuf, sizeof(errbuf));
+	if (err) {
+		cli__error(cmd, "%s", errbuf);
+		ret = s ? session__exit_code(s) : CLI_EXIT_FAILURE;
+		session__destroy(s);
+		return ret ? ret : CLI_EXIT_FAILURE;
+	}
+	ret = 0;
+	if (out || json) {
+		doc = session__document(s);
+		if (out)
+			ret = cli__emit_json(cmd, doc, out);
+		if (!ret && json)
+			ret = cli__emit_json(cmd, doc, "-");
+		json_object_put(doc);
+	}
+	if (!ret && (text || (!out && !json))) {
+		session__print_summary(s, stdout);
+		if (fflush(stdout))
+			ret = CLI_EXIT_FAILURE;
+	}
+	if (!ret)
+		ret = session__exit_code(s);
+	session__destroy(s);
+	return ret;
+
+usage:
+	cli__error(cmd, "run 'khbpf %s --help' for usage", cmd);
+	return CLI_EXIT_USAGE;
+}
+
+int cmd_attach(int argc, char **argv)
+{
+	return collect("attach", argc, argv, TARGET_MODE_ATTACH);
+}
+
+int cmd_run(int argc, char **argv)
+{
+	return collect("run", argc, argv, TARGET_MODE_RUN);
+}

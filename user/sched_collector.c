@@ -1,0 +1,295 @@
+// SPDX-License-Identifier: MIT
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include <bpf/btf.h>
+#include <bpf/libbpf.h>
+
+#include "sched.skel.h"
+#include "sched_collector.h"
+#include "topology.h"
+
+struct sched_collector {
+	struct sched_bpf *skel;
+	int stats_fd;
+	bool attached;
+	uint32_t max_exited;
+	bool sched_info;
+};
+
+/* CONFIG_SCHED_INFO: does task_struct have sched_info (run_delay, pcount)? */
+static bool kernel_has_sched_info(void)
+{
+	struct btf *btf = btf__load_vmlinux_btf();
+	const struct btf_member *m;
+	const struct btf_type *t;
+	bool found = false;
+	int id, i;
+
+	if (libbpf_get_error(btf))
+		return false;
+	id = btf__find_by_name_kind(btf, "task_struct", BTF_KIND_STRUCT);
+	t = id > 0 ? btf__type_by_id(btf, id) : NULL;
+	for (i = 0, m = t ? btf_members(t) : NULL; t && i < btf_vlen(t); i++, m++) {
+		if (!strcmp(btf__name_by_offset(btf, m->name_off), "sched_info")) {
+			found = true;
+			break;
+		}
+	}
+	btf__free(btf);
+	return found;
+}
+
+int sched_collector__open(struct sched_collector **out, const struct sched_collector_opts *opts)
+{
+	struct sched_collector *c;
+	uint32_t nr_cpus = 1;
+	int err;
+
+	*out = NULL;
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	c->stats_fd = -1;
+	c->max_exited = opts && opts->max_exited ? opts->max_exited : KHBPF_DEFAULT_MAX_EXITED;
+
+	c->skel = sched_bpf__open();
+	if (!c->skel) {
+		err = -errno;
+		goto cleanup;
+	}
+	c->skel->rodata->trace_all = opts && opts->trace_all;
+	if (opts && opts->topo && opts->topo->nr_cpu_ids)
+		nr_cpus = opts->topo->nr_cpu_ids;
+	err = bpf_map__set_max_entries(c->skel->maps.cpu_topo, nr_cpus);
+	err = err ?: bpf_map__set_max_entries(c->skel->maps.exited, c->max_exited);
+	if (err)
+		goto cleanup;
+	err = sched_bpf__load(c->skel);
+	if (err)
+		goto cleanup;
+
+	if (opts && opts->topo && opts->topo->cpus) {
+		uint32_t i;
+
+		for (i = 0; i < opts->topo->nr_cpu_ids; i++) {
+			const struct cpu_topo *t = &opts->topo->cpus[i];
+			struct khbpf_cpu_topo v = { t->core, t->llc, t->node, 0 };
+
+			err = bpf_map__update_elem(c->skel->maps.cpu_topo, &i, sizeof(i), &v,
+						   sizeof(v), BPF_ANY);
+			if (err)
+				goto cleanup;
+		}
+	} else {
+		/* Unknown topology: every migration classifies as unknown. */
+		struct khbpf_cpu_topo v = { -1, -1, -1, 0 };
+		uint32_t i = 0;
+
+		err = bpf_map__update_elem(c->skel->maps.cpu_topo, &i, sizeof(i), &v, sizeof(v),
+					   BPF_ANY);
+		if (err)
+			goto cleanup;
+	}
+	/* BPF run-time stats for this window only: the fd's lifetime is the switch. */
+	if (opts && opts->run_stats) {
+		c->stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
+		if (c->stats_fd < 0)
+			c->stats_fd = -1;
+	}
+	c->sched_info = kernel_has_sched_info();
+	*out = c;
+	return 0;
+
+cleanup:
+	sched_collector__destroy(c);
+	return err;
+}
+
+int sched_collector__add_target(struct sched_collector *c, pid_t tgid)
+{
+	uint32_t t = (uint32_t)tgid;
+
+	if (tgid <= 0 || t >= KHBPF_PID_LIMIT)
+		return -EINVAL;
+	c->skel->bss->target_bits[t >> 6] |= 1ULL << (t & 63);
+	return 0;
+}
+
+int sched_collector__attach(struct sched_collector *c)
+{
+	int err;
+
+	/* The iterator is not auto-attached; it runs on demand in snapshot. */
+	bpf_program__set_autoattach(c->skel->progs.khbpf_iter_task, false);
+	err = sched_bpf__attach(c->skel);
+	if (err)
+		return err;
+	c->attached = true;
+	return 0;
+}
+
+void sched_collector__detach(struct sched_collector *c)
+{
+	if (c && c->skel && c->attached) {
+		sched_bpf__detach(c->skel);
+		c->attached = false;
+	}
+}
+
+static int table_push(struct thread_table *t, size_t *cap, const struct khbpf_thread_rec *r)
+{
+	if (t->nr == *cap) {
+		size_t ncap = *cap ? *cap * 2 : 256;
+		struct khbpf_thread_rec *grown = realloc(t->recs, ncap * sizeof(*grown));
+
+		if (!grown)
+			return -ENOMEM;
+		t->recs = grown;
+		*cap = ncap;
+	}
+	t->recs[t->nr++] = *r;
+	return 0;
+}
+
+static int rec_cmp(const void *a, const void *b)
+{
+	const struct khbpf_thread_rec *x = a, *y = b;
+
+	if (x->tid != y->tid)
+		return x->tid < y->tid ? -1 : 1;
+	return x->start_time < y->start_time ? -1 : x->start_time > y->start_time;
+}
+
+void thread_table__sort(struct thread_table *t)
+{
+	if (t->nr)
+		qsort(t->recs, t->nr, sizeof(*t->recs), rec_cmp);
+}
+
+const struct khbpf_thread_rec *thread_table__find(const struct thread_table *t, uint32_t tid,
+						  uint64_t start_time)
+{
+	struct khbpf_thread_rec key = { .tid = tid, .start_time = start_time };
+
+	if (!t->nr)
+		return NULL;
+	return bsearch(&key, t->recs, t->nr, sizeof(*t->recs), rec_cmp);
+}
+
+void thread_table__free(struct thread_table *t)
+{
+	free(t->recs);
+	t->recs = NULL;
+	t->nr = 0;
+}
+
+int sched_collector__snapshot(struct sched_collector *c, struct thread_table *out)
+{
+	struct khbpf_thread_rec rec;
+	struct bpf_link *link;
+	size_t cap = 0, have = 0;
+	int fd, err = 0;
+	ssize_t n;
+
+	memset(out, 0, sizeof(*out));
+	link = bpf_program__attach_iter(c->skel->progs.khbpf_iter_task, NULL);
+	if (!link)
+		return -errno;
+	fd = bpf_iter_create(bpf_link__fd(link));
+	if (fd < 0) {
+		err = -errno;
+		goto cleanup;
+	}
+	/* seq_file hands out whole records; reassemble across reads anyway. */
+	while ((n = read(fd, (char *)&rec + have, sizeof(rec) - have)) > 0) {
+		have += (size_t)n;
+		if (have < sizeof(rec))
+			continue;
+		have = 0;
+		err = table_push(out, &cap, &rec);
+		if (err)
+			break;
+	}
+	if (!err && n < 0)
+		err = -errno;
+	if (!err && have)
+		err = -EIO;
+	close(fd);
+cleanup:
+	bpf_link__destroy(link);
+	if (err)
+		thread_table__free(out);
+	else
+		thread_table__sort(out);
+	return err;
+}
+
+int sched_collector__exited(struct sched_collector *c, struct thread_table *out)
+{
+	struct khbpf_thread_key key, next;
+	struct khbpf_thread_rec rec;
+	int fd = bpf_map__fd(c->skel->maps.exited);
+	size_t cap = 0;
+	void *prev = NULL;
+	int err = 0;
+
+	memset(out, 0, sizeof(*out));
+	while (!bpf_map_get_next_key(fd, prev, &next)) {
+		key = next;
+		prev = &key;
+		if (bpf_map_lookup_elem(fd, &key, &rec))
+			continue; /* deleted under us: cannot happen, nothing deletes */
+		err = table_push(out, &cap, &rec);
+		if (err)
+			break;
+	}
+	if (err)
+		thread_table__free(out);
+	else
+		thread_table__sort(out);
+	return err;
+}
+
+int sched_collector__stats(struct sched_collector *c, struct sched_collector_stats *out)
+{
+	struct bpf_program *prog;
+
+	memset(out, 0, sizeof(*out));
+	out->run_stats_enabled = c->stats_fd >= 0;
+	out->storage_failures = c->skel->bss->storage_failures;
+	out->exited_overflow = c->skel->bss->exited_overflow;
+	out->final_unmatched = c->skel->bss->final_unmatched;
+	out->iter_write_errors = c->skel->bss->iter_write_errors;
+	out->max_exited = c->max_exited;
+	out->sched_info = c->sched_info;
+	bpf_object__for_each_program(prog, c->skel->obj)
+	{
+		struct bpf_prog_info info = {};
+		__u32 len = sizeof(info);
+		struct sched_prog_stats *s;
+
+		if (out->nr_progs == SCHED_PROG_MAX || prog == c->skel->progs.khbpf_iter_task)
+			continue;
+		if (bpf_obj_get_info_by_fd(bpf_program__fd(prog), &info, &len))
+			return -errno;
+		s = &out->progs[out->nr_progs++];
+		snprintf(s->name, sizeof(s->name), "%s", bpf_program__name(prog));
+		s->run_cnt = info.run_cnt;
+		s->run_time_ns = info.run_time_ns;
+	}
+	return 0;
+}
+
+void sched_collector__destroy(struct sched_collector *c)
+{
+	if (!c)
+		return;
+	sched_collector__detach(c);
+	sched_bpf__destroy(c->skel);
+	if (c->stats_fd >= 0)
+		close(c->stats_fd);
+	free(c);
+}

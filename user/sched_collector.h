@@ -1,0 +1,72 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The scheduler collector: bpf/sched.bpf.c's skeleton behind an opaque
+ * object. Lifecycle: open (configure + load) → add_target → attach →
+ * snapshot/exited reads → destroy (detaches everything, on every path).
+ */
+#ifndef KHBPF_SCHED_COLLECTOR_H
+#define KHBPF_SCHED_COLLECTOR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "khbpf/sched.h"
+
+struct sched_collector;
+struct host_topology;
+
+struct sched_collector_opts {
+	size_t sz;
+	bool trace_all;			  /* every task but the idle task */
+	uint32_t max_exited;		  /* exited-thread records; 0 → default */
+	const struct host_topology *topo; /* for migration distance; may be NULL */
+	bool run_stats;			  /* BPF_ENABLE_STATS for the window */
+};
+
+/* A set of thread records sorted by (tid, start_time). */
+struct thread_table {
+	struct khbpf_thread_rec *recs;
+	size_t nr;
+};
+
+#define SCHED_PROG_MAX 8
+struct sched_prog_stats {
+	char name[32];
+	uint64_t run_cnt;
+	uint64_t run_time_ns;
+};
+
+struct sched_collector_stats {
+	bool run_stats_enabled; /* run_cnt/run_time_ns are measured, not zero by default */
+	struct sched_prog_stats progs[SCHED_PROG_MAX];
+	size_t nr_progs;
+	uint64_t storage_failures;
+	uint64_t exited_overflow;
+	uint64_t final_unmatched;
+	uint64_t iter_write_errors;
+	uint32_t max_exited;
+	bool sched_info; /* the kernel has sched_info (run_delay, pcount) */
+};
+
+/* Opens and loads the BPF object. Returns 0 or -errno (-EPERM without CAP_BPF). */
+int sched_collector__open(struct sched_collector **out, const struct sched_collector_opts *opts);
+int sched_collector__add_target(struct sched_collector *c, pid_t tgid);
+int sched_collector__attach(struct sched_collector *c);
+/* Detach the programs (maps stay readable). Idempotent. */
+void sched_collector__detach(struct sched_collector *c);
+/* Every live target thread now, from the task iterator. */
+int sched_collector__snapshot(struct sched_collector *c, struct thread_table *out);
+/* Exit records of target threads that exited since attach. */
+int sched_collector__exited(struct sched_collector *c, struct thread_table *out);
+int sched_collector__stats(struct sched_collector *c, struct sched_collector_stats *out);
+void sched_collector__destroy(struct sched_collector *c);
+
+void thread_table__sort(struct thread_table *t);
+/* The record with this identity, or NULL. */
+const struct khbpf_thread_rec *thread_table__find(const struct thread_table *t, uint32_t tid,
+						  uint64_t start_time);
+void thread_table__free(struct thread_table *t);
+
+#endif /* KHBPF_SCHED_COLLECTOR_H */

@@ -1,0 +1,1027 @@
+// SPDX-License-Identifier: MIT
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <poll.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/syscall.h>
+#include <sys/timerfd.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cgroup.h"
+#include "cpufreq.h"
+#include "evjson.h"
+#include "fsutil.h"
+#include "probe.h"
+#include "procsched.h"
+#include "sched_collector.h"
+#include "sched_window.h"
+#include "session.h"
+#include "topology.h"
+
+#ifndef P_PIDFD
+#define P_PIDFD 3
+#endif
+
+#define NS_PER_SEC UINT64_C(1000000000)
+
+struct session {
+	struct session_opts opts;
+	const char *root;
+	pid_t pid;
+	int pidfd;
+	int sigfd;
+	int timerfd;
+	bool child_reaped;
+	int wait_status;
+	bool exec_failed;
+	int exec_errno;
+
+	struct host_topology topo;
+	struct sched_collector *coll;
+	enum collector_availability bpf_avail;
+	char bpf_detail[256];
+	bool use_bpf;
+
+	uint64_t start_mono, start_real, start_boot, end_mono;
+	enum end_reason end_reason;
+	int signal_seen;
+
+	struct thread_table base, end, exited;
+	struct sched_window win;
+	struct sched_collector_stats stats;
+	uint64_t proc_read_errors;
+
+	struct thread_census census[2];
+	struct cpu_frequency_sample freq[EV_MAX_SAMPLES];
+	size_t nr_freq;
+	uint64_t freq_dropped;
+	enum ev_gap freq_gap;
+	bool freq_any;
+
+	struct counter_set counters;
+	enum collector_availability counters_avail;
+	char counters_detail[256];
+
+	struct hardware_run hw;
+	struct doc_thread *threads;
+	size_t nr_threads;
+	struct collector_capability caps[4];
+	struct named_u64 loss[12];
+	size_t nr_loss;
+	struct named_u64 overhead[2 * SCHED_PROG_MAX + 4];
+	char overhead_names[2 * SCHED_PROG_MAX][48];
+	size_t nr_overhead;
+	struct evidence_doc doc;
+	struct rusage usage;
+};
+
+static uint64_t clock_ns(clockid_t id)
+{
+	struct timespec ts;
+
+	clock_gettime(id, &ts);
+	return (uint64_t)ts.tv_sec * NS_PER_SEC + (uint64_t)ts.tv_nsec;
+}
+
+static void logf_(const struct session *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void logf_(const struct session *s, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!s->opts.log)
+		return;
+	va_start(ap, fmt);
+	vfprintf(s->opts.log, fmt, ap);
+	va_end(ap);
+}
+
+static int errf(char *buf, size_t len, int err, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static int errf(char *buf, size_t len, int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, len, fmt, ap);
+	va_end(ap);
+	return err;
+}
+
+/* State letter and flags from /proc/PID/stat, parsed after the last ')'. */
+static int proc_stat_state(const char *root, pid_t pid, char *state, unsigned long *flags)
+{
+	char path[64], buf[1024];
+	char *p;
+	int n;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	n = fsutil__read_file(root, path, buf, sizeof(buf));
+	if (n < 0)
+		return n == -ENOENT ? -ESRCH : n;
+	p = strrchr(buf, ')');
+	/* After ") ": state ppid pgrp session tty_nr tpgid flags */
+	if (!p || sscanf(p + 1, " %c %*d %*d %*d %*d %*d %lu", state, flags) != 2)
+		return -EINVAL;
+	return 0;
+}
+
+#define PF_KTHREAD 0x00200000UL
+
+static int check_attach_target(struct session *s, char *errbuf, size_t errlen)
+{
+	unsigned long flags = 0;
+	char state = 0;
+	int err;
+
+	if (s->pid <= 0)
+		return errf(errbuf, errlen, -EINVAL, "--pid %d: not a process id", (int)s->pid);
+	err = proc_stat_state(s->root, s->pid, &state, &flags);
+	if (err == -ESRCH)
+		return errf(errbuf, errlen, err, "--pid %d: no such process", (int)s->pid);
+	if (err)
+		return errf(errbuf, errlen, err, "--pid %d: cannot read /proc/%d/stat: %s",
+			    (int)s->pid, (int)s->pid, strerror(-err));
+	if (flags & PF_KTHREAD)
+		return errf(errbuf, errlen, -EINVAL,
+			    "--pid %d is a kernel thread; khbpf watches user processes", (int)s->pid);
+	if (state == 'Z' || state == 'X')
+		return errf(errbuf, errlen, -ESRCH,
+			    "--pid %d is a zombie (exited, not yet reaped); nothing left to watch",
+			    (int)s->pid);
+	return 0;
+}
+
+static void fill_target(struct session *s, struct doc_target *t)
+{
+	char path[64], buf[DOC_COMM_MAX];
+	ssize_t n;
+	int r;
+
+	t->pid = (uint64_t)s->pid;
+	t->mode = s->opts.mode;
+	snprintf(path, sizeof(path), "/proc/%d/comm", (int)s->pid);
+	r = fsutil__read_file(s->root, path, buf, sizeof(buf));
+	if (r > 0) {
+		buf[strcspn(buf, "\n")] = '\0';
+		snprintf(t->comm, sizeof(t->comm), "%s", buf);
+	} else if (s->opts.mode == TARGET_MODE_RUN && s->opts.argv && s->opts.argv[0]) {
+		const char *base = strrchr(s->opts.argv[0], '/');
+
+		snprintf(t->comm, sizeof(t->comm), "%.15s", base ? base + 1 : s->opts.argv[0]);
+	}
+	r = fsutil__path(path, sizeof(path), s->root, "/proc/%d/exe", (int)s->pid);
+	n = r < 0 ? -1 : readlink(path, t->exe, sizeof(t->exe) - 1);
+	if (n > 0) {
+		t->exe[n] = '\0';
+		t->exe_recorded = true;
+	} else {
+		t->exe_reason = fsutil__errno_gap(n < 0 ? -errno : -EINVAL);
+	}
+}
+
+/* Release the held child; learn whether exec worked through the CLOEXEC pipe. */
+static int start_child(struct session *s, int go_fd, int err_fd)
+{
+	int child_errno = 0;
+	ssize_t n;
+
+	if (write(go_fd, "g", 1) != 1)
+		return -errno;
+	close(go_fd);
+	n = read(err_fd, &child_errno, sizeof(child_errno));
+	close(err_fd);
+	if (n == (ssize_t)sizeof(child_errno)) {
+		s->exec_failed = true;
+		s->exec_errno = child_errno;
+		return -ENOEXEC;
+	}
+	return 0;
+}
+
+static int drop_to_invoking_user(void)
+{
+	const char *uid_s = getenv("SUDO_UID"), *gid_s = getenv("SUDO_GID");
+	struct passwd *pw;
+	uint64_t uid, gid;
+
+	if (getuid() != 0 || !uid_s || !gid_s)
+		return 0;
+	if (fsutil__parse_u64(uid_s, &uid) || fsutil__parse_u64(gid_s, &gid) || uid > UINT32_MAX ||
+	    gid > UINT32_MAX)
+		return -EINVAL;
+	pw = getpwuid((uid_t)uid);
+	if (pw ? initgroups(pw->pw_name, (gid_t)gid) : setgroups(0, NULL))
+		return -errno;
+	if (setgid((gid_t)gid) || setuid((uid_t)uid))
+		return -errno;
+	return 0;
+}
+
+/* Fork CMD held on a pipe: it execs only once the collector is attached. */
+static int fork_held_child(struct session *s, int *go_fd, int *err_fd, char *errbuf,
+			   size_t errlen)
+{
+	int go[2], ep[2];
+	sigset_t none;
+	pid_t pid;
+
+	if (pipe2(go, O_CLOEXEC) || pipe2(ep, O_CLOEXEC))
+		return errf(errbuf, errlen, -errno, "pipe: %s", strerror(errno));
+	pid = fork();
+	if (pid < 0)
+		return errf(errbuf, errlen, -errno, "fork: %s", strerror(errno));
+	if (pid == 0) {
+		char c;
+		int e = 0;
+
+		close(go[1]);
+		close(ep[0]);
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		if (!s->opts.as_root)
+			e = -drop_to_invoking_user();
+		/* EOF without a byte: the parent gave up; leave without running CMD. */
+		if (read(go[0], &c, 1) != 1)
+			_exit(127);
+		if (!e) {
+			execvp(s->opts.argv[0], s->opts.argv);
+			e = errno;
+		}
+		if (write(ep[1], &e, sizeof(e)) < 0)
+			_exit(127);
+		_exit(e == ENOENT ? 127 : 126);
+	}
+	close(go[0]);
+	close(ep[1]);
+	*go_fd = go[1];
+	*err_fd = ep[0];
+	s->pid = pid;
+	return 0;
+}
+
+static void sample_frequency(struct session *s)
+{
+	struct cpu_frequency_sample f;
+	enum ev_gap gap = EV_GAP_UNAVAILABLE;
+
+	if (s->nr_freq == EV_MAX_SAMPLES) {
+		s->freq_dropped++;
+		return;
+	}
+	if (cpufreq__sample(s->root, clock_ns(CLOCK_MONOTONIC) - s->start_mono, &f, &gap)) {
+		if (!s->freq_any)
+			s->freq_gap = gap;
+		return;
+	}
+	s->freq[s->nr_freq++] = f;
+	s->freq_any = true;
+}
+
+/* procfs fallback: the kernel's counters as a thread table. */
+static int proc_snapshot(struct session *s, struct thread_table *out)
+{
+	struct procsched_snapshot snap;
+	size_t i;
+	int err;
+
+	memset(out, 0, sizeof(*out));
+	err = procsched__read(s->root, s->pid, s->opts.max_threads, &snap);
+	if (err)
+		return err;
+	out->recs = calloc(snap.nr_threads ? snap.nr_threads : 1, sizeof(*out->recs));
+	if (!out->recs) {
+		procsched__free(&snap);
+		return -ENOMEM;
+	}
+	for (i = 0; i < snap.nr_threads; i++) {
+		const struct procsched_thread *p = &snap.threads[i];
+		struct khbpf_thread_rec *r = &out->recs[out->nr];
+
+		if (!p->has_sched || !p->has_schedstat) {
+			s->proc_read_errors++;
+			continue;
+		}
+		r->tid = (uint32_t)p->tid;
+		r->tgid = (uint32_t)s->pid;
+		snprintf(r->comm, sizeof(r->comm), "%.15s", p->comm);
+		r->k.nvcsw = p->nr_voluntary_switches;
+		r->k.nivcsw = p->nr_involuntary_switches;
+		r->k.nr_migrations = p->nr_migrations;
+		r->k.sum_exec_runtime = p->sum_exec_runtime_ns;
+		r->k.run_delay = p->run_delay_ns;
+		r->k.pcount = p->pcount;
+		out->nr++;
+	}
+	s->proc_read_errors += snap.dropped_threads;
+	procsched__free(&snap);
+	thread_table__sort(out);
+	return 0;
+}
+
+static int take_snapshot(struct session *s, struct thread_table *out)
+{
+	return s->use_bpf ? sched_collector__snapshot(s->coll, out) : proc_snapshot(s, out);
+}
+
+/* A census of live threads' absolute on-CPU ns, bounded like the seed's. */
+static int census_from(struct thread_census *c, const struct thread_table *t,
+		       const struct thread_table *exited, uint64_t elapsed_ns)
+{
+	size_t i;
+
+	memset(c, 0, sizeof(*c));
+	c->elapsed_ns = elapsed_ns;
+	c->threads = calloc(t->nr ? t->nr : 1, sizeof(*c->threads));
+	if (!c->threads)
+		return -ENOMEM;
+	for (i = 0; i < t->nr; i++) {
+		const struct khbpf_thread_rec *r = &t->recs[i];
+
+		/* A thread with an exit record is not alive at the end. */
+		if (exited && thread_table__find(exited, r->tid, r->start_time))
+			continue;
+		if (c->nr_threads == EV_MAX_SAMPLE_THREADS) {
+			c->dropped_threads++;
+			continue;
+		}
+		c->threads[c->nr_threads].thread_id = r->tid;
+		c->threads[c->nr_threads].cpu_time_ns = r->k.sum_exec_runtime;
+		c->nr_threads++;
+	}
+	return 0;
+}
+
+static void setup_collector(struct session *s)
+{
+	struct sched_collector_opts co = {
+		.sz = sizeof(co),
+		.max_exited = s->opts.max_exited,
+		.topo = &s->topo,
+		.run_stats = true,
+	};
+	bool have_btf = access("/sys/kernel/btf/vmlinux", R_OK) == 0;
+	int err;
+
+	if (s->opts.no_bpf) {
+		s->bpf_avail = AVAIL_DISABLED;
+		snprintf(s->bpf_detail, sizeof(s->bpf_detail),
+			 "--no-bpf given: kernel counters read from /proc at the window's ends");
+		return;
+	}
+	err = have_btf ? sched_collector__open(&s->coll, &co) : -ENOENT;
+	err = err ?: sched_collector__add_target(s->coll, s->pid);
+	err = err ?: sched_collector__attach(s->coll);
+	if (!err) {
+		s->use_bpf = true;
+		s->bpf_avail = AVAIL_AVAILABLE;
+		return;
+	}
+	sched_collector__destroy(s->coll);
+	s->coll = NULL;
+	s->bpf_avail = probe__bpf_availability(err, have_btf, s->bpf_detail, sizeof(s->bpf_detail));
+	logf_(s, "khbpf: BPF unavailable (%s); falling back to /proc/%d/task/*/sched\n",
+	      s->bpf_detail, (int)s->pid);
+}
+
+/* Hardware counters: what perf_event_open says for the target's threads. */
+static void probe_counters(struct session *s)
+{
+	int err;
+
+	err = probe__perf_hw_open(s->pid);
+	s->counters_avail = probe__perf_availability(err, probe__perf_paranoid(s->root),
+						     s->counters_detail,
+						     sizeof(s->counters_detail));
+	if (s->counters_avail == AVAIL_AVAILABLE) {
+		/* Counting a whole process needs per-thread inherited groups: not yet built. */
+		s->counters_avail = AVAIL_DISABLED;
+		snprintf(s->counters_detail, sizeof(s->counters_detail),
+			 "this host has a PMU, but khbpf does not yet count process-wide hardware events");
+	}
+	counter_set__all_gapped(&s->counters, EV_SRC_PERF_EVENT_OPEN,
+				collector_availability__gap(s->counters_avail));
+}
+
+static int wait_loop(struct session *s)
+{
+	uint64_t deadline = s->opts.duration_ns ? s->start_mono + s->opts.duration_ns : 0;
+	struct pollfd pfd[3];
+	int forwarded = 0;
+
+	for (;;) {
+		int timeout = -1, n;
+
+		if (deadline) {
+			uint64_t now = clock_ns(CLOCK_MONOTONIC);
+
+			if (now >= deadline) {
+				s->end_reason = END_REASON_DURATION;
+				return 0;
+			}
+			timeout = (int)((deadline - now + 999999) / 1000000);
+		}
+		pfd[0] = (struct pollfd){ .fd = s->sigfd, .events = POLLIN };
+		pfd[1] = (struct pollfd){ .fd = s->pidfd, .events = POLLIN };
+		pfd[2] = (struct pollfd){ .fd = s->timerfd, .events = POLLIN };
+		n = poll(pfd, 3, timeout);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (pfd[2].revents & POLLIN) {
+			uint64_t ticks;
+
+			if (read(s->timerfd, &ticks, sizeof(ticks)) == sizeof(ticks))
+				sample_frequency(s);
+		}
+		if (pfd[1].revents & (POLLIN | POLLHUP)) {
+			s->end_reason = END_REASON_TARGET_EXIT;
+			return 0;
+		}
+		if (pfd[0].revents & POLLIN) {
+			struct signalfd_siginfo si;
+
+			if (read(s->sigfd, &si, sizeof(si)) != sizeof(si))
+				continue;
+			s->signal_seen = (int)si.ssi_signo;
+			/*
+			 * run: the first signal goes to the command, and the window
+			 * ends with it; a second one ends the window now.
+			 */
+			if (s->opts.mode == TARGET_MODE_RUN && !forwarded++) {
+				kill(s->pid, (int)si.ssi_signo);
+				continue;
+			}
+			s->end_reason = END_REASON_SIGNAL;
+			return 0;
+		}
+	}
+}
+
+static void fill_sched_evidence(struct scheduler_evidence *ev, const struct khbpf_task_counters *d,
+				const struct khbpf_task_bpf *b, bool use_bpf, bool sched_info,
+				bool known)
+{
+	enum ev_source sw = use_bpf ? EV_SRC_BPF_TRACEPOINT : EV_SRC_PROC_PID_SCHED;
+	enum ev_source st = use_bpf ? EV_SRC_BPF_TRACEPOINT : EV_SRC_PROC_PID_SCHEDSTAT;
+
+	if (!known) {
+		scheduler_evidence__all_gapped(ev, sw, EV_GAP_UNAVAILABLE);
+		ev->scheduler_delay_ns.source = st;
+		ev->timeslices.source = st;
+		return;
+	}
+	ev->voluntary_context_switches = sev_u64__recorded(d->nvcsw, sw);
+	ev->involuntary_context_switches = sev_u64__recorded(d->nivcsw, sw);
+	ev->total_context_switches = sev_u64__recorded(d->nvcsw + d->nivcsw, sw);
+	ev->cpu_migrations = sev_u64__recorded(d->nr_migrations, sw);
+	if (!use_bpf || sched_info) {
+		ev->scheduler_delay_ns = sev_u64__recorded(d->run_delay, st);
+		ev->timeslices = sev_u64__recorded(d->pcount, st);
+	} else {
+		/* No CONFIG_SCHED_INFO: the BPF-timed values stand in. */
+		ev->scheduler_delay_ns = sev_u64__recorded(b->wait_ns, EV_SRC_BPF_TRACEPOINT);
+		ev->timeslices = sev_u64__recorded(b->switch_ins, EV_SRC_BPF_TRACEPOINT);
+	}
+}
+
+static void fill_detail(struct doc_sched_detail *d, const struct khbpf_task_bpf *b, bool valid,
+			enum ev_gap reason)
+{
+	memset(d, 0, sizeof(*d));
+	if (!valid) {
+		d->reason = reason;
+		return;
+	}
+	d->recorded = true;
+	d->wait_ns = b->wait_ns;
+	d->waits = b->waits;
+	d->switch_ins = b->switch_ins;
+	d->migrations = b->migrations;
+	memcpy(d->mig_class, b->mig_class, sizeof(d->mig_class));
+	memcpy(d->wait_hist, b->wait_hist, sizeof(d->wait_hist));
+}
+
+static int build_document(struct session *s)
+{
+	struct evidence_doc *doc = &s->doc;
+	struct hardware_run *hw = &s->hw;
+	enum ev_gap bpf_gap = collector_availability__gap(s->bpf_avail);
+	struct utilization_opts uo = { 0 };
+	uint64_t wall = s->end_mono - s->start_mono;
+	bool totals_known = s->win.vanished_threads == 0;
+	size_t i;
+	int err;
+
+	memset(doc, 0, sizeof(*doc));
+	fill_target(s, &doc->target);
+	if (s->opts.mode == TARGET_MODE_RUN && s->child_reaped) {
+		doc->target.exit_recorded = true;
+		doc->target.exit_signaled = WIFSIGNALED(s->wait_status);
+		doc->target.exit_value = WIFSIGNALED(s->wait_status) ?
+						 (uint64_t)WTERMSIG(s->wait_status) :
+						 (uint64_t)WEXITSTATUS(s->wait_status);
+	} else {
+		doc->target.exit_reason = EV_GAP_UNAVAILABLE;
+	}
+	doc->window.start_unix_ns = s->start_real;
+	doc->window.wall_ns = wall;
+	doc->window.end_reason = s->end_reason;
+
+	collector_capability__set(&s->caps[0], COLLECTOR_SCHEDULER_ACTIVITY,
+				  s->use_bpf ? AVAIL_AVAILABLE : s->bpf_avail, "%s%s", s->bpf_detail,
+				  s->use_bpf ? "" : "; values below come from /proc (proc-pid-* sources)");
+	if (s->use_bpf && !s->stats.sched_info)
+		collector_capability__set(
+			&s->caps[0], COLLECTOR_SCHEDULER_ACTIVITY, AVAIL_AVAILABLE,
+			"kernel lacks CONFIG_SCHED_INFO: scheduler_delay_ns and timeslices are BPF-timed");
+	collector_capability__set(&s->caps[1], COLLECTOR_HARDWARE_COUNTERS, s->counters_avail, "%s",
+				  s->counters_detail);
+	collector_capability__set(&s->caps[2], COLLECTOR_THREAD_UTILIZATION, AVAIL_AVAILABLE, NULL);
+	collector_capability__set(&s->caps[3], COLLECTOR_CPU_TOPOLOGY,
+				  s->topo.logical_cpus ? AVAIL_AVAILABLE : AVAIL_UNAVAILABLE,
+				  "cannot read CPU topology from sysfs; mount /sys");
+	doc->collectors = s->caps;
+	doc->nr_collectors = 4;
+
+	/* Threads. */
+	s->threads = calloc(s->win.nr_threads ? s->win.nr_threads : 1, sizeof(*s->threads));
+	if (!s->threads)
+		return -ENOMEM;
+	for (i = 0; i < s->win.nr_threads; i++) {
+		const struct window_thread *w = &s->win.threads[i];
+		struct doc_thread *t = &s->threads[i];
+
+		t->thread_id = w->tid;
+		snprintf(t->comm, sizeof(t->comm), "%.16s", w->comm);
+		t->exited = w->exited;
+		t->born = w->born;
+		fill_sched_evidence(&t->scheduler, &w->delta, &w->bpf, s->use_bpf,
+				    s->stats.sched_info, !w->vanished);
+		t->on_cpu_ns = w->vanished ? sev_u64__gap(s->use_bpf ? EV_SRC_BPF_TRACEPOINT :
+									  EV_SRC_PROC_PID_SCHEDSTAT,
+							  EV_GAP_UNAVAILABLE) :
+					     sev_u64__recorded(w->delta.sum_exec_runtime,
+							       s->use_bpf ? EV_SRC_BPF_TRACEPOINT :
+									    EV_SRC_PROC_PID_SCHEDSTAT);
+		fill_detail(&t->detail, &w->bpf, s->use_bpf && w->has_bpf,
+			    s->use_bpf ? EV_GAP_UNAVAILABLE : bpf_gap);
+	}
+	s->nr_threads = s->win.nr_threads;
+	doc->threads = s->threads;
+	doc->nr_threads = s->nr_threads;
+	fill_detail(&doc->sched_detail, &s->win.total_bpf, s->use_bpf, bpf_gap);
+	doc->kernel_run_delay_ns =
+		totals_known && (!s->use_bpf || s->stats.sched_info) ?
+			sev_u64__recorded(s->win.total.run_delay,
+					  s->use_bpf ? EV_SRC_BPF_TRACEPOINT :
+						       EV_SRC_PROC_PID_SCHEDSTAT) :
+			sev_u64__gap(EV_SRC_BPF_TRACEPOINT,
+				     totals_known ? EV_GAP_UNSUPPORTED : EV_GAP_UNAVAILABLE);
+
+	/* hardware: totals are the sums over threads, exited included. */
+	hw->counters = s->counters;
+	fill_sched_evidence(&hw->scheduler, &s->win.total, &s->win.total_bpf, s->use_bpf,
+			    s->stats.sched_info, totals_known);
+	hw->topology.logical_cpus = s->topo.logical_cpus;
+	hw->topology.physical_cores = s->topo.physical_cores;
+	hw->topology.packages = s->topo.packages;
+	hw->topology.numa_nodes = s->topo.numa_nodes;
+	host_affinity__count(s->pid, &hw->topology.affinity_cpus);
+	cgroup__cpu_quota(s->root, s->pid, &hw->topology.cpu_quota_milli, NULL, 0);
+	hw->span_aggregation_reason = EV_GAP_COLLECTOR_DISABLED;
+
+	uo.first = &s->census[0];
+	uo.last = &s->census[1];
+	uo.samples_retained = 2;
+	uo.wall_ns = wall;
+	uo.logical_cpus = s->topo.logical_cpus;
+	uo.frequency_samples = s->freq;
+	uo.nr_frequency_samples = s->nr_freq;
+	uo.dropped_frequency_samples = s->freq_dropped;
+	uo.frequency_availability =
+		s->freq_any ? (struct ev_source_ev){ .recorded = true, .value = EV_SRC_SYSFS_CPU } :
+			      (struct ev_source_ev){ .reason = s->freq_gap };
+	err = utilization__compute(&hw->utilization, &uo);
+	if (err)
+		return err;
+	hw->utilization.dropped_threads = s->census[0].dropped_threads + s->census[1].dropped_threads;
+	if (totals_known) {
+		hw->utilization.all_threads_cpu_ns = ev_u64__recorded(s->win.total.sum_exec_runtime);
+		hw->utilization.all_threads_parallelism_milli =
+			milli_ratio_ev(s->win.total.sum_exec_runtime, wall);
+	}
+	doc->hardware_recorded = true;
+	doc->hardware = hw;
+
+	doc->events.availability_reason = EV_GAP_COLLECTOR_DISABLED;
+
+	/* loss: every counter, whether or not it is zero. */
+#define LOSS(n, v) s->loss[s->nr_loss++] = (struct named_u64){ n, ev_u64__recorded(v) }
+	LOSS("threads_dropped", s->win.dropped_threads);
+	LOSS("threads_without_baseline", s->win.threads_without_baseline);
+	LOSS("threads_vanished", s->win.vanished_threads);
+	LOSS("exited_records_overflow", s->stats.exited_overflow);
+	LOSS("exited_records_max", s->stats.max_exited);
+	LOSS("task_storage_failures", s->stats.storage_failures);
+	LOSS("final_switch_unmatched", s->stats.final_unmatched);
+	LOSS("iterator_write_errors", s->stats.iter_write_errors);
+	LOSS("proc_read_errors", s->proc_read_errors);
+	LOSS("census_threads_dropped", hw->utilization.dropped_threads);
+	LOSS("frequency_samples_dropped", s->freq_dropped);
+#undef LOSS
+	doc->loss = s->loss;
+	doc->nr_loss = s->nr_loss;
+
+	for (i = 0; i < s->stats.nr_progs; i++) {
+		const struct sched_prog_stats *p = &s->stats.progs[i];
+		enum ev_gap g = EV_GAP_UNAVAILABLE;
+
+		snprintf(s->overhead_names[2 * i], sizeof(s->overhead_names[0]), "%s_run_cnt",
+			 p->name);
+		snprintf(s->overhead_names[2 * i + 1], sizeof(s->overhead_names[0]),
+			 "%s_run_time_ns", p->name);
+		s->overhead[s->nr_overhead++] = (struct named_u64){
+			s->overhead_names[2 * i],
+			s->stats.run_stats_enabled ? ev_u64__recorded(p->run_cnt) : ev_u64__gap(g)
+		};
+		s->overhead[s->nr_overhead++] = (struct named_u64){
+			s->overhead_names[2 * i + 1],
+			s->stats.run_stats_enabled ? ev_u64__recorded(p->run_time_ns) :
+						     ev_u64__gap(g)
+		};
+	}
+	getrusage(RUSAGE_SELF, &s->usage);
+	s->overhead[s->nr_overhead++] = (struct named_u64){
+		"loader_cpu_ns",
+		ev_u64__recorded((uint64_t)(s->usage.ru_utime.tv_sec + s->usage.ru_stime.tv_sec) *
+					 NS_PER_SEC +
+				 (uint64_t)(s->usage.ru_utime.tv_usec + s->usage.ru_stime.tv_usec) *
+					 1000)
+	};
+	s->overhead[s->nr_overhead++] = (struct named_u64){
+		"loader_max_rss_kib", ev_u64__recorded((uint64_t)s->usage.ru_maxrss)
+	};
+	doc->overhead = s->overhead;
+	doc->nr_overhead = s->nr_overhead;
+	return 0;
+}
+
+static int finish_window(struct session *s)
+{
+	struct window_opts wo = { 0 };
+	uint64_t elapsed;
+	int err;
+
+	/* run: the command has exited; keep it a zombie until its threads are read. */
+	err = take_snapshot(s, &s->end);
+	if (err)
+		return err;
+	s->end_mono = clock_ns(CLOCK_MONOTONIC);
+	if (s->use_bpf) {
+		err = sched_collector__exited(s->coll, &s->exited);
+		if (err)
+			return err;
+		sched_collector__detach(s->coll);
+		err = sched_collector__stats(s->coll, &s->stats);
+		if (err)
+			return err;
+	} else {
+		s->stats.sched_info = true;
+	}
+	sample_frequency(s);
+	elapsed = s->end_mono - s->start_mono;
+	err = census_from(&s->census[1], &s->end, s->use_bpf ? &s->exited : NULL, elapsed);
+	if (err)
+		return err;
+	wo.baseline = s->opts.mode == TARGET_MODE_RUN ? NULL : &s->base;
+	wo.end = &s->end;
+	wo.exited = &s->exited;
+	/* Without BPF there is no start_time: anything new at the end was born. */
+	wo.start_boot_ns = s->use_bpf ? s->start_boot : 0;
+	wo.max_threads = s->opts.max_threads;
+	return sched_window__compute(&s->win, &wo);
+}
+
+static int setup_signals(struct session *s, char *errbuf, size_t errlen)
+{
+	sigset_t set;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGHUP);
+	if (sigprocmask(SIG_BLOCK, &set, NULL))
+		return errf(errbuf, errlen, -errno, "sigprocmask: %s", strerror(errno));
+	s->sigfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (s->sigfd < 0)
+		return errf(errbuf, errlen, -errno, "signalfd: %s", strerror(errno));
+	return 0;
+}
+
+static int setup_timer(struct session *s, char *errbuf, size_t errlen)
+{
+	uint64_t iv = s->opts.interval_ns ? s->opts.interval_ns : NS_PER_SEC;
+	struct itimerspec its = {
+		.it_interval = { (time_t)(iv / NS_PER_SEC), (long)(iv % NS_PER_SEC) },
+		.it_value = { (time_t)(iv / NS_PER_SEC), (long)(iv % NS_PER_SEC) },
+	};
+
+	s->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	if (s->timerfd < 0 || timerfd_settime(s->timerfd, 0, &its, NULL))
+		return errf(errbuf, errlen, -errno, "timerfd: %s", strerror(errno));
+	return 0;
+}
+
+int session__run(struct session **out, const struct session_opts *opts, char *errbuf,
+		 size_t errlen)
+{
+	int go_fd = -1, err_fd = -1, err;
+	struct session *s;
+
+	*out = NULL;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return errf(errbuf, errlen, -ENOMEM, "out of memory");
+	s->opts = *opts;
+	s->root = opts->root ? opts->root : "/";
+	s->pidfd = s->sigfd = s->timerfd = -1;
+	s->freq_gap = EV_GAP_UNAVAILABLE;
+	if (!s->opts.max_threads)
+		s->opts.max_threads = SESSION_DEFAULT_MAX_THREADS;
+
+	err = setup_signals(s, errbuf, errlen);
+	if (err)
+		goto cleanup;
+	host_topology__read(&s->topo, s->root);
+
+	if (opts->mode == TARGET_MODE_RUN) {
+		err = fork_held_child(s, &go_fd, &err_fd, errbuf, errlen);
+	} else {
+		s->pid = opts->pid;
+		err = check_attach_target(s, errbuf, errlen);
+	}
+	if (err)
+		goto cleanup;
+	s->pidfd = (int)syscall(SYS_pidfd_open, s->pid, 0);
+	if (s->pidfd < 0) {
+		err = errf(errbuf, errlen, -errno, "--pid %d: %s", (int)s->pid,
+			   errno == ESRCH ? "process exited" : strerror(errno));
+		goto cleanup;
+	}
+	err = setup_timer(s, errbuf, errlen);
+	if (err)
+		goto cleanup;
+
+	setup_collector(s);
+	probe_counters(s);
+
+	/* The window starts here: baseline snapshot (attach) or exec (run). */
+	s->start_boot = clock_ns(CLOCK_BOOTTIME);
+	s->start_mono = clock_ns(CLOCK_MONOTONIC);
+	s->start_real = clock_ns(CLOCK_REALTIME);
+	if (opts->mode == TARGET_MODE_ATTACH) {
+		err = take_snapshot(s, &s->base);
+		if (err) {
+			err = errf(errbuf, errlen, err, "--pid %d: cannot read its threads: %s",
+				   (int)s->pid, strerror(-err));
+			goto cleanup;
+		}
+		err = census_from(&s->census[0], &s->base, NULL, 0);
+	} else {
+		/* The command's whole life: its one thread starts from zero. */
+		struct thread_table one = { 0 };
+		struct khbpf_thread_rec r = { .tid = (uint32_t)s->pid };
+
+		one.recs = &r;
+		one.nr = 1;
+		err = census_from(&s->census[0], &one, NULL, 0);
+		err = err ?: start_child(s, go_fd, err_fd);
+		go_fd = err_fd = -1;
+		if (err == -ENOEXEC) {
+			errf(errbuf, errlen, err, "cannot execute '%s': %s", opts->argv[0],
+			     strerror(s->exec_errno));
+			waitpid(s->pid, &s->wait_status, 0);
+			s->child_reaped = true;
+			*out = s;
+			return err;
+		}
+	}
+	if (err)
+		goto cleanup;
+	sample_frequency(s);
+	logf_(s, "khbpf: watching pid %d (%s)%s\n", (int)s->pid,
+	      s->use_bpf ? "BPF" : "/proc fallback",
+	      opts->duration_ns ? "" : "; Ctrl-C ends the window");
+
+	err = wait_loop(s);
+	if (err) {
+		err = errf(errbuf, errlen, err, "waiting: %s", strerror(-err));
+		goto cleanup;
+	}
+	if (opts->mode == TARGET_MODE_RUN && s->end_reason == END_REASON_TARGET_EXIT) {
+		siginfo_t si;
+
+		/* Learn the exit without reaping: its threads stay readable. */
+		memset(&si, 0, sizeof(si));
+		waitid((idtype_t)P_PIDFD, (id_t)s->pidfd, &si, WEXITED | WNOWAIT);
+	}
+	err = finish_window(s);
+	if (err) {
+		err = errf(errbuf, errlen, err, "reading the window's end: %s", strerror(-err));
+		goto cleanup;
+	}
+	if (opts->mode == TARGET_MODE_RUN) {
+		if (s->end_reason != END_REASON_TARGET_EXIT)
+			logf_(s, "khbpf: window ended; waiting for pid %d to exit\n", (int)s->pid);
+		if (waitpid(s->pid, &s->wait_status, 0) == s->pid)
+			s->child_reaped = true;
+	}
+	err = build_document(s);
+	if (err) {
+		err = errf(errbuf, errlen, err, "building the document: %s", strerror(-err));
+		goto cleanup;
+	}
+	*out = s;
+	return 0;
+
+cleanup:
+	if (go_fd >= 0)
+		close(go_fd); /* the held child sees EOF and exits without running CMD */
+	if (err_fd >= 0)
+		close(err_fd);
+	if (opts->mode == TARGET_MODE_RUN && s->pid > 0 && !s->child_reaped) {
+		kill(s->pid, SIGKILL);
+		waitpid(s->pid, NULL, 0);
+	}
+	session__destroy(s);
+	return err;
+}
+
+struct json_object *session__document(const struct session *s)
+{
+	return evidence_doc__to_json(&s->doc);
+}
+
+int session__exit_code(const struct session *s)
+{
+	if (s->opts.mode != TARGET_MODE_RUN)
+		return 0;
+	if (s->exec_failed)
+		return s->exec_errno == ENOENT ? 127 : 126;
+	if (!s->child_reaped)
+		return 0;
+	if (WIFSIGNALED(s->wait_status))
+		return 128 + WTERMSIG(s->wait_status);
+	return WEXITSTATUS(s->wait_status);
+}
+
+static void fmt_ns(char *buf, size_t len, uint64_t ns)
+{
+	if (ns >= 10 * NS_PER_SEC)
+		snprintf(buf, len, "%" PRIu64 "s", ns / NS_PER_SEC);
+	else if (ns >= 10000000)
+		snprintf(buf, len, "%" PRIu64 "ms", ns / 1000000);
+	else if (ns >= 10000)
+		snprintf(buf, len, "%" PRIu64 "us", ns / 1000);
+	else
+		snprintf(buf, len, "%" PRIu64 "ns", ns);
+}
+
+static void print_hist(FILE *f, const uint64_t *hist)
+{
+	uint64_t max = 0;
+	int first = -1, last = -1, i, j;
+
+	for (i = 0; i < KHBPF_RQ_SLOTS; i++) {
+		if (!hist[i])
+			continue;
+		if (first < 0)
+			first = i;
+		last = i;
+		if (hist[i] > max)
+			max = hist[i];
+	}
+	if (first < 0) {
+		fprintf(f, "  (no runqueue waits)\n");
+		return;
+	}
+	fprintf(f, "  %21s : %-10s distribution\n", "wait", "count");
+	for (i = first; i <= last; i++) {
+		char lo[16], hi[16];
+		int bar = (int)(hist[i] * 40 / max);
+
+		fmt_ns(lo, sizeof(lo), rq_slot__lower((unsigned int)i));
+		fmt_ns(hi, sizeof(hi), rq_slot__upper((unsigned int)i));
+		fprintf(f, "  %9s -> %-8s : %-10" PRIu64 " |", lo, hi, hist[i]);
+		for (j = 0; j < 40; j++)
+			fputc(j < bar ? '*' : ' ', f);
+		fputs("|\n", f);
+	}
+}
+
+static void val(char *buf, size_t len, struct sev_u64 v, bool ns)
+{
+	if (!v.ev.recorded)
+		snprintf(buf, len, "-");
+	else if (ns)
+		fmt_ns(buf, len, v.ev.value);
+	else
+		snprintf(buf, len, "%" PRIu64, v.ev.value);
+}
+
+void session__print_summary(const struct session *s, FILE *f)
+{
+	const struct evidence_doc *d = &s->doc;
+	const struct scheduler_evidence *tot = &s->hw.scheduler;
+	char a[24], b[24], c[24], e[24], g[24], h[24];
+	size_t i;
+
+	fmt_ns(a, sizeof(a), d->window.wall_ns);
+	fprintf(f, "khbpf %s: pid %" PRIu64 " (%s), window %s, ended by %s, source %s\n",
+		target_mode__name(d->target.mode), d->target.pid, d->target.comm, a,
+		end_reason__name(d->window.end_reason),
+		s->use_bpf ? "bpf-tracepoint" : "/proc (fallback)");
+	if (d->target.exit_recorded)
+		fprintf(f, "target %s %" PRIu64 "\n",
+			d->target.exit_signaled ? "killed by signal" : "exited with", d->target.exit_value);
+	fprintf(f, "\n%8s %-16s %9s %9s %8s %8s %6s %6s %s\n", "TID", "COMM", "ON-CPU", "RQ-DELAY",
+		"VOL", "INVOL", "MIGR", "SLICES", "");
+	for (i = 0; i < s->nr_threads; i++) {
+		const struct doc_thread *t = &s->threads[i];
+		char *comm = evjson__utf8_sanitize(t->comm, strlen(t->comm));
+
+		val(a, sizeof(a), t->on_cpu_ns, true);
+		val(b, sizeof(b), t->scheduler.scheduler_delay_ns, true);
+		val(c, sizeof(c), t->scheduler.voluntary_context_switches, false);
+		val(e, sizeof(e), t->scheduler.involuntary_context_switches, false);
+		val(g, sizeof(g), t->scheduler.cpu_migrations, false);
+		val(h, sizeof(h), t->scheduler.timeslices, false);
+		fprintf(f, "%8" PRIu64 " %-16s %9s %9s %8s %8s %6s %6s %s\n", t->thread_id,
+			comm ? comm : "?", a, b, c, e, g, h, t->exited ? "exited" : "");
+		free(comm);
+	}
+	val(a, sizeof(a), (struct sev_u64){ .ev = s->hw.utilization.all_threads_cpu_ns }, true);
+	val(b, sizeof(b), tot->scheduler_delay_ns, true);
+	val(c, sizeof(c), tot->voluntary_context_switches, false);
+	val(e, sizeof(e), tot->involuntary_context_switches, false);
+	val(g, sizeof(g), tot->cpu_migrations, false);
+	val(h, sizeof(h), tot->timeslices, false);
+	fprintf(f, "%8s %-16s %9s %9s %8s %8s %6s %6s\n", "total", "", a, b, c, e, g, h);
+	if (d->sched_detail.recorded) {
+		const struct doc_sched_detail *x = &d->sched_detail;
+
+		fprintf(f, "\nRunqueue wait (BPF-timed, all threads): %" PRIu64 " waits\n", x->waits);
+		print_hist(f, x->wait_hist);
+		fprintf(f,
+			"\nMigrations by distance: smt-sibling %" PRIu64 ", same-llc %" PRIu64
+			", other-llc %" PRIu64 ", other-node %" PRIu64 ", unknown %" PRIu64 "\n",
+			x->mig_class[KHBPF_MIG_SMT], x->mig_class[KHBPF_MIG_LLC],
+			x->mig_class[KHBPF_MIG_OTHER_LLC], x->mig_class[KHBPF_MIG_OTHER_NODE],
+			x->mig_class[KHBPF_MIG_UNKNOWN]);
+	}
+	fprintf(f, "\nGaps:\n");
+	for (i = 0; i < d->nr_collectors; i++) {
+		const struct collector_capability *cap = &d->collectors[i];
+
+		if (cap->availability != AVAIL_AVAILABLE || cap->detail[0])
+			fprintf(f, "  %s: %s — %s\n", collector_id__name(cap->collector),
+				collector_availability__name(cap->availability), cap->detail);
+	}
+}
+
+void session__destroy(struct session *s)
+{
+	if (!s)
+		return;
+	utilization__free(&s->hw.utilization);
+	free(s->threads);
+	sched_window__free(&s->win);
+	free(s->census[0].threads);
+	free(s->census[1].threads);
+	thread_table__free(&s->base);
+	thread_table__free(&s->end);
+	thread_table__free(&s->exited);
+	sched_collector__destroy(s->coll);
+	host_topology__free(&s->topo);
+	if (s->timerfd >= 0)
+		close(s->timerfd);
+	if (s->pidfd >= 0)
+		close(s->pidfd);
+	if (s->sigfd >= 0)
+		close(s->sigfd);
+	free(s);
+}
