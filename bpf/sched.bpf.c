@@ -32,9 +32,9 @@ const volatile bool trace_all = false;
 __u64 target_bits[KHBPF_TARGET_WORDS] = {};
 
 /* Loss and health counters, read by the loader at the end of the window. */
-__u64 storage_failures = 0;  /* task storage could not be created */
-__u64 exited_overflow = 0;   /* exited map full: record lost */
-__u64 final_unmatched = 0;   /* final switch without an exit record */
+__u64 storage_failures = 0; /* task storage could not be created */
+__u64 exited_overflow = 0; /* exited map full: record lost */
+__u64 final_unmatched = 0; /* final switch without an exit record */
 __u64 iter_write_errors = 0; /* bpf_seq_write failed */
 
 struct {
@@ -117,8 +117,7 @@ static __always_inline struct khbpf_task_state *state_of(struct task_struct *p)
 	return st;
 }
 
-static __always_inline void fill_rec(struct khbpf_thread_rec *r, struct task_struct *p,
-				     __u32 flags)
+static __always_inline void fill_rec(struct khbpf_thread_rec *r, struct task_struct *p, __u32 flags)
 {
 	struct khbpf_task_state *st;
 

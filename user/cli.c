@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include <errno.h>
+#include <getopt.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,24 @@ void cli__error(const char *cmd, const char *fmt, ...)
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
 	fputc('\n', stderr);
+}
+
+int cli__bad_option(const char *cmd, int c, char **argv)
+{
+	char opt[64];
+
+	const char *arg = optind > 0 ? argv[optind - 1] : "";
+
+	/* A long option names itself; a short one may sit inside a bundle. */
+	if (!strncmp(arg, "--", 2))
+		snprintf(opt, sizeof(opt), "%.*s", (int)strcspn(arg, "="), arg);
+	else
+		snprintf(opt, sizeof(opt), "-%c", optopt);
+	if (c == ':')
+		cli__error(cmd, "option '%s' needs a value; run 'khbpf %s --help'", opt, cmd);
+	else
+		cli__error(cmd, "unknown option '%s'; run 'khbpf %s --help'", opt, cmd);
+	return CLI_EXIT_USAGE;
 }
 
 int cli__emit_json(const char *cmd, struct json_object *obj, const char *path)

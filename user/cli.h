@@ -26,6 +26,12 @@ extern bool cli_verbose;
 void cli__error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /*
+ * getopt_long returned '?' or ':' (optstring starts with ':', opterr = 0):
+ * one line naming the option. Returns CLI_EXIT_USAGE.
+ */
+int cli__bad_option(const char *cmd, int c, char **argv);
+
+/*
  * Serialize obj and write it to path ("-" or NULL → stdout) atomically.
  * Prints the error itself; returns 0 or a CLI exit code.
  */

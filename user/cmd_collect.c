@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <json-c/json.h>
 
@@ -108,12 +109,18 @@ static int check_output_path(const char *cmd, const char *path)
 {
 	char copy[PATH_MAX];
 	const char *dir;
+	struct stat st;
 
 	if (!strcmp(path, "-"))
 		return 0;
 	if (snprintf(copy, sizeof(copy), "%s", path) >= (int)sizeof(copy)) {
 		cli__error(cmd, "-o '%s': path too long", path);
 		return -ENAMETOOLONG;
+	}
+	if (!lstat(path, &st) && !S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode)) {
+		cli__error(cmd, "-o '%s' exists and is not a regular file; choose another path",
+			   path);
+		return -EEXIST;
 	}
 	dir = dirname(copy);
 	if (access(dir, W_OK)) {
@@ -149,7 +156,8 @@ static int collect(const char *cmd, int argc, char **argv, enum target_mode mode
 	uint64_t v;
 	int c, err, ret;
 
-	while ((c = getopt_long(argc, argv, "+p:d:i:o:h", opts, NULL)) != -1) {
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+:p:d:i:o:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'p':
 			if (mode != TARGET_MODE_ATTACH)
@@ -166,9 +174,10 @@ static int collect(const char *cmd, int argc, char **argv, enum target_mode mode
 		case 'i':
 			err = parse_seconds(optarg, c == 'd' ? &so.duration_ns : &so.interval_ns);
 			if (err) {
-				cli__error(cmd,
-					   "--%s '%s': expected seconds > 0 and <= %llu (e.g. 10 or 0.5)",
-					   c == 'd' ? "duration" : "interval", optarg, MAX_SECONDS);
+				cli__error(
+					cmd,
+					"--%s '%s': expected seconds > 0 and <= %llu (e.g. 10 or 0.5)",
+					c == 'd' ? "duration" : "interval", optarg, MAX_SECONDS);
 				return CLI_EXIT_USAGE;
 			}
 			break;
@@ -191,9 +200,11 @@ static int collect(const char *cmd, int argc, char **argv, enum target_mode mode
 			break;
 		case 'E':
 		case 'M':
-			if (parse_count(optarg, 1u << 24, c == 'E' ? &so.max_exited : &so.max_threads)) {
+			if (parse_count(optarg, 1u << 24,
+					c == 'E' ? &so.max_exited : &so.max_threads)) {
 				cli__error(cmd, "--%s '%s': expected a count from 1 to %u",
-					   c == 'E' ? "max-exited" : "max-threads", optarg, 1u << 24);
+					   c == 'E' ? "max-exited" : "max-threads", optarg,
+					   1u << 24);
 				return CLI_EXIT_USAGE;
 			}
 			break;
@@ -204,7 +215,7 @@ static int collect(const char *cmd, int argc, char **argv, enum target_mode mode
 				cmd_attach_help(stdout);
 			return 0;
 		default:
-			goto usage;
+			return cli__bad_option(cmd, c, argv);
 		}
 	}
 	if (mode == TARGET_MODE_ATTACH) {
@@ -219,7 +230,8 @@ static int collect(const char *cmd, int argc, char **argv, enum target_mode mode
 		}
 	} else {
 		if (optind >= argc) {
-			cli__error(cmd, "no command given; usage: khbpf run [OPTIONS] -- CMD [ARGS...]");
+			cli__error(cmd,
+				   "no command given; usage: khbpf run [OPTIONS] -- CMD [ARGS...]");
 			return CLI_EXIT_USAGE;
 		}
 		so.argv = argv + optind;
@@ -251,6 +263,11 @@ static int collect(const char *cmd, int argc, char **argv, enum target_mode mode
 		session__print_summary(s, stdout);
 		if (fflush(stdout))
 			ret = CLI_EXIT_FAILURE;
+	}
+	err = session__finish(s);
+	if (err) {
+		cli__error(cmd, "waiting for the command: %s", strerror(-err));
+		ret = ret ? ret : CLI_EXIT_FAILURE;
 	}
 	if (!ret)
 		ret = session__exit_code(s);

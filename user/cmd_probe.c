@@ -110,7 +110,8 @@ int cmd_probe(int argc, char **argv)
 	bool json = false;
 	int c, ret;
 
-	while ((c = getopt_long(argc, argv, "jo:h", opts, NULL)) != -1) {
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":jo:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'j':
 			json = true;
@@ -122,8 +123,7 @@ int cmd_probe(int argc, char **argv)
 			cmd_probe_help(stdout);
 			return 0;
 		default:
-			cli__error("probe", "run 'khbpf probe --help' for usage");
-			return CLI_EXIT_USAGE;
+			return cli__bad_option("probe", c, argv);
 		}
 	}
 	if (optind < argc) {

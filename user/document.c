@@ -106,10 +106,8 @@ static struct json_object *window_json(const struct doc_window *w, int *err)
 }
 
 static const char *const mig_class_names[KHBPF_MIG_CLASSES] = {
-	[KHBPF_MIG_SMT] = "smt_sibling",
-	[KHBPF_MIG_LLC] = "same_llc",
-	[KHBPF_MIG_OTHER_LLC] = "other_llc",
-	[KHBPF_MIG_OTHER_NODE] = "other_node",
+	[KHBPF_MIG_SMT] = "smt_sibling",     [KHBPF_MIG_LLC] = "same_llc",
+	[KHBPF_MIG_OTHER_LLC] = "other_llc", [KHBPF_MIG_OTHER_NODE] = "other_node",
 	[KHBPF_MIG_UNKNOWN] = "unknown",
 };
 

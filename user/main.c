@@ -24,8 +24,7 @@ static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list 
 }
 
 static const struct cli_command commands[] = {
-	{ "attach", "watch a running process's threads for a window", cmd_attach,
-	  cmd_attach_help },
+	{ "attach", "watch a running process's threads for a window", cmd_attach, cmd_attach_help },
 	{ "run", "run a command with the collector attached for its whole life", cmd_run,
 	  cmd_run_help },
 	{ "probe", "what each collector can do on this host, and why not", cmd_probe,
@@ -60,7 +59,8 @@ int main(int argc, char **argv)
 	int c;
 
 	/* '+': stop at the command name; its options are the command's own. */
-	while ((c = getopt_long(argc, argv, "+vVh", opts, NULL)) != -1) {
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+:vVh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'v':
 			cli_verbose = true;
@@ -72,7 +72,8 @@ int main(int argc, char **argv)
 			usage(stdout);
 			return 0;
 		default:
-			fprintf(stderr, "khbpf: run 'khbpf --help' for usage\n");
+			fprintf(stderr, "khbpf: unknown option '%s'; run 'khbpf --help'\n",
+				argv[optind - 1]);
 			return 2;
 		}
 	}

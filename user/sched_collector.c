@@ -17,6 +17,7 @@ struct sched_collector {
 	bool attached;
 	uint32_t max_exited;
 	bool sched_info;
+	uint64_t not_final;
 };
 
 /* CONFIG_SCHED_INFO: does task_struct have sched_info (run_delay, pcount)? */
@@ -227,7 +228,7 @@ cleanup:
 	return err;
 }
 
-int sched_collector__exited(struct sched_collector *c, struct thread_table *out)
+static int read_exited(struct sched_collector *c, struct thread_table *out, size_t *not_final)
 {
 	struct khbpf_thread_key key, next;
 	struct khbpf_thread_rec rec;
@@ -237,11 +238,14 @@ int sched_collector__exited(struct sched_collector *c, struct thread_table *out)
 	int err = 0;
 
 	memset(out, 0, sizeof(*out));
+	*not_final = 0;
 	while (!bpf_map_get_next_key(fd, prev, &next)) {
 		key = next;
 		prev = &key;
 		if (bpf_map_lookup_elem(fd, &key, &rec))
-			continue; /* deleted under us: cannot happen, nothing deletes */
+			continue; /* nothing deletes; kept for safety */
+		if (!(rec.flags & KHBPF_REC_FINAL))
+			(*not_final)++;
 		err = table_push(out, &cap, &rec);
 		if (err)
 			break;
@@ -250,6 +254,27 @@ int sched_collector__exited(struct sched_collector *c, struct thread_table *out)
 		thread_table__free(out);
 	else
 		thread_table__sort(out);
+	return err;
+}
+
+/*
+ * A thread is reaped (and its process can look exited) before its final
+ * __schedule() runs, so wait briefly for the final switch to refresh each
+ * record; a record that never gets it keeps its sched_process_exit values.
+ */
+int sched_collector__exited(struct sched_collector *c, struct thread_table *out)
+{
+	size_t not_final = 0;
+	int err, tries;
+
+	for (tries = 0;; tries++) {
+		err = read_exited(c, out, &not_final);
+		if (err || !not_final || tries == 200)
+			break;
+		thread_table__free(out);
+		usleep(500);
+	}
+	c->not_final = not_final;
 	return err;
 }
 
@@ -263,10 +288,10 @@ int sched_collector__stats(struct sched_collector *c, struct sched_collector_sta
 	out->exited_overflow = c->skel->bss->exited_overflow;
 	out->final_unmatched = c->skel->bss->final_unmatched;
 	out->iter_write_errors = c->skel->bss->iter_write_errors;
+	out->exit_not_final = c->not_final;
 	out->max_exited = c->max_exited;
 	out->sched_info = c->sched_info;
-	bpf_object__for_each_program(prog, c->skel->obj)
-	{
+	bpf_object__for_each_program(prog, c->skel->obj) {
 		struct bpf_prog_info info = {};
 		__u32 len = sizeof(info);
 		struct sched_prog_stats *s;
@@ -279,6 +304,24 @@ int sched_collector__stats(struct sched_collector *c, struct sched_collector_sta
 		snprintf(s->name, sizeof(s->name), "%s", bpf_program__name(prog));
 		s->run_cnt = info.run_cnt;
 		s->run_time_ns = info.run_time_ns;
+	}
+	return 0;
+}
+
+int sched_collector__prog_ids(struct sched_collector *c, uint32_t *ids, int max, int *nr)
+{
+	struct bpf_program *prog;
+
+	*nr = 0;
+	bpf_object__for_each_program(prog, c->skel->obj) {
+		struct bpf_prog_info info = {};
+		__u32 len = sizeof(info);
+
+		if (*nr == max)
+			return -E2BIG;
+		if (bpf_obj_get_info_by_fd(bpf_program__fd(prog), &info, &len))
+			return -errno;
+		ids[(*nr)++] = info.id;
 	}
 	return 0;
 }

@@ -19,10 +19,10 @@ struct host_topology;
 
 struct sched_collector_opts {
 	size_t sz;
-	bool trace_all;			  /* every task but the idle task */
-	uint32_t max_exited;		  /* exited-thread records; 0 → default */
+	bool trace_all; /* every task but the idle task */
+	uint32_t max_exited; /* exited-thread records; 0 → default */
 	const struct host_topology *topo; /* for migration distance; may be NULL */
-	bool run_stats;			  /* BPF_ENABLE_STATS for the window */
+	bool run_stats; /* BPF_ENABLE_STATS for the window */
 };
 
 /* A set of thread records sorted by (tid, start_time). */
@@ -46,6 +46,7 @@ struct sched_collector_stats {
 	uint64_t exited_overflow;
 	uint64_t final_unmatched;
 	uint64_t iter_write_errors;
+	uint64_t exit_not_final; /* exit records never refreshed by a final switch */
 	uint32_t max_exited;
 	bool sched_info; /* the kernel has sched_info (run_delay, pcount) */
 };
@@ -61,6 +62,8 @@ int sched_collector__snapshot(struct sched_collector *c, struct thread_table *ou
 /* Exit records of target threads that exited since attach. */
 int sched_collector__exited(struct sched_collector *c, struct thread_table *out);
 int sched_collector__stats(struct sched_collector *c, struct sched_collector_stats *out);
+/* Ids of the loaded programs (for leak checks). */
+int sched_collector__prog_ids(struct sched_collector *c, uint32_t *ids, int max, int *nr);
 void sched_collector__destroy(struct sched_collector *c);
 
 void thread_table__sort(struct thread_table *t);

@@ -111,8 +111,8 @@ int sched_window__compute(struct sched_window *w, const struct window_opts *o)
 		if (ib < base->nr && !key_cmp(base->recs[ib].tid, base->recs[ib].start_time,
 					      first->tid, first->start_time))
 			b = &base->recs[ib++];
-		if (ie < end->nr && !key_cmp(end->recs[ie].tid, end->recs[ie].start_time, first->tid,
-					     first->start_time))
+		if (ie < end->nr && !key_cmp(end->recs[ie].tid, end->recs[ie].start_time,
+					     first->tid, first->start_time))
 			e = &end->recs[ie++];
 		if (ix < ex->nr && !key_cmp(ex->recs[ix].tid, ex->recs[ix].start_time, first->tid,
 					    first->start_time))

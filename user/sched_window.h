@@ -14,19 +14,19 @@ struct window_thread {
 	uint32_t tid;
 	uint64_t start_time;
 	char comm[16];
-	bool exited;	   /* exited inside the window */
-	bool vanished;	   /* gone at the end with no exit record: deltas unknown */
-	bool born;	   /* created inside the window (zero baseline) */
-	bool has_bpf;	   /* BPF-timed fields valid */
+	bool exited; /* exited inside the window */
+	bool vanished; /* gone at the end with no exit record: deltas unknown */
+	bool born; /* created inside the window (zero baseline) */
+	bool has_bpf; /* BPF-timed fields valid */
 	struct khbpf_task_counters delta; /* end - baseline, saturating */
-	struct khbpf_task_bpf bpf;	  /* window-scoped already */
-	uint64_t end_runtime;		  /* absolute sum_exec_runtime at the end */
+	struct khbpf_task_bpf bpf; /* window-scoped already */
+	uint64_t end_runtime; /* absolute sum_exec_runtime at the end */
 };
 
 struct window_opts {
 	const struct thread_table *baseline; /* NULL: every thread starts at zero (run mode) */
-	const struct thread_table *end;	     /* live threads at the end; may be NULL */
-	const struct thread_table *exited;   /* exit records; may be NULL */
+	const struct thread_table *end; /* live threads at the end; may be NULL */
+	const struct thread_table *exited; /* exit records; may be NULL */
 	/* Threads started at or after this boot-time ns were born in the window. */
 	uint64_t start_boot_ns;
 	size_t max_threads; /* bound on threads kept; 0 → no bound */
@@ -35,9 +35,9 @@ struct window_opts {
 struct sched_window {
 	struct window_thread *threads; /* sorted by (tid, start_time) */
 	size_t nr_threads;
-	uint64_t dropped_threads;	   /* beyond max_threads: counted, not kept */
+	uint64_t dropped_threads; /* beyond max_threads: counted, not kept */
 	uint64_t threads_without_baseline; /* existed before the window, seen only at its end */
-	uint64_t vanished_threads;	   /* at the start, then gone without an exit record */
+	uint64_t vanished_threads; /* at the start, then gone without an exit record */
 	uint64_t exited_threads;
 	uint64_t born_threads;
 	/* Sums over threads whose deltas are known (exited ones included). */

@@ -24,6 +24,7 @@
 #include "evjson.h"
 #include "fsutil.h"
 #include "probe.h"
+#include "perfcount.h"
 #include "procsched.h"
 #include "sched_collector.h"
 #include "sched_window.h"
@@ -70,6 +71,7 @@ struct session {
 	enum ev_gap freq_gap;
 	bool freq_any;
 
+	struct perfcount *perf;
 	struct counter_set counters;
 	enum collector_availability counters_avail;
 	char counters_detail[256];
@@ -78,12 +80,13 @@ struct session {
 	struct doc_thread *threads;
 	size_t nr_threads;
 	struct collector_capability caps[4];
-	struct named_u64 loss[12];
+	struct named_u64 loss[16];
 	size_t nr_loss;
 	struct named_u64 overhead[2 * SCHED_PROG_MAX + 4];
 	char overhead_names[2 * SCHED_PROG_MAX][48];
 	size_t nr_overhead;
 	struct evidence_doc doc;
+	struct doc_target target; /* read while the target was alive */
 	struct rusage usage;
 };
 
@@ -95,7 +98,8 @@ static uint64_t clock_ns(clockid_t id)
 	return (uint64_t)ts.tv_sec * NS_PER_SEC + (uint64_t)ts.tv_nsec;
 }
 
-static void logf_(const struct session *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void logf_(const struct session *s, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
 static void logf_(const struct session *s, const char *fmt, ...)
 {
 	va_list ap;
@@ -155,7 +159,8 @@ static int check_attach_target(struct session *s, char *errbuf, size_t errlen)
 			    (int)s->pid, (int)s->pid, strerror(-err));
 	if (flags & PF_KTHREAD)
 		return errf(errbuf, errlen, -EINVAL,
-			    "--pid %d is a kernel thread; khbpf watches user processes", (int)s->pid);
+			    "--pid %d is a kernel thread; khbpf watches user processes",
+			    (int)s->pid);
 	if (state == 'Z' || state == 'X')
 		return errf(errbuf, errlen, -ESRCH,
 			    "--pid %d is a zombie (exited, not yet reaped); nothing left to watch",
@@ -163,9 +168,10 @@ static int check_attach_target(struct session *s, char *errbuf, size_t errlen)
 	return 0;
 }
 
+/* comm and exe, read while the target lives; a later successful read wins. */
 static void fill_target(struct session *s, struct doc_target *t)
 {
-	char path[64], buf[DOC_COMM_MAX];
+	char path[64], buf[DOC_COMM_MAX], exe[PATH_MAX];
 	ssize_t n;
 	int r;
 
@@ -176,17 +182,14 @@ static void fill_target(struct session *s, struct doc_target *t)
 	if (r > 0) {
 		buf[strcspn(buf, "\n")] = '\0';
 		snprintf(t->comm, sizeof(t->comm), "%s", buf);
-	} else if (s->opts.mode == TARGET_MODE_RUN && s->opts.argv && s->opts.argv[0]) {
-		const char *base = strrchr(s->opts.argv[0], '/');
-
-		snprintf(t->comm, sizeof(t->comm), "%.15s", base ? base + 1 : s->opts.argv[0]);
 	}
 	r = fsutil__path(path, sizeof(path), s->root, "/proc/%d/exe", (int)s->pid);
-	n = r < 0 ? -1 : readlink(path, t->exe, sizeof(t->exe) - 1);
+	n = r < 0 ? -1 : readlink(path, exe, sizeof(exe) - 1);
 	if (n > 0) {
-		t->exe[n] = '\0';
+		exe[n] = '\0';
+		memcpy(t->exe, exe, (size_t)n + 1);
 		t->exe_recorded = true;
-	} else {
+	} else if (!t->exe_recorded) {
 		t->exe_reason = fsutil__errno_gap(n < 0 ? -errno : -EINVAL);
 	}
 }
@@ -230,8 +233,7 @@ static int drop_to_invoking_user(void)
 }
 
 /* Fork CMD held on a pipe: it execs only once the collector is attached. */
-static int fork_held_child(struct session *s, int *go_fd, int *err_fd, char *errbuf,
-			   size_t errlen)
+static int fork_held_child(struct session *s, int *go_fd, int *err_fd, char *errbuf, size_t errlen)
 {
 	int go[2], ep[2];
 	sigset_t none;
@@ -395,23 +397,58 @@ static void setup_collector(struct session *s)
 	      s->bpf_detail, (int)s->pid);
 }
 
-/* Hardware counters: what perf_event_open says for the target's threads. */
-static void probe_counters(struct session *s)
+/*
+ * Hardware counters for the target's threads, inherited by threads created
+ * later. run: opened on the held child, enabled at its exec.
+ */
+static void open_counters(struct session *s, const struct thread_table *threads)
 {
+	struct perfcount_opts po = {
+		.sz = sizeof(po),
+		.events = perfcount_hw_events,
+		.nr_events = 8,
+		.enable_on_exec = s->opts.mode == TARGET_MODE_RUN,
+	};
+	pid_t *tids;
+	size_t i, n = threads ? threads->nr : 1;
 	int err;
 
-	err = probe__perf_hw_open(s->pid);
-	s->counters_avail = probe__perf_availability(err, probe__perf_paranoid(s->root),
-						     s->counters_detail,
-						     sizeof(s->counters_detail));
-	if (s->counters_avail == AVAIL_AVAILABLE) {
-		/* Counting a whole process needs per-thread inherited groups: not yet built. */
-		s->counters_avail = AVAIL_DISABLED;
+	tids = calloc(n ? n : 1, sizeof(*tids));
+	if (!tids)
+		return;
+	for (i = 0; i < n; i++)
+		tids[i] = threads ? (pid_t)threads->recs[i].tid : s->pid;
+	err = perfcount__open(&s->perf, tids, n, &po);
+	free(tids);
+	if (err)
+		s->perf = NULL;
+}
+
+static void read_counters(struct session *s)
+{
+	struct perfcount_value v[8];
+	int err = -ENOMEM;
+
+	if (s->perf)
+		err = perfcount__read(s->perf, v, 8);
+	if (err) {
+		s->counters_avail = AVAIL_UNAVAILABLE;
 		snprintf(s->counters_detail, sizeof(s->counters_detail),
-			 "this host has a PMU, but khbpf does not yet count process-wide hardware events");
+			 "could not set up perf counters: %s", strerror(-err));
+		counter_set__all_gapped(&s->counters, EV_SRC_PERF_EVENT_OPEN, EV_GAP_UNAVAILABLE);
+		return;
 	}
-	counter_set__all_gapped(&s->counters, EV_SRC_PERF_EVENT_OPEN,
-				collector_availability__gap(s->counters_avail));
+	perfcount__counter_set(&s->counters, v);
+	/* The collector's availability is that of cycles, the event every PMU has. */
+	s->counters_avail =
+		probe__perf_availability(v[0].err, probe__perf_paranoid(s->root),
+					 s->counters_detail, sizeof(s->counters_detail));
+	if (v[0].multiplexed) {
+		s->counters_avail = AVAIL_UNAVAILABLE;
+		snprintf(
+			s->counters_detail, sizeof(s->counters_detail),
+			"the PMU was shared (multiplexed): counts would be estimates, so they are gaps");
+	}
 }
 
 static int wait_loop(struct session *s)
@@ -527,7 +564,7 @@ static int build_document(struct session *s)
 	int err;
 
 	memset(doc, 0, sizeof(*doc));
-	fill_target(s, &doc->target);
+	doc->target = s->target;
 	if (s->opts.mode == TARGET_MODE_RUN && s->child_reaped) {
 		doc->target.exit_recorded = true;
 		doc->target.exit_signaled = WIFSIGNALED(s->wait_status);
@@ -541,9 +578,10 @@ static int build_document(struct session *s)
 	doc->window.wall_ns = wall;
 	doc->window.end_reason = s->end_reason;
 
-	collector_capability__set(&s->caps[0], COLLECTOR_SCHEDULER_ACTIVITY,
-				  s->use_bpf ? AVAIL_AVAILABLE : s->bpf_avail, "%s%s", s->bpf_detail,
-				  s->use_bpf ? "" : "; values below come from /proc (proc-pid-* sources)");
+	collector_capability__set(
+		&s->caps[0], COLLECTOR_SCHEDULER_ACTIVITY,
+		s->use_bpf ? AVAIL_AVAILABLE : s->bpf_avail, "%s%s", s->bpf_detail,
+		s->use_bpf ? "" : "; values below come from /proc (proc-pid-* sources)");
 	if (s->use_bpf && !s->stats.sched_info)
 		collector_capability__set(
 			&s->caps[0], COLLECTOR_SCHEDULER_ACTIVITY, AVAIL_AVAILABLE,
@@ -571,12 +609,13 @@ static int build_document(struct session *s)
 		t->born = w->born;
 		fill_sched_evidence(&t->scheduler, &w->delta, &w->bpf, s->use_bpf,
 				    s->stats.sched_info, !w->vanished);
-		t->on_cpu_ns = w->vanished ? sev_u64__gap(s->use_bpf ? EV_SRC_BPF_TRACEPOINT :
-									  EV_SRC_PROC_PID_SCHEDSTAT,
-							  EV_GAP_UNAVAILABLE) :
-					     sev_u64__recorded(w->delta.sum_exec_runtime,
-							       s->use_bpf ? EV_SRC_BPF_TRACEPOINT :
-									    EV_SRC_PROC_PID_SCHEDSTAT);
+		t->on_cpu_ns = w->vanished ?
+				       sev_u64__gap(s->use_bpf ? EV_SRC_BPF_TRACEPOINT :
+								 EV_SRC_PROC_PID_SCHEDSTAT,
+						    EV_GAP_UNAVAILABLE) :
+				       sev_u64__recorded(w->delta.sum_exec_runtime,
+							 s->use_bpf ? EV_SRC_BPF_TRACEPOINT :
+								      EV_SRC_PROC_PID_SCHEDSTAT);
 		fill_detail(&t->detail, &w->bpf, s->use_bpf && w->has_bpf,
 			    s->use_bpf ? EV_GAP_UNAVAILABLE : bpf_gap);
 	}
@@ -618,9 +657,11 @@ static int build_document(struct session *s)
 	err = utilization__compute(&hw->utilization, &uo);
 	if (err)
 		return err;
-	hw->utilization.dropped_threads = s->census[0].dropped_threads + s->census[1].dropped_threads;
+	hw->utilization.dropped_threads =
+		s->census[0].dropped_threads + s->census[1].dropped_threads;
 	if (totals_known) {
-		hw->utilization.all_threads_cpu_ns = ev_u64__recorded(s->win.total.sum_exec_runtime);
+		hw->utilization.all_threads_cpu_ns =
+			ev_u64__recorded(s->win.total.sum_exec_runtime);
 		hw->utilization.all_threads_parallelism_milli =
 			milli_ratio_ev(s->win.total.sum_exec_runtime, wall);
 	}
@@ -639,6 +680,7 @@ static int build_document(struct session *s)
 	LOSS("task_storage_failures", s->stats.storage_failures);
 	LOSS("final_switch_unmatched", s->stats.final_unmatched);
 	LOSS("iterator_write_errors", s->stats.iter_write_errors);
+	LOSS("exit_records_not_final", s->stats.exit_not_final);
 	LOSS("proc_read_errors", s->proc_read_errors);
 	LOSS("census_threads_dropped", hw->utilization.dropped_threads);
 	LOSS("frequency_samples_dropped", s->freq_dropped);
@@ -658,11 +700,11 @@ static int build_document(struct session *s)
 			s->overhead_names[2 * i],
 			s->stats.run_stats_enabled ? ev_u64__recorded(p->run_cnt) : ev_u64__gap(g)
 		};
-		s->overhead[s->nr_overhead++] = (struct named_u64){
-			s->overhead_names[2 * i + 1],
-			s->stats.run_stats_enabled ? ev_u64__recorded(p->run_time_ns) :
-						     ev_u64__gap(g)
-		};
+		s->overhead[s->nr_overhead++] =
+			(struct named_u64){ s->overhead_names[2 * i + 1],
+					    s->stats.run_stats_enabled ?
+						    ev_u64__recorded(p->run_time_ns) :
+						    ev_u64__gap(g) };
 	}
 	getrusage(RUSAGE_SELF, &s->usage);
 	s->overhead[s->nr_overhead++] = (struct named_u64){
@@ -672,9 +714,9 @@ static int build_document(struct session *s)
 				 (uint64_t)(s->usage.ru_utime.tv_usec + s->usage.ru_stime.tv_usec) *
 					 1000)
 	};
-	s->overhead[s->nr_overhead++] = (struct named_u64){
-		"loader_max_rss_kib", ev_u64__recorded((uint64_t)s->usage.ru_maxrss)
-	};
+	s->overhead[s->nr_overhead++] =
+		(struct named_u64){ "loader_max_rss_kib",
+				    ev_u64__recorded((uint64_t)s->usage.ru_maxrss) };
 	doc->overhead = s->overhead;
 	doc->nr_overhead = s->nr_overhead;
 	return 0;
@@ -687,7 +729,11 @@ static int finish_window(struct session *s)
 	int err;
 
 	/* run: the command has exited; keep it a zombie until its threads are read. */
+	fill_target(s, &s->target);
 	err = take_snapshot(s, &s->end);
+	/* Without BPF, a target gone (and reaped) by now simply has no live threads. */
+	if (err == -ESRCH && !s->use_bpf)
+		err = 0;
 	if (err)
 		return err;
 	s->end_mono = clock_ns(CLOCK_MONOTONIC);
@@ -703,6 +749,7 @@ static int finish_window(struct session *s)
 		s->stats.sched_info = true;
 	}
 	sample_frequency(s);
+	read_counters(s);
 	elapsed = s->end_mono - s->start_mono;
 	err = census_from(&s->census[1], &s->end, s->use_bpf ? &s->exited : NULL, elapsed);
 	if (err)
@@ -746,8 +793,7 @@ static int setup_timer(struct session *s, char *errbuf, size_t errlen)
 	return 0;
 }
 
-int session__run(struct session **out, const struct session_opts *opts, char *errbuf,
-		 size_t errlen)
+int session__run(struct session **out, const struct session_opts *opts, char *errbuf, size_t errlen)
 {
 	int go_fd = -1, err_fd = -1, err;
 	struct session *s;
@@ -787,7 +833,6 @@ int session__run(struct session **out, const struct session_opts *opts, char *er
 		goto cleanup;
 
 	setup_collector(s);
-	probe_counters(s);
 
 	/* The window starts here: baseline snapshot (attach) or exec (run). */
 	s->start_boot = clock_ns(CLOCK_BOOTTIME);
@@ -801,6 +846,7 @@ int session__run(struct session **out, const struct session_opts *opts, char *er
 			goto cleanup;
 		}
 		err = census_from(&s->census[0], &s->base, NULL, 0);
+		open_counters(s, &s->base);
 	} else {
 		/* The command's whole life: its one thread starts from zero. */
 		struct thread_table one = { 0 };
@@ -809,6 +855,7 @@ int session__run(struct session **out, const struct session_opts *opts, char *er
 		one.recs = &r;
 		one.nr = 1;
 		err = census_from(&s->census[0], &one, NULL, 0);
+		open_counters(s, NULL);
 		err = err ?: start_child(s, go_fd, err_fd);
 		go_fd = err_fd = -1;
 		if (err == -ENOEXEC) {
@@ -822,6 +869,7 @@ int session__run(struct session **out, const struct session_opts *opts, char *er
 	}
 	if (err)
 		goto cleanup;
+	fill_target(s, &s->target);
 	sample_frequency(s);
 	logf_(s, "khbpf: watching pid %d (%s)%s\n", (int)s->pid,
 	      s->use_bpf ? "BPF" : "/proc fallback",
@@ -844,12 +892,10 @@ int session__run(struct session **out, const struct session_opts *opts, char *er
 		err = errf(errbuf, errlen, err, "reading the window's end: %s", strerror(-err));
 		goto cleanup;
 	}
-	if (opts->mode == TARGET_MODE_RUN) {
-		if (s->end_reason != END_REASON_TARGET_EXIT)
-			logf_(s, "khbpf: window ended; waiting for pid %d to exit\n", (int)s->pid);
-		if (waitpid(s->pid, &s->wait_status, 0) == s->pid)
-			s->child_reaped = true;
-	}
+	/* The command has exited: reap it. Otherwise it runs on; see session__finish. */
+	if (opts->mode == TARGET_MODE_RUN && s->end_reason == END_REASON_TARGET_EXIT &&
+	    waitpid(s->pid, &s->wait_status, 0) == s->pid)
+		s->child_reaped = true;
 	err = build_document(s);
 	if (err) {
 		err = errf(errbuf, errlen, err, "building the document: %s", strerror(-err));
@@ -869,6 +915,34 @@ cleanup:
 	}
 	session__destroy(s);
 	return err;
+}
+
+int session__finish(struct session *s)
+{
+	struct pollfd pfd[2];
+
+	if (s->opts.mode != TARGET_MODE_RUN || s->child_reaped || s->exec_failed)
+		return 0;
+	logf_(s, "khbpf: window ended; waiting for pid %d to exit (signals are passed to it)\n",
+	      (int)s->pid);
+	for (;;) {
+		pfd[0] = (struct pollfd){ .fd = s->sigfd, .events = POLLIN };
+		pfd[1] = (struct pollfd){ .fd = s->pidfd, .events = POLLIN };
+		if (poll(pfd, 2, -1) < 0 && errno != EINTR)
+			return -errno;
+		if (pfd[0].revents & POLLIN) {
+			struct signalfd_siginfo si;
+
+			if (read(s->sigfd, &si, sizeof(si)) == sizeof(si))
+				kill(s->pid, (int)si.ssi_signo);
+		}
+		if (pfd[1].revents & (POLLIN | POLLHUP))
+			break;
+	}
+	if (waitpid(s->pid, &s->wait_status, 0) != s->pid)
+		return -errno;
+	s->child_reaped = true;
+	return 0;
 }
 
 struct json_object *session__document(const struct session *s)
@@ -957,7 +1031,8 @@ void session__print_summary(const struct session *s, FILE *f)
 		s->use_bpf ? "bpf-tracepoint" : "/proc (fallback)");
 	if (d->target.exit_recorded)
 		fprintf(f, "target %s %" PRIu64 "\n",
-			d->target.exit_signaled ? "killed by signal" : "exited with", d->target.exit_value);
+			d->target.exit_signaled ? "killed by signal" : "exited with",
+			d->target.exit_value);
 	fprintf(f, "\n%8s %-16s %9s %9s %8s %8s %6s %6s %s\n", "TID", "COMM", "ON-CPU", "RQ-DELAY",
 		"VOL", "INVOL", "MIGR", "SLICES", "");
 	for (i = 0; i < s->nr_threads; i++) {
@@ -984,7 +1059,8 @@ void session__print_summary(const struct session *s, FILE *f)
 	if (d->sched_detail.recorded) {
 		const struct doc_sched_detail *x = &d->sched_detail;
 
-		fprintf(f, "\nRunqueue wait (BPF-timed, all threads): %" PRIu64 " waits\n", x->waits);
+		fprintf(f, "\nRunqueue wait (BPF-timed, all threads): %" PRIu64 " waits\n",
+			x->waits);
 		print_hist(f, x->wait_hist);
 		fprintf(f,
 			"\nMigrations by distance: smt-sibling %" PRIu64 ", same-llc %" PRIu64
@@ -1016,6 +1092,7 @@ void session__destroy(struct session *s)
 	thread_table__free(&s->end);
 	thread_table__free(&s->exited);
 	sched_collector__destroy(s->coll);
+	perfcount__destroy(s->perf);
 	host_topology__free(&s->topo);
 	if (s->timerfd >= 0)
 		close(s->timerfd);

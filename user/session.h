@@ -19,17 +19,17 @@ struct json_object;
 
 struct session_opts {
 	size_t sz;
-	enum target_mode mode;	/* TARGET_MODE_ATTACH or TARGET_MODE_RUN */
-	pid_t pid;		/* attach: the target */
-	char *const *argv;	/* run: the command */
-	uint64_t duration_ns;	/* 0: until the target exits or a signal */
-	uint64_t interval_ns;	/* frequency sampling period; 0 → 1 s */
-	bool as_root;		/* run: do not drop to SUDO_UID */
-	bool no_bpf;		/* use the /proc fallback even when BPF works */
-	uint32_t max_exited;	/* exited-thread records kept in the kernel; 0 → default */
-	uint32_t max_threads;	/* threads listed in the document; 0 → default */
-	const char *root;	/* procfs/sysfs root; NULL → "/" */
-	FILE *log;		/* progress lines (stderr); NULL → quiet */
+	enum target_mode mode; /* TARGET_MODE_ATTACH or TARGET_MODE_RUN */
+	pid_t pid; /* attach: the target */
+	char *const *argv; /* run: the command */
+	uint64_t duration_ns; /* 0: until the target exits or a signal */
+	uint64_t interval_ns; /* frequency sampling period; 0 → 1 s */
+	bool as_root; /* run: do not drop to SUDO_UID */
+	bool no_bpf; /* use the /proc fallback even when BPF works */
+	uint32_t max_exited; /* exited-thread records kept in the kernel; 0 → default */
+	uint32_t max_threads; /* threads listed in the document; 0 → default */
+	const char *root; /* procfs/sysfs root; NULL → "/" */
+	FILE *log; /* progress lines (stderr); NULL → quiet */
 };
 
 #define SESSION_DEFAULT_MAX_THREADS 65536
@@ -43,6 +43,11 @@ struct session_opts {
 int session__run(struct session **out, const struct session_opts *opts, char *errbuf,
 		 size_t errlen);
 struct json_object *session__document(const struct session *s);
+/*
+ * run: when the window ended before the command did (duration, or a second
+ * signal), wait for it after the document is out. No-op otherwise.
+ */
+int session__finish(struct session *s);
 void session__print_summary(const struct session *s, FILE *f);
 /* run: the command's exit status (128+signal when killed); attach: 0. */
 int session__exit_code(const struct session *s);

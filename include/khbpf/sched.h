@@ -25,21 +25,21 @@
 #define KHBPF_RQ_SLOTS 40
 
 /* Migration distance classes (sched_migrate_task with a real CPU change). */
-#define KHBPF_MIG_SMT 0	      /* SMT sibling: same core */
-#define KHBPF_MIG_LLC 1	      /* another core sharing the last-level cache */
-#define KHBPF_MIG_OTHER_LLC 2  /* another LLC on the same NUMA node */
+#define KHBPF_MIG_SMT 0 /* SMT sibling: same core */
+#define KHBPF_MIG_LLC 1 /* another core sharing the last-level cache */
+#define KHBPF_MIG_OTHER_LLC 2 /* another LLC on the same NUMA node */
 #define KHBPF_MIG_OTHER_NODE 3 /* another NUMA node */
-#define KHBPF_MIG_UNKNOWN 4    /* topology unknown for either CPU */
+#define KHBPF_MIG_UNKNOWN 4 /* topology unknown for either CPU */
 #define KHBPF_MIG_CLASSES 5
 
 /* Default bound of exited-thread records kept per window (--max-exited). */
 #define KHBPF_DEFAULT_MAX_EXITED 65536
 
 /* khbpf_thread_rec.flags */
-#define KHBPF_REC_EXITED 0x1	  /* from sched_process_exit / the final switch */
-#define KHBPF_REC_FINAL 0x2	  /* refreshed at the final switch-out (TASK_DEAD) */
+#define KHBPF_REC_EXITED 0x1 /* from sched_process_exit / the final switch */
+#define KHBPF_REC_FINAL 0x2 /* refreshed at the final switch-out (TASK_DEAD) */
 #define KHBPF_REC_HAS_STATE 0x4 /* the thread had task storage: BPF-timed fields valid */
-#define KHBPF_REC_EXITING 0x8	  /* iterator saw PF_EXITING: an exit record will follow */
+#define KHBPF_REC_EXITING 0x8 /* iterator saw PF_EXITING: an exit record will follow */
 
 struct khbpf_cpu_topo {
 	__s32 core; /* dense ids from the loader's sysfs topology; -1 unknown */
@@ -52,16 +52,16 @@ struct khbpf_cpu_topo {
 struct khbpf_task_counters {
 	__u64 nvcsw;
 	__u64 nivcsw;
-	__u64 nr_migrations;	/* se.nr_migrations */
+	__u64 nr_migrations; /* se.nr_migrations */
 	__u64 sum_exec_runtime; /* se.sum_exec_runtime, ns */
-	__u64 run_delay;	/* sched_info.run_delay, ns */
-	__u64 pcount;		/* sched_info.pcount: timeslices */
+	__u64 run_delay; /* sched_info.run_delay, ns */
+	__u64 pcount; /* sched_info.pcount: timeslices */
 };
 
 /* What khbpf's own programs measured for one task. */
 struct khbpf_task_bpf {
-	__u64 wait_ns;	  /* BPF-timed runqueue wait, runnable → switch-in */
-	__u64 waits;	  /* waits timed */
+	__u64 wait_ns; /* BPF-timed runqueue wait, runnable → switch-in */
+	__u64 waits; /* waits timed */
 	__u64 switch_ins; /* times switched onto a CPU */
 	__u64 migrations; /* sched_migrate_task with a real CPU change */
 	__u64 mig_class[KHBPF_MIG_CLASSES];

@@ -147,6 +147,7 @@ static void record_self(struct record *r)
 	const char *what = "/proc/thread-self/comm";
 	int err;
 
+	r->tid = gettid();
 	err = read_text(what, comm, sizeof(comm));
 	if (!err) {
 		what = "/proc/thread-self/sched";
@@ -156,7 +157,6 @@ static void record_self(struct record *r)
 		what = "/proc/thread-self/schedstat";
 		err = read_text(what, schedstat, sizeof(schedstat));
 	}
-	r->tid = gettid();
 	r->err = err;
 	r->what = what;
 	if (err)
@@ -274,8 +274,28 @@ static const struct role_desc {
 	[ROLE_HOG2] = { "mix-hog2", run_hog },
 	[ROLE_MOVER] = { "mix-mover", run_mover },
 	[ROLE_SHORT] = { "mix-short", run_short },
+	/* The main thread keeps the process name; "main" only labels messages. */
 	[ROLE_MAIN] = { "main", NULL },
 };
+
+/*
+ * Long-running threads wait for each other after their loops, so that each
+ * one's final read and exit happen on a quiet machine: the exit then adds at
+ * most a switch or two to what the thread read of itself.
+ */
+static pthread_mutex_t quiet_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t quiet_cond = PTHREAD_COND_INITIALIZER;
+static int quiet_done, quiet_expected = -1;
+
+static void wait_quiet(void)
+{
+	pthread_mutex_lock(&quiet_lock);
+	quiet_done++;
+	pthread_cond_broadcast(&quiet_cond);
+	while (quiet_expected < 0 || quiet_done < quiet_expected)
+		pthread_cond_wait(&quiet_cond, &quiet_lock);
+	pthread_mutex_unlock(&quiet_lock);
+}
 
 static void *thread_main(void *arg)
 {
@@ -283,6 +303,8 @@ static void *thread_main(void *arg)
 
 	pthread_setname_np(pthread_self(), roles[role].name);
 	roles[role].run();
+	if (role != ROLE_SHORT)
+		wait_quiet();
 	record_self(&records[role]);
 	return NULL;
 }
@@ -503,6 +525,10 @@ int main(int argc, char **argv)
 		}
 		started++;
 	}
+	pthread_mutex_lock(&quiet_lock);
+	quiet_expected = started;
+	pthread_cond_broadcast(&quiet_cond);
+	pthread_mutex_unlock(&quiet_lock);
 	if (ok) {
 		sleep_until(start + duration_ms * NSEC_PER_MSEC / 2);
 		err = pthread_create(&threads[ROLE_SHORT], NULL, thread_main,

@@ -1,0 +1,309 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The scheduler collector against the kernel: a child whose threads do a
+ * known amount of sleeping, compared with what they read from
+ * /proc/thread-self/sched themselves just before exiting. Also the inline
+ * logic shared with BPF (include/khbpf/sched.h).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <cmocka.h>
+#include <bpf/bpf.h>
+
+#include "sched_collector.h"
+#include "testutil.h"
+#include "topology.h"
+
+static void test_sched_collector__mig_class(void **state)
+{
+	struct khbpf_cpu_topo a = { .core = 0, .llc = 0, .node = 0 };
+	struct khbpf_cpu_topo smt = { .core = 0, .llc = 0, .node = 0 };
+	struct khbpf_cpu_topo llc = { .core = 1, .llc = 0, .node = 0 };
+	struct khbpf_cpu_topo other_llc = { .core = 2, .llc = 1, .node = 0 };
+	struct khbpf_cpu_topo other_node = { .core = 3, .llc = 2, .node = 1 };
+	struct khbpf_cpu_topo unknown = { .core = -1, .llc = -1, .node = -1 };
+	struct khbpf_cpu_topo no_node = { .core = 4, .llc = 3, .node = -1 };
+
+	(void)state;
+	assert_int_equal(khbpf_mig_class(&a, &smt), KHBPF_MIG_SMT);
+	assert_int_equal(khbpf_mig_class(&a, &llc), KHBPF_MIG_LLC);
+	assert_int_equal(khbpf_mig_class(&a, &other_llc), KHBPF_MIG_OTHER_LLC);
+	assert_int_equal(khbpf_mig_class(&a, &other_node), KHBPF_MIG_OTHER_NODE);
+	assert_int_equal(khbpf_mig_class(&a, &unknown), KHBPF_MIG_UNKNOWN);
+	assert_int_equal(khbpf_mig_class(NULL, &a), KHBPF_MIG_UNKNOWN);
+	/* Different LLC, node unknown: cannot say "same node". */
+	assert_int_equal(khbpf_mig_class(&a, &no_node), KHBPF_MIG_UNKNOWN);
+}
+
+/* BPF's classification agrees with the loader's topology on a 2-node fixture. */
+static void test_sched_collector__mig_class_matches_topology(void **state)
+{
+	static const int want[CPU_DIST__COUNT] = {
+		[CPU_DIST_SMT_SIBLING] = KHBPF_MIG_SMT,
+		[CPU_DIST_SAME_LLC] = KHBPF_MIG_LLC,
+		[CPU_DIST_OTHER_LLC] = KHBPF_MIG_OTHER_LLC,
+		[CPU_DIST_OTHER_NODE] = KHBPF_MIG_OTHER_NODE,
+		[CPU_DIST_UNKNOWN] = KHBPF_MIG_UNKNOWN,
+	};
+	struct host_topology t;
+	uint32_t i, j;
+
+	(void)state;
+	assert_int_equal(host_topology__read(&t, "tests/fixtures/numa2"), 0);
+	for (i = 0; i < t.nr_cpu_ids; i++) {
+		for (j = 0; j < t.nr_cpu_ids; j++) {
+			struct khbpf_cpu_topo a = { t.cpus[i].core, t.cpus[i].llc, t.cpus[i].node,
+						    0 };
+			struct khbpf_cpu_topo b = { t.cpus[j].core, t.cpus[j].llc, t.cpus[j].node,
+						    0 };
+			enum cpu_distance d = host_topology__distance(&t, i, j);
+
+			if (d == CPU_DIST_SAME)
+				continue;
+			assert_int_equal(khbpf_mig_class(&a, &b), want[d]);
+		}
+	}
+	host_topology__free(&t);
+}
+
+struct reading {
+	uint64_t tid, nvcsw, nivcsw, pcount;
+};
+
+/* Parse what a thread read of itself; only the fields compared below. */
+static void read_self(struct reading *r)
+{
+	char buf[4096];
+	ssize_t n;
+	int fd;
+	char *p;
+
+	r->tid = (uint64_t)gettid();
+	fd = open("/proc/thread-self/sched", O_RDONLY);
+	n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+	if (fd >= 0)
+		close(fd);
+	buf[n > 0 ? n : 0] = '\0';
+	p = strstr(buf, "nr_voluntary_switches");
+	r->nvcsw = p ? strtoull(strchr(p, ':') + 1, NULL, 10) : UINT64_MAX;
+	p = strstr(buf, "nr_involuntary_switches");
+	r->nivcsw = p ? strtoull(strchr(p, ':') + 1, NULL, 10) : UINT64_MAX;
+	fd = open("/proc/thread-self/schedstat", O_RDONLY);
+	n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+	if (fd >= 0)
+		close(fd);
+	buf[n > 0 ? n : 0] = '\0';
+	r->pcount = UINT64_MAX;
+	sscanf(buf, "%*u %*u %lu", &r->pcount);
+}
+
+static int result_fd;
+
+static void *sleeper(void *arg)
+{
+	struct reading r;
+	int i;
+
+	for (i = 0; i < 7; i++)
+		usleep(1000);
+	read_self(&r);
+	if (write(result_fd, &r, sizeof(r)) != sizeof(r))
+		abort();
+	return arg;
+}
+
+/* The child: held until attach, 15 sleeps, one thread with 7, each reporting. */
+static void child(int go_fd, int out_fd)
+{
+	struct reading r;
+	pthread_t t;
+	char c;
+	int i;
+
+	result_fd = out_fd;
+	if (read(go_fd, &c, 1) != 1)
+		_exit(2);
+	for (i = 0; i < 15; i++)
+		usleep(1000);
+	pthread_create(&t, NULL, sleeper, NULL);
+	pthread_join(t, NULL);
+	read_self(&r);
+	if (write(out_fd, &r, sizeof(r)) != sizeof(r))
+		_exit(3);
+	_exit(0);
+}
+
+/* How many of these program ids are still loaded (other khbpf runs may be). */
+static int count_loaded(const __u32 *ids, int n)
+{
+	int i, alive = 0;
+
+	for (i = 0; i < n; i++) {
+		int fd = bpf_prog_get_fd_by_id(ids[i]);
+
+		if (fd >= 0) {
+			alive++;
+			close(fd);
+		}
+	}
+	return alive;
+}
+
+static void test_sched_collector__exit_records_match_kernel(void **state)
+{
+	struct sched_collector_opts o = { .sz = sizeof(o), .run_stats = true };
+	struct sched_collector_stats st;
+	struct thread_table ex, snap;
+	struct sched_collector *c;
+	struct reading got[2];
+	int go[2], res[2], i, nr_ids = 0;
+	__u32 ids[16];
+	siginfo_t si;
+	pid_t pid;
+
+	(void)state;
+	require_or_skip(geteuid() == 0, "loading BPF needs root");
+	assert_int_equal(pipe(go), 0);
+	assert_int_equal(pipe(res), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		close(go[1]);
+		close(res[0]);
+		child(go[0], res[1]);
+	}
+	close(go[0]);
+	close(res[1]);
+	assert_int_equal(sched_collector__open(&c, &o), 0);
+	assert_int_equal(sched_collector__add_target(c, pid), 0);
+	assert_int_equal(sched_collector__add_target(c, 0), -EINVAL);
+	assert_int_equal(sched_collector__attach(c), 0);
+	/* The held child is visible to the iterator before it runs. */
+	assert_int_equal(sched_collector__snapshot(c, &snap), 0);
+	assert_int_equal(snap.nr, 1);
+	assert_int_equal(snap.recs[0].tid, (uint32_t)pid);
+	thread_table__free(&snap);
+
+	assert_int_equal(write(go[1], "g", 1), 1);
+	for (i = 0; i < 2; i++)
+		assert_int_equal(read(res[0], &got[i], sizeof(got[i])), sizeof(got[i]));
+	memset(&si, 0, sizeof(si));
+	assert_int_equal(waitid(P_PID, (id_t)pid, &si, WEXITED | WNOWAIT), 0);
+	assert_int_equal(si.si_status, 0);
+
+	assert_int_equal(sched_collector__exited(c, &ex), 0);
+	assert_int_equal(ex.nr, 2);
+	for (i = 0; i < 2; i++) {
+		const struct khbpf_thread_rec *r = NULL;
+		size_t j;
+
+		for (j = 0; j < ex.nr; j++)
+			if (ex.recs[j].tid == got[i].tid)
+				r = &ex.recs[j];
+		assert_non_null(r);
+		assert_true(r->flags & KHBPF_REC_EXITED);
+		assert_true(r->flags & KHBPF_REC_FINAL);
+		assert_true(r->flags & KHBPF_REC_HAS_STATE);
+		assert_int_equal(r->tgid, (uint32_t)pid);
+		/* The kernel's count at the thread's read, plus at most its exit. */
+		assert_in_range(r->k.nvcsw - got[i].nvcsw, 0, 2);
+		assert_in_range(r->k.nivcsw - got[i].nivcsw, 0, 2);
+		assert_in_range(r->k.pcount - got[i].pcount, 0, 2);
+		assert_true(r->k.nvcsw >= (got[i].tid == (uint64_t)pid ? 15u : 7u));
+		/*
+		 * BPF saw every switch-in and migration of the thread it watched
+		 * from birth; the main thread also ran before attach.
+		 */
+		if (got[i].tid != (uint64_t)pid) {
+			assert_int_equal(r->b.switch_ins, r->k.pcount);
+			assert_int_equal(r->b.migrations, r->k.nr_migrations);
+		} else {
+			assert_true(r->b.switch_ins <= r->k.pcount);
+			assert_true(r->b.migrations <= r->k.nr_migrations);
+		}
+	}
+	thread_table__free(&ex);
+
+	assert_int_equal(sched_collector__stats(c, &st), 0);
+	assert_true(st.run_stats_enabled);
+	assert_int_equal(st.storage_failures, 0);
+	assert_int_equal(st.exited_overflow, 0);
+	assert_int_equal(st.final_unmatched, 0);
+	assert_true(st.nr_progs >= 5);
+	assert_true(st.progs[0].run_cnt > 0);
+	assert_int_equal(st.exit_not_final, 0);
+	assert_int_equal(sched_collector__prog_ids(c, ids, 16, &nr_ids), 0);
+	assert_true(nr_ids >= 5);
+	assert_int_equal(count_loaded(ids, nr_ids), nr_ids);
+	sched_collector__destroy(c);
+	waitpid(pid, NULL, 0);
+	close(go[1]);
+	close(res[0]);
+	/* Program release is RCU-deferred after the last fd closes. */
+	for (i = 0; i < 100 && count_loaded(ids, nr_ids); i++)
+		usleep(20000);
+	assert_int_equal(count_loaded(ids, nr_ids), 0);
+}
+
+/* A full exited map drops records and counts every one. */
+static void test_sched_collector__exited_overflow_counted(void **state)
+{
+	struct sched_collector_opts o = { .sz = sizeof(o), .max_exited = 1 };
+	struct sched_collector_stats st;
+	struct thread_table ex;
+	struct sched_collector *c;
+	pthread_t t[4];
+	int i;
+
+	(void)state;
+	require_or_skip(geteuid() == 0, "loading BPF needs root");
+	assert_int_equal(sched_collector__open(&c, &o), 0);
+	assert_int_equal(sched_collector__add_target(c, getpid()), 0);
+	assert_int_equal(sched_collector__attach(c), 0);
+	for (i = 0; i < 4; i++) {
+		assert_int_equal(pthread_create(&t[i], NULL, sleeper, NULL), 0);
+		pthread_join(t[i], NULL);
+	}
+	assert_int_equal(sched_collector__exited(c, &ex), 0);
+	assert_int_equal(sched_collector__stats(c, &st), 0);
+	assert_int_equal(ex.nr, 1);
+	assert_int_equal(st.exited_overflow, 3);
+	assert_int_equal(st.max_exited, 1);
+	thread_table__free(&ex);
+	sched_collector__destroy(c);
+}
+
+static int setup(void **state)
+{
+	int p[2];
+
+	(void)state;
+	/* sleeper() writes its reading; give the in-process test a sink. */
+	if (pipe2(p, O_NONBLOCK))
+		return -1;
+	result_fd = p[1];
+	return 0;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_sched_collector__mig_class),
+		cmocka_unit_test(test_sched_collector__mig_class_matches_topology),
+		cmocka_unit_test(test_sched_collector__exit_records_match_kernel),
+		cmocka_unit_test_setup(test_sched_collector__exited_overflow_counted, setup),
+	};
+
+	return cmocka_run_group_tests_name("sched_collector", tests, NULL, NULL);
+}
