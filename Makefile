@@ -74,9 +74,9 @@ TESTS := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRCS))
 # Workloads are measured, never sanitized: always the plain build in build/.
 WORKLOADS := $(patsubst tests/workloads/%.c,build/workloads/%,$(wildcard tests/workloads/*.c))
 
-C_FILES := $(wildcard bpf/*.c bpf/*.h user/*.c user/*.h include/khbpf/*.h tests/*.c tests/*.h tests/workloads/*.c)
+C_FILES := $(wildcard bpf/*.c bpf/*.h user/*.c user/*.h include/khbpf/*.h tests/*.c tests/*.h tests/workloads/*.c tools/*.c)
 
-.PHONY: all check unit-tests workloads demo format format-check clean deps
+.PHONY: all check unit-tests workloads demo bench format format-check clean deps
 all: $(KHBPF)
 
 deps: $(DEPS_STAMP)
@@ -142,6 +142,16 @@ unit-tests: $(TESTS) $(KHBPF)
 check: unit-tests workloads
 	$(Q)$(MAKE) --no-print-directory SANITIZE=address,undefined unit-tests
 	$(Q)tests/run.sh build build/sanitize
+
+build/tools/%: tools/%.c $(SKELS) | $(DEPS_STAMP)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(ALL_CFLAGS) $(PC_CFLAGS) $< $(LDLIBS) -o $@
+
+# Overhead against peers (runqlat) and an empty program; see BENCHMARKS.md.
+bench: $(KHBPF) build/tools/bench-empty
+	$(Q)tools/install-deps.sh --with-bench
+	$(Q)tools/bench-sched.sh
 
 # The first of the README's two commands: khbpf on the bundled demo workload.
 demo: $(KHBPF) build/workloads/demo

@@ -9,9 +9,9 @@
  *  - at thread exit (sched_process_exit) a record is kept in `exited`, and
  *    refreshed at the thread's final switch-out (prev_state == TASK_DEAD),
  *    where __schedule() has already counted that last switch and run time.
- * What the kernel does not keep, khbpf measures: each runqueue wait timed
- * from wakeup/preemption to switch-in (log2 histogram), and each migration
- * classified by topological distance.
+ * What the kernel does not keep, khbpf measures: each runqueue wait on its
+ * own (a log2 histogram) and each migration classified by topological
+ * distance.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -28,8 +28,20 @@ char LICENSE[] SEC("license") = "GPL";
 
 /* Set by the loader. */
 const volatile bool trace_all = false;
+/*
+ * With CONFIG_SCHED_INFO the kernel adds each wait to sched_info.run_delay
+ * and counts the arrival in sched_info.pcount when the task is switched in
+ * (sched_info_arrive). Looking at both when the task is switched out again
+ * yields that wait exactly: one switch-out, one arrival, one wait. So waits
+ * are binned from the prev side alone, the switch-in side and the wakeup
+ * programs need not run, and the histogram sums to run_delay. Without
+ * sched_info, wakeups and preemptions are stamped with bpf_ktime_get_ns().
+ */
+const volatile bool kernel_queue_ts = false;
 
 __u64 target_bits[KHBPF_TARGET_WORDS] = {};
+/* Set while the loader's baseline iteration runs: record each thread's stamps. */
+__u32 iter_init_state = 0;
 
 /* Loss and health counters, read by the loader at the end of the window. */
 __u64 storage_failures = 0; /* task storage could not be created */
@@ -91,6 +103,17 @@ static __always_inline unsigned int task_state_now(struct task_struct *p)
 	return BPF_CORE_READ((struct task_struct___pre514 *)p, state);
 }
 
+static __always_inline void read_sched_info(struct task_struct *p, __u64 *run_delay, __u64 *pcount)
+{
+	if (bpf_core_field_exists(p->sched_info)) {
+		*run_delay = BPF_CORE_READ(p, sched_info.run_delay);
+		*pcount = BPF_CORE_READ(p, sched_info.pcount);
+	} else {
+		*run_delay = 0;
+		*pcount = 0;
+	}
+}
+
 static __always_inline void read_counters(struct task_struct *p, struct khbpf_task_counters *k)
 {
 	k->nvcsw = BPF_CORE_READ(p, nvcsw);
@@ -98,13 +121,7 @@ static __always_inline void read_counters(struct task_struct *p, struct khbpf_ta
 	k->nr_migrations = BPF_CORE_READ(p, se.nr_migrations);
 	k->sum_exec_runtime = BPF_CORE_READ(p, se.sum_exec_runtime);
 	/* Without CONFIG_SCHED_INFO the loader falls back to the BPF-timed values. */
-	if (bpf_core_field_exists(p->sched_info)) {
-		k->run_delay = BPF_CORE_READ(p, sched_info.run_delay);
-		k->pcount = BPF_CORE_READ(p, sched_info.pcount);
-	} else {
-		k->run_delay = 0;
-		k->pcount = 0;
-	}
+	read_sched_info(p, &k->run_delay, &k->pcount);
 }
 
 static __always_inline struct khbpf_task_state *state_of(struct task_struct *p)
@@ -115,6 +132,35 @@ static __always_inline struct khbpf_task_state *state_of(struct task_struct *p)
 	if (!st)
 		__sync_fetch_and_add(&storage_failures, 1);
 	return st;
+}
+
+static __always_inline void bin_wait(struct khbpf_task_bpf *b, __u64 delta)
+{
+	b->wait_ns += delta;
+	b->waits++;
+	b->wait_hist[khbpf_rq_slot(delta)]++;
+}
+
+/*
+ * Fold the waits the kernel added since the last look into b: exactly one
+ * arrival is one wait, binned; several (the task was not looked at in
+ * between, e.g. before attach in run mode) only add up.
+ */
+static __always_inline void fold_waits(const struct khbpf_task_state *st, struct khbpf_task_bpf *b,
+				       __u64 run_delay, __u64 pcount)
+{
+	__u64 arrivals = pcount - st->last_pcount;
+	__u64 delay = run_delay - st->last_run_delay;
+
+	if (pcount <= st->last_pcount)
+		return;
+	b->switch_ins += arrivals;
+	if (arrivals == 1) {
+		bin_wait(b, delay);
+	} else {
+		b->unbinned_waits += arrivals;
+		b->unbinned_ns += delay;
+	}
 }
 
 static __always_inline void fill_rec(struct khbpf_thread_rec *r, struct task_struct *p, __u32 flags)
@@ -129,6 +175,8 @@ static __always_inline void fill_rec(struct khbpf_thread_rec *r, struct task_str
 	st = bpf_task_storage_get(&task_state, p, NULL, 0);
 	if (st) {
 		r->b = st->b;
+		if (kernel_queue_ts)
+			fold_waits(st, &r->b, r->k.run_delay, r->k.pcount);
 		flags |= KHBPF_REC_HAS_STATE;
 	} else {
 		__builtin_memset(&r->b, 0, sizeof(r->b));
@@ -142,6 +190,31 @@ static __always_inline __u32 task_cpu_of(struct task_struct *p)
 	return BPF_CORE_READ(p, thread_info.cpu);
 }
 
+static __always_inline void final_switch(struct task_struct *prev)
+{
+	struct khbpf_thread_key key = {
+		.tid = prev->pid,
+		.start_time = prev->start_time,
+	};
+	struct khbpf_thread_rec *r = bpf_map_lookup_elem(&exited, &key);
+	struct khbpf_task_state *st;
+
+	if (!r) {
+		__sync_fetch_and_add(&final_unmatched, 1);
+		return;
+	}
+	/* __schedule() counted this switch and run time before the tracepoint. */
+	read_counters(prev, &r->k);
+	st = bpf_task_storage_get(&task_state, prev, NULL, 0);
+	if (st) {
+		r->b = st->b;
+		if (kernel_queue_ts)
+			fold_waits(st, &r->b, r->k.run_delay, r->k.pcount);
+		r->flags |= KHBPF_REC_HAS_STATE;
+	}
+	r->flags |= KHBPF_REC_FINAL;
+}
+
 SEC("tp_btf/sched_switch")
 int BPF_PROG(khbpf_sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
 	     unsigned int prev_state)
@@ -151,21 +224,16 @@ int BPF_PROG(khbpf_sched_switch, bool preempt, struct task_struct *prev, struct 
 
 	if (is_target(prev)) {
 		if (prev_state == TASK_DEAD) {
-			struct khbpf_thread_key key = {
-				.tid = prev->pid,
-				.start_time = prev->start_time,
-			};
-			struct khbpf_thread_rec *r = bpf_map_lookup_elem(&exited, &key);
+			final_switch(prev);
+		} else if (kernel_queue_ts) {
+			__u64 run_delay, pcount;
 
-			if (r) {
-				/* __schedule() counted this switch before the tracepoint. */
-				read_counters(prev, &r->k);
-				st = bpf_task_storage_get(&task_state, prev, NULL, 0);
-				if (st)
-					r->b = st->b;
-				r->flags |= KHBPF_REC_FINAL;
-			} else {
-				__sync_fetch_and_add(&final_unmatched, 1);
+			st = state_of(prev);
+			if (st) {
+				read_sched_info(prev, &run_delay, &pcount);
+				fold_waits(st, &st->b, run_delay, pcount);
+				st->last_run_delay = run_delay;
+				st->last_pcount = pcount;
 			}
 		} else if (task_state_now(prev) == TASK_RUNNING) {
 			/*
@@ -180,27 +248,23 @@ int BPF_PROG(khbpf_sched_switch, bool preempt, struct task_struct *prev, struct 
 			}
 		}
 	}
+	if (kernel_queue_ts || !is_target(next))
+		return 0;
 
-	if (is_target(next)) {
-		st = state_of(next);
-		if (!st)
-			return 0;
-		st->b.switch_ins++;
-		if (st->enqueue_ts) {
-			__u64 delta;
-
-			if (!now)
-				now = bpf_ktime_get_ns();
-			delta = now > st->enqueue_ts ? now - st->enqueue_ts : 0;
-			st->enqueue_ts = 0;
-			st->b.wait_ns += delta;
-			st->b.waits++;
-			st->b.wait_hist[khbpf_rq_slot(delta)]++;
-		}
+	st = state_of(next);
+	if (!st)
+		return 0;
+	st->b.switch_ins++;
+	if (st->enqueue_ts) {
+		if (!now)
+			now = bpf_ktime_get_ns();
+		bin_wait(&st->b, now > st->enqueue_ts ? now - st->enqueue_ts : 0);
+		st->enqueue_ts = 0;
 	}
 	return 0;
 }
 
+/* Attached only without sched_info (see kernel_queue_ts). */
 static __always_inline void mark_runnable(struct task_struct *p)
 {
 	struct khbpf_task_state *st;
@@ -281,6 +345,16 @@ int khbpf_iter_task(struct bpf_iter__task *ctx)
 
 	if (!task || !is_target(task))
 		return 0;
+	/*
+	 * Baseline (before the tracepoints attach): start each thread's wait
+	 * accounting from now, so waits before the window are not folded in.
+	 */
+	if (iter_init_state && kernel_queue_ts) {
+		struct khbpf_task_state *st = state_of(task);
+
+		if (st)
+			read_sched_info(task, &st->last_run_delay, &st->last_pcount);
+	}
 	r = bpf_map_lookup_elem(&scratch, &zero);
 	if (!r)
 		return 0;

@@ -122,6 +122,8 @@ static struct json_object *detail_json(const struct doc_sched_detail *d, int *er
 	add(obj, "source", json_object_new_string(ev_source__name(EV_SRC_BPF_TRACEPOINT)), err);
 	add(obj, "runqueue_wait_ns", evjson__u64(d->wait_ns), err);
 	add(obj, "runqueue_waits", evjson__u64(d->waits), err);
+	add(obj, "unbinned_wait_ns", evjson__u64(d->unbinned_ns), err);
+	add(obj, "unbinned_waits", evjson__u64(d->unbinned_waits), err);
 	hist = json_object_new_array();
 	for (i = 0; hist && i < KHBPF_RQ_SLOTS; i++) {
 		struct json_object *b;

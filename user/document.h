@@ -46,8 +46,10 @@ struct doc_window {
 struct doc_sched_detail {
 	bool recorded;
 	enum ev_gap reason;
-	uint64_t wait_ns;
+	uint64_t wait_ns; /* all waits: binned + unbinned */
 	uint64_t waits;
+	uint64_t unbinned_ns; /* waits known only as a sum, not in the histogram */
+	uint64_t unbinned_waits;
 	uint64_t switch_ins;
 	uint64_t migrations;
 	uint64_t mig_class[KHBPF_MIG_CLASSES];

@@ -62,6 +62,11 @@ int sched_collector__open(struct sched_collector **out, const struct sched_colle
 		goto cleanup;
 	}
 	c->skel->rodata->trace_all = opts && opts->trace_all;
+	c->sched_info = kernel_has_sched_info();
+	c->skel->rodata->kernel_queue_ts = c->sched_info;
+	/* The kernel stamps every enqueue itself: no wakeup program needed. */
+	bpf_program__set_autoattach(c->skel->progs.khbpf_sched_wakeup, !c->sched_info);
+	bpf_program__set_autoattach(c->skel->progs.khbpf_sched_wakeup_new, !c->sched_info);
 	if (opts && opts->topo && opts->topo->nr_cpu_ids)
 		nr_cpus = opts->topo->nr_cpu_ids;
 	err = bpf_map__set_max_entries(c->skel->maps.cpu_topo, nr_cpus);
@@ -100,7 +105,6 @@ int sched_collector__open(struct sched_collector **out, const struct sched_colle
 		if (c->stats_fd < 0)
 			c->stats_fd = -1;
 	}
-	c->sched_info = kernel_has_sched_info();
 	*out = c;
 	return 0;
 
@@ -185,6 +189,16 @@ void thread_table__free(struct thread_table *t)
 	free(t->recs);
 	t->recs = NULL;
 	t->nr = 0;
+}
+
+int sched_collector__baseline(struct sched_collector *c, struct thread_table *out)
+{
+	int err;
+
+	c->skel->bss->iter_init_state = 1;
+	err = sched_collector__snapshot(c, out);
+	c->skel->bss->iter_init_state = 0;
+	return err;
 }
 
 int sched_collector__snapshot(struct sched_collector *c, struct thread_table *out)

@@ -57,6 +57,11 @@ int sched_collector__add_target(struct sched_collector *c, pid_t tgid);
 int sched_collector__attach(struct sched_collector *c);
 /* Detach the programs (maps stay readable). Idempotent. */
 void sched_collector__detach(struct sched_collector *c);
+/*
+ * The window's start: like snapshot, and each thread's wait accounting
+ * starts here. Call it after add_target and before attach.
+ */
+int sched_collector__baseline(struct sched_collector *c, struct thread_table *out);
 /* Every live target thread now, from the task iterator. */
 int sched_collector__snapshot(struct sched_collector *c, struct thread_table *out);
 /* Exit records of target threads that exited since attach. */

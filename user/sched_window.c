@@ -42,6 +42,8 @@ static void bpf_add(struct khbpf_task_bpf *t, const struct khbpf_task_bpf *b)
 
 	t->wait_ns = add_sat(t->wait_ns, b->wait_ns);
 	t->waits = add_sat(t->waits, b->waits);
+	t->unbinned_ns = add_sat(t->unbinned_ns, b->unbinned_ns);
+	t->unbinned_waits = add_sat(t->unbinned_waits, b->unbinned_waits);
 	t->switch_ins = add_sat(t->switch_ins, b->switch_ins);
 	t->migrations = add_sat(t->migrations, b->migrations);
 	for (i = 0; i < KHBPF_MIG_CLASSES; i++)

@@ -54,6 +54,7 @@ struct session {
 	enum collector_availability bpf_avail;
 	char bpf_detail[256];
 	bool use_bpf;
+	bool have_btf;
 
 	uint64_t start_mono, start_real, start_boot, end_mono;
 	enum end_reason end_reason;
@@ -365,6 +366,17 @@ static int census_from(struct thread_census *c, const struct thread_table *t,
 	return 0;
 }
 
+static void bpf_unavailable(struct session *s, int err, bool have_btf)
+{
+	sched_collector__destroy(s->coll);
+	s->coll = NULL;
+	s->use_bpf = false;
+	s->bpf_avail = probe__bpf_availability(err, have_btf, s->bpf_detail, sizeof(s->bpf_detail));
+	logf_(s, "khbpf: BPF unavailable (%s); falling back to /proc/%d/task/*/sched\n",
+	      s->bpf_detail, (int)s->pid);
+}
+
+/* Load the collector and mark the target; attach comes after the baseline. */
 static void setup_collector(struct session *s)
 {
 	struct sched_collector_opts co = {
@@ -373,28 +385,45 @@ static void setup_collector(struct session *s)
 		.topo = &s->topo,
 		.run_stats = true,
 	};
-	bool have_btf = access("/sys/kernel/btf/vmlinux", R_OK) == 0;
 	int err;
 
+	s->have_btf = access("/sys/kernel/btf/vmlinux", R_OK) == 0;
 	if (s->opts.no_bpf) {
 		s->bpf_avail = AVAIL_DISABLED;
 		snprintf(s->bpf_detail, sizeof(s->bpf_detail),
 			 "--no-bpf given: kernel counters read from /proc at the window's ends");
 		return;
 	}
-	err = have_btf ? sched_collector__open(&s->coll, &co) : -ENOENT;
+	err = s->have_btf ? sched_collector__open(&s->coll, &co) : -ENOENT;
 	err = err ?: sched_collector__add_target(s->coll, s->pid);
-	err = err ?: sched_collector__attach(s->coll);
-	if (!err) {
-		s->use_bpf = true;
-		s->bpf_avail = AVAIL_AVAILABLE;
+	if (err) {
+		bpf_unavailable(s, err, s->have_btf);
 		return;
 	}
-	sched_collector__destroy(s->coll);
-	s->coll = NULL;
-	s->bpf_avail = probe__bpf_availability(err, have_btf, s->bpf_detail, sizeof(s->bpf_detail));
-	logf_(s, "khbpf: BPF unavailable (%s); falling back to /proc/%d/task/*/sched\n",
-	      s->bpf_detail, (int)s->pid);
+	s->use_bpf = true;
+	s->bpf_avail = AVAIL_AVAILABLE;
+}
+
+/* The window's start: baseline (attach mode), then the tracepoints. */
+static int start_collecting(struct session *s)
+{
+	int err;
+
+	if (s->opts.mode == TARGET_MODE_ATTACH && s->use_bpf) {
+		err = sched_collector__baseline(s->coll, &s->base);
+		if (err)
+			return err;
+	}
+	if (s->use_bpf) {
+		err = sched_collector__attach(s->coll);
+		if (err) {
+			thread_table__free(&s->base);
+			bpf_unavailable(s, err, s->have_btf);
+		}
+	}
+	if (s->opts.mode == TARGET_MODE_ATTACH && !s->use_bpf)
+		return proc_snapshot(s, &s->base);
+	return 0;
 }
 
 /*
@@ -530,7 +559,8 @@ static void fill_sched_evidence(struct scheduler_evidence *ev, const struct khbp
 		ev->timeslices = sev_u64__recorded(d->pcount, st);
 	} else {
 		/* No CONFIG_SCHED_INFO: the BPF-timed values stand in. */
-		ev->scheduler_delay_ns = sev_u64__recorded(b->wait_ns, EV_SRC_BPF_TRACEPOINT);
+		ev->scheduler_delay_ns =
+			sev_u64__recorded(b->wait_ns + b->unbinned_ns, EV_SRC_BPF_TRACEPOINT);
 		ev->timeslices = sev_u64__recorded(b->switch_ins, EV_SRC_BPF_TRACEPOINT);
 	}
 }
@@ -544,8 +574,10 @@ static void fill_detail(struct doc_sched_detail *d, const struct khbpf_task_bpf 
 		return;
 	}
 	d->recorded = true;
-	d->wait_ns = b->wait_ns;
-	d->waits = b->waits;
+	d->wait_ns = b->wait_ns + b->unbinned_ns;
+	d->waits = b->waits + b->unbinned_waits;
+	d->unbinned_ns = b->unbinned_ns;
+	d->unbinned_waits = b->unbinned_waits;
 	d->switch_ins = b->switch_ins;
 	d->migrations = b->migrations;
 	memcpy(d->mig_class, b->mig_class, sizeof(d->mig_class));
@@ -839,7 +871,7 @@ int session__run(struct session **out, const struct session_opts *opts, char *er
 	s->start_mono = clock_ns(CLOCK_MONOTONIC);
 	s->start_real = clock_ns(CLOCK_REALTIME);
 	if (opts->mode == TARGET_MODE_ATTACH) {
-		err = take_snapshot(s, &s->base);
+		err = start_collecting(s);
 		if (err) {
 			err = errf(errbuf, errlen, err, "--pid %d: cannot read its threads: %s",
 				   (int)s->pid, strerror(-err));
@@ -854,7 +886,8 @@ int session__run(struct session **out, const struct session_opts *opts, char *er
 
 		one.recs = &r;
 		one.nr = 1;
-		err = census_from(&s->census[0], &one, NULL, 0);
+		err = start_collecting(s);
+		err = err ?: census_from(&s->census[0], &one, NULL, 0);
 		open_counters(s, NULL);
 		err = err ?: start_child(s, go_fd, err_fd);
 		go_fd = err_fd = -1;
@@ -1059,8 +1092,12 @@ void session__print_summary(const struct session *s, FILE *f)
 	if (d->sched_detail.recorded) {
 		const struct doc_sched_detail *x = &d->sched_detail;
 
-		fprintf(f, "\nRunqueue wait (BPF-timed, all threads): %" PRIu64 " waits\n",
-			x->waits);
+		fprintf(f, "\nRunqueue waits, each on its own (all threads): %" PRIu64 " waits",
+			x->waits - x->unbinned_waits);
+		if (x->unbinned_waits)
+			fprintf(f, "; %" PRIu64 " more before the first look, as a sum only",
+				x->unbinned_waits);
+		fputc('\n', f);
 		print_hist(f, x->wait_hist);
 		fprintf(f,
 			"\nMigrations by distance: smt-sibling %" PRIu64 ", same-llc %" PRIu64

@@ -60,8 +60,10 @@ struct khbpf_task_counters {
 
 /* What khbpf's own programs measured for one task. */
 struct khbpf_task_bpf {
-	__u64 wait_ns; /* BPF-timed runqueue wait, runnable → switch-in */
-	__u64 waits; /* waits timed */
+	__u64 wait_ns; /* runqueue waits binned in wait_hist: their sum */
+	__u64 waits; /* runqueue waits binned in wait_hist */
+	__u64 unbinned_ns; /* waits seen only as a sum (several between two looks) */
+	__u64 unbinned_waits; /* how many such waits */
 	__u64 switch_ins; /* times switched onto a CPU */
 	__u64 migrations; /* sched_migrate_task with a real CPU change */
 	__u64 mig_class[KHBPF_MIG_CLASSES];
@@ -70,7 +72,9 @@ struct khbpf_task_bpf {
 
 /* Task storage value: hot-path state of one target thread. */
 struct khbpf_task_state {
-	__u64 enqueue_ts; /* bpf_ktime_get_ns() when it became runnable; 0 when not queued */
+	__u64 enqueue_ts; /* no sched_info: bpf_ktime_get_ns() at enqueue; 0 when not queued */
+	__u64 last_run_delay; /* sched_info.run_delay when last looked at */
+	__u64 last_pcount; /* sched_info.pcount when last looked at */
 	struct khbpf_task_bpf b;
 };
 
@@ -96,7 +100,7 @@ struct khbpf_thread_rec {
 #ifndef __BPF__
 _Static_assert(sizeof(struct khbpf_cpu_topo) == 16, "khbpf_cpu_topo layout");
 _Static_assert(sizeof(struct khbpf_task_counters) == 48, "khbpf_task_counters layout");
-_Static_assert(sizeof(struct khbpf_task_bpf) == 8 * (4 + KHBPF_MIG_CLASSES + KHBPF_RQ_SLOTS),
+_Static_assert(sizeof(struct khbpf_task_bpf) == 8 * (6 + KHBPF_MIG_CLASSES + KHBPF_RQ_SLOTS),
 	       "khbpf_task_bpf layout");
 _Static_assert(sizeof(struct khbpf_thread_key) == 16, "khbpf_thread_key layout");
 _Static_assert(sizeof(struct khbpf_thread_rec) ==

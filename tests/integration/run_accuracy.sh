@@ -21,7 +21,8 @@ for round in 1 2; do
 		"len(d['threads']) == $(wc -l <"$TMP/truth.jsonl")" \
 		"d['hardware']['value']['utilization']['all_threads_cpu_ns']['value'] == sum(t['on_cpu_ns']['value']['value'] for t in d['threads'])" \
 		"0 <= d['hardware']['value']['scheduler']['cpu_migrations']['value']['value'] - d['scheduler_detail']['value']['migrations_by_distance']['total'] <= [t for t in d['threads'] if t['thread_id'] == d['target']['pid']][0]['scheduler']['cpu_migrations']['value']['value']" \
-		"d['scheduler_detail']['value']['runqueue_waits'] == sum(b['count'] for b in d['scheduler_detail']['value']['runqueue_histogram'])" \
+		"d['scheduler_detail']['value']['runqueue_waits'] - d['scheduler_detail']['value']['unbinned_waits'] == sum(b['count'] for b in d['scheduler_detail']['value']['runqueue_histogram'])" \
+		"d['scheduler_detail']['value']['runqueue_wait_ns'] == d['hardware']['value']['scheduler']['scheduler_delay_ns']['value']['value']" \
 		"d['kernel_run_delay_ns']['value']['value'] == d['hardware']['value']['scheduler']['scheduler_delay_ns']['value']['value']"
 done
 echo "run_accuracy: ok"

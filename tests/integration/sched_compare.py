@@ -147,6 +147,14 @@ def totals(doc_path):
         if sched[field]["source"] != "bpf-tracepoint":
             fail(f"total {field} source {sched[field]['source']}")
     for t in doc["threads"]:
+        # Each wait on its own, plus any seen only as a sum, is the kernel's run_delay.
+        detail = t["bpf_detail"].get("value")
+        delay = t["scheduler"]["scheduler_delay_ns"]["value"].get("value")
+        if detail and detail["runqueue_wait_ns"] != delay:
+            fail(f"tid {t['thread_id']}: waits sum to {detail['runqueue_wait_ns']}, run_delay {delay}")
+        if detail and detail["runqueue_waits"] - detail["unbinned_waits"] != sum(
+                b["count"] for b in detail["runqueue_histogram"]):
+            fail(f"tid {t['thread_id']}: histogram counts != binned waits")
         s = t["scheduler"]
         if s["total_context_switches"]["value"]["value"] != (
                 s["voluntary_context_switches"]["value"]["value"]

@@ -1,0 +1,47 @@
+#!/bin/bash
+# Without CAP_BPF khbpf still writes a valid document: the kernel's counters
+# from /proc at the window's ends (proc-pid-* sources), the scheduler
+# collector marked permission-denied with the fix, BPF-only fields gapped.
+. "$(dirname "$0")/common.bash"
+require_root "needs root to drop to an unprivileged user"
+command -v setpriv >/dev/null || fail "setpriv (util-linux) is required"
+chmod 0777 "$TMP"
+NOBODY=(setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all)
+
+# run: the command's whole life from /proc of its zombie leader.
+printf '' | expect_exit 0 timeout 30 "${NOBODY[@]}" "$KHBPF" run -o "$TMP/run.json" -- \
+	sh -c 'i=0; while [ $i -lt 20 ]; do i=$((i+1)); sleep 0.01; done'
+"$PYTHON" tests/validate_schema.py "$SCHEMA" "$TMP/run.json" >/dev/null || fail "schema (run)"
+cap="[c for c in d['collectors'] if c['collector'] == 'scheduler-activity'][0]"
+json_check "$TMP/run.json" \
+	"$cap['availability'] == 'permission-denied'" \
+	"'CAP_BPF' in $cap['detail']" \
+	"d['scheduler_detail'] == {'status': 'unavailable', 'reason': 'permission-denied'}" \
+	"all(t['bpf_detail']['reason'] == 'permission-denied' for t in d['threads'])" \
+	"len(d['threads']) == 1" \
+	"d['threads'][0]['scheduler']['voluntary_context_switches']['source'] == 'proc-pid-sched'" \
+	"d['threads'][0]['scheduler']['voluntary_context_switches']['value']['value'] >= 20" \
+	"d['threads'][0]['on_cpu_ns']['source'] == 'proc-pid-schedstat'" \
+	"d['hardware']['value']['scheduler']['timeslices']['source'] == 'proc-pid-schedstat'" \
+	"d['target']['exit']['value'] == {'code': 0}"
+
+# attach as nobody: the idle process's threads, read from /proc at both ends.
+mkfifo "$TMP/ctl"
+"${NOBODY[@]}" build/workloads/phased --threads 2 <"$TMP/ctl" >"$TMP/ph.out" &
+pid=$!
+exec 7>"$TMP/ctl"
+for _ in $(seq 50); do grep -q ready "$TMP/ph.out" 2>/dev/null && break; sleep 0.1; done
+"${NOBODY[@]}" "$KHBPF" attach --pid "$pid" --duration 1.5 -o "$TMP/att.json" 2>"$TMP/kh.err" &
+kh=$!
+for _ in $(seq 100); do grep -q watching "$TMP/kh.err" 2>/dev/null && break; sleep 0.05; done
+printf x >&7
+wait "$kh" || fail "attach as nobody failed: $(cat "$TMP/kh.err")"
+exec 7>&-
+wait "$pid"
+"$PYTHON" tests/validate_schema.py "$SCHEMA" "$TMP/att.json" >/dev/null || fail "schema (attach)"
+json_check "$TMP/att.json" \
+	"$cap['availability'] == 'permission-denied'" \
+	"len(d['threads']) == 3" \
+	"all(t['scheduler']['cpu_migrations']['source'] == 'proc-pid-sched' for t in d['threads'])" \
+	"d['loss']['threads_vanished']['value'] == 0"
+echo "fallback_nobpf: ok"

@@ -1,0 +1,272 @@
+#!/usr/bin/python3
+"""Context-switch overhead of khbpf against runqlat and an empty program.
+
+Rounds are interleaved (A B C D E F, nine times), the workload is
+`perf bench sched pipe -T` pinned to CPU 0, and every comparison is a ratio
+of figures measured in this run:
+
+  A  the workload alone
+  B  under `khbpf run` (the workload is the target)
+  C  with libbpf-tools `runqlat -L` running
+  D  with `khbpf attach` on another (sleeping) process: non-target cost
+  E  with an empty tp_btf/sched_switch program attached
+  F  `perf bench syscall basic`: an empty syscall, the unit for comparisons
+
+BPF program costs come from run-time stats (BPF_ENABLE_STATS held for the
+round): khbpf reports its own; runqlat's and the empty program's are read
+with bpftool / bench-empty.
+"""
+import json
+import os
+import re
+import signal
+import statistics
+import subprocess
+import sys
+import time
+
+ROUNDS = int(os.environ.get("BENCH_ROUNDS", "9"))
+LOOPS = int(os.environ.get("BENCH_LOOPS", "300000"))
+OUT = "build/bench"
+KHBPF = "build/khbpf"
+EMPTY = "build/tools/bench-empty"
+PIPE = ["taskset", "-c", "0", "perf", "bench", "sched", "pipe", "-T", "-l", str(LOOPS)]
+SYSCALL = ["taskset", "-c", "0", "perf", "bench", "syscall", "basic", "-l", "2000000"]
+
+
+def usecs_per_op(text):
+    m = re.search(r"([0-9.]+) usecs/op", text)
+    if not m:
+        raise RuntimeError("no usecs/op in perf output:\n" + text)
+    return float(m.group(1))
+
+
+def run(cmd, **kw):
+    return subprocess.run(cmd, check=True, capture_output=True, text=True, **kw)
+
+
+def progs():
+    return {p["id"]: p for p in json.loads(run(["bpftool", "-j", "prog", "show"]).stdout)}
+
+
+def new_prog(before, name):
+    """The program called `name` loaded since `before` (bpftool here shows no pids)."""
+    for pid_, p in progs().items():
+        if pid_ not in before and p.get("name") == name:
+            return pid_
+    return None
+
+
+def prog_stats(prog_id):
+    p = progs().get(prog_id, {})
+    return p.get("run_cnt", 0), p.get("run_time_ns", 0)
+
+
+def wait_gone(ids, timeout=5.0):
+    """After a peer stops, none of its programs may stay loaded."""
+    end = time.time() + timeout
+    while time.time() < end:
+        if not set(ids) & set(progs()):
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def round_a():
+    return {"usecs_op": usecs_per_op(run(PIPE).stdout)}
+
+
+def round_b():
+    doc_path = f"{OUT}/b.json"
+    r = run([KHBPF, "run", "-o", doc_path, "--"] + PIPE)
+    doc = json.load(open(doc_path))
+    ov = doc["overhead"]
+    return {"usecs_op": usecs_per_op(r.stdout),
+            "switch_cnt": ov["khbpf_sched_switch_run_cnt"]["value"],
+            "switch_ns": ov["khbpf_sched_switch_run_time_ns"]["value"]}
+
+
+def round_c():
+    holder = subprocess.Popen([EMPTY, "--no-attach"], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+    holder.stdout.readline()
+    before = set(progs())
+    rq = subprocess.Popen(["runqlat", "-L"], stdout=subprocess.DEVNULL,
+                          stderr=subprocess.DEVNULL)
+    ids = []
+    try:
+        sw = None
+        for _ in range(200):
+            sw = new_prog(before, "sched_switch")
+            if sw:
+                break
+            time.sleep(0.05)
+        if not sw:
+            raise RuntimeError("runqlat's sched_switch program never appeared")
+        ids = [i for i in progs() if i not in before]
+        c0, t0 = prog_stats(sw)
+        usecs = usecs_per_op(run(PIPE).stdout)
+        c1, t1 = prog_stats(sw)
+    finally:
+        rq.send_signal(signal.SIGINT)
+        try:
+            rq.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            rq.kill()
+            rq.wait()
+        holder.stdin.close()
+        holder.wait()
+    if not wait_gone(ids):
+        raise RuntimeError("runqlat left programs loaded after it stopped")
+    return {"usecs_op": usecs, "switch_cnt": c1 - c0, "switch_ns": t1 - t0}
+
+
+def round_d():
+    sleeper = subprocess.Popen(["sleep", "600"])
+    doc_path = f"{OUT}/d.json"
+    kh = subprocess.Popen([KHBPF, "attach", "--pid", str(sleeper.pid), "-o", doc_path],
+                          stderr=subprocess.PIPE, text=True)
+    try:
+        line = kh.stderr.readline()
+        if "watching" not in line:
+            raise RuntimeError("khbpf attach did not start: " + line)
+        usecs = usecs_per_op(run(PIPE).stdout)
+    finally:
+        kh.send_signal(signal.SIGINT)
+        kh.wait(timeout=10)
+        sleeper.kill()
+        sleeper.wait()
+    ov = json.load(open(doc_path))["overhead"]
+    return {"usecs_op": usecs, "switch_cnt": ov["khbpf_sched_switch_run_cnt"]["value"],
+            "switch_ns": ov["khbpf_sched_switch_run_time_ns"]["value"]}
+
+
+def round_e():
+    e = subprocess.Popen([EMPTY], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    if e.stdout.readline().strip() != "ready":
+        raise RuntimeError("bench-empty did not start")
+    usecs = usecs_per_op(run(PIPE).stdout)
+    e.stdin.close()
+    st = json.loads(e.stdout.readline())
+    e.wait()
+    return {"usecs_op": usecs, "switch_cnt": st["run_cnt"], "switch_ns": st["run_time_ns"]}
+
+
+def round_f():
+    return {"usecs_op": usecs_per_op(run(SYSCALL).stdout)}
+
+
+def loader_cost(seconds=10):
+    """khbpf attach's own CPU while it waits, and its peak RSS."""
+    sleeper = subprocess.Popen(["sleep", "600"])
+    doc_path = f"{OUT}/g.json"
+    kh = subprocess.Popen([KHBPF, "attach", "--pid", str(sleeper.pid), "-o", doc_path],
+                          stderr=subprocess.PIPE, text=True)
+    tick = os.sysconf("SC_CLK_TCK")
+
+    def cpu_ticks():
+        f = open(f"/proc/{kh.pid}/stat").read().rsplit(")", 1)[1].split()
+        return int(f[11]) + int(f[12])
+    try:
+        if "watching" not in kh.stderr.readline():
+            raise RuntimeError("khbpf attach did not start")
+        time.sleep(1)
+        c0, t0 = cpu_ticks(), time.time()
+        time.sleep(seconds)
+        c1, t1 = cpu_ticks(), time.time()
+    finally:
+        kh.send_signal(signal.SIGINT)
+        kh.wait(timeout=10)
+        sleeper.kill()
+        sleeper.wait()
+    ov = json.load(open(doc_path))["overhead"]
+    return {"waiting_cpu_percent": (c1 - c0) / tick / (t1 - t0) * 100,
+            "window_s": t1 - t0, "max_rss_kib": ov["loader_max_rss_kib"]["value"]}
+
+
+def med_iqr(xs):
+    xs = sorted(xs)
+    if len(xs) < 4:
+        return statistics.median(xs), 0.0
+    q = statistics.quantiles(xs, n=4)
+    return statistics.median(xs), q[2] - q[0]
+
+
+def main():
+    os.makedirs(OUT, exist_ok=True)
+    rounds = {k: [] for k in "ABCDEF"}
+    fns = {"A": round_a, "B": round_b, "C": round_c, "D": round_d, "E": round_e, "F": round_f}
+    t0 = time.time()
+    for i in range(ROUNDS):
+        for k in "ABCDEF":
+            rounds[k].append(fns[k]())
+        print(f"round {i + 1}/{ROUNDS} done ({time.time() - t0:.0f} s)", file=sys.stderr)
+
+    def col(k, f):
+        return [f(r) for r in rounds[k]]
+
+    loader = loader_cost()
+    base = col("A", lambda r: r["usecs_op"] * 1000)
+    # Each op of `sched pipe` is two context switches plus two pipe syscalls.
+    added = {k: [x["usecs_op"] * 1000 - a for x, a in zip(rounds[k], base)] for k in "BCDE"}
+    per_run = {k: col(k, lambda r: r["switch_ns"] / r["switch_cnt"] if r["switch_cnt"] else 0)
+               for k in "BCDE"}
+    syscall_ns = col("F", lambda r: r["usecs_op"] * 1000)
+    ratio_added = [b / c if c > 0 else float("inf") for b, c in zip(added["B"], added["C"])]
+    ratio_prog = [b / c for b, c in zip(per_run["B"], per_run["C"])]
+    ratio_nontarget = [d / e for d, e in zip(per_run["D"], per_run["E"])]
+    summary = {
+        "rounds": ROUNDS, "loops": LOOPS,
+        "baseline_ns_per_op": med_iqr(base),
+        "added_ns_per_op": {k: med_iqr(v) for k, v in added.items()},
+        "sched_switch_ns_per_run": {k: med_iqr(v) for k, v in per_run.items()},
+        "empty_syscall_ns": med_iqr(syscall_ns),
+        "ratio_added_khbpf_over_runqlat": med_iqr(ratio_added),
+        "ratio_switch_prog_khbpf_over_runqlat": med_iqr(ratio_prog),
+        "ratio_nontarget_over_empty": med_iqr(ratio_nontarget),
+        "loader": loader,
+        "raw": rounds,
+    }
+    json.dump(summary, open(f"{OUT}/sched.json", "w"), indent=1)
+
+    sc = summary["empty_syscall_ns"][0]
+    names = {"B": "khbpf run (target)", "C": "runqlat -L", "D": "khbpf attach (non-target)",
+             "E": "empty tp_btf program"}
+    lines = [
+        f"`perf bench sched pipe -T -l {LOOPS}` pinned to CPU 0; median (IQR) of {ROUNDS} "
+        "interleaved rounds; one empty syscall (`perf bench syscall basic`) = "
+        f"{sc:.0f} ns in this run.",
+        "",
+        "| configuration | added ns/op | in empty syscalls | sched_switch prog ns/run |",
+        "| --- | --- | --- | --- |",
+        f"| workload alone | {summary['baseline_ns_per_op'][0]:.0f} ns/op "
+        f"({summary['baseline_ns_per_op'][1]:.0f}) | | |",
+    ]
+    for k in "BCDE":
+        a, ai = summary["added_ns_per_op"][k]
+        p, pi = summary["sched_switch_ns_per_run"][k]
+        lines.append(f"| {names[k]} | {a:.0f} ({ai:.0f}) | {a / sc:.2f} | {p:.0f} ({pi:.0f}) |")
+    r1, r2, r3 = (summary[k] for k in ("ratio_added_khbpf_over_runqlat",
+                                       "ratio_switch_prog_khbpf_over_runqlat",
+                                       "ratio_nontarget_over_empty"))
+    lines += [
+        "",
+        "| ratio (same round) | median (IQR) | goal |",
+        "| --- | --- | --- |",
+        f"| khbpf added time / runqlat added time | {r1[0]:.2f} ({r1[1]:.2f}) | <= 0.5 |",
+        f"| khbpf sched_switch ns/run / runqlat's | {r2[0]:.2f} ({r2[1]:.2f}) | <= 0.6 |",
+        f"| non-target switch / empty program | {r3[0]:.2f} ({r3[1]:.2f}) | <= 1.3 |",
+    ]
+    lines += [
+        "",
+        f"Loader (`khbpf attach` on an idle process, {loader['window_s']:.0f} s): "
+        f"{loader['waiting_cpu_percent']:.2f}% of one CPU while waiting (goal < 1%), "
+        f"peak RSS {loader['max_rss_kib'] / 1024:.1f} MiB (goal < 32 MiB).",
+    ]
+    text = "\n".join(lines) + "\n"
+    open(f"{OUT}/sched.md", "w").write(text)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
