@@ -47,6 +47,7 @@ int sched_collector__open(struct sched_collector **out, const struct sched_colle
 {
 	struct sched_collector *c;
 	uint32_t nr_cpus = 1;
+	bool kernel_waits;
 	int err;
 
 	*out = NULL;
@@ -63,10 +64,11 @@ int sched_collector__open(struct sched_collector **out, const struct sched_colle
 	}
 	c->skel->rodata->trace_all = opts && opts->trace_all;
 	c->sched_info = kernel_has_sched_info();
-	c->skel->rodata->kernel_queue_ts = c->sched_info;
-	/* The kernel stamps every enqueue itself: no wakeup program needed. */
-	bpf_program__set_autoattach(c->skel->progs.khbpf_sched_wakeup, !c->sched_info);
-	bpf_program__set_autoattach(c->skel->progs.khbpf_sched_wakeup_new, !c->sched_info);
+	kernel_waits = c->sched_info && !(opts && opts->bpf_timed_waits);
+	c->skel->rodata->kernel_queue_ts = kernel_waits;
+	/* The kernel times every wait itself: no wakeup program needed. */
+	bpf_program__set_autoattach(c->skel->progs.khbpf_sched_wakeup, !kernel_waits);
+	bpf_program__set_autoattach(c->skel->progs.khbpf_sched_wakeup_new, !kernel_waits);
 	if (opts && opts->topo && opts->topo->nr_cpu_ids)
 		nr_cpus = opts->topo->nr_cpu_ids;
 	err = bpf_map__set_max_entries(c->skel->maps.cpu_topo, nr_cpus);

@@ -23,6 +23,12 @@ struct sched_collector_opts {
 	uint32_t max_exited; /* exited-thread records; 0 → default */
 	const struct host_topology *topo; /* for migration distance; may be NULL */
 	bool run_stats; /* BPF_ENABLE_STATS for the window */
+	/*
+	 * Time waits with the wakeup programs even when the kernel has
+	 * sched_info: the path kernels without CONFIG_SCHED_INFO take, so it
+	 * can be tested on any kernel.
+	 */
+	bool bpf_timed_waits;
 };
 
 /* A set of thread records sorted by (tid, start_time). */

@@ -31,10 +31,6 @@
 #include "session.h"
 #include "topology.h"
 
-#ifndef P_PIDFD
-#define P_PIDFD 3
-#endif
-
 #define NS_PER_SEC UINT64_C(1000000000)
 
 struct session {
@@ -47,6 +43,7 @@ struct session {
 	bool child_reaped;
 	int wait_status;
 	bool exec_failed;
+	int exec_phase; /* CHILD_FAILED_* */
 	int exec_errno;
 
 	struct host_topology topo;
@@ -195,20 +192,24 @@ static void fill_target(struct session *s, struct doc_target *t)
 	}
 }
 
+#define CHILD_FAILED_USER 1 /* dropping to SUDO_UID/SUDO_GID */
+#define CHILD_FAILED_EXEC 2
+
 /* Release the held child; learn whether exec worked through the CLOEXEC pipe. */
 static int start_child(struct session *s, int go_fd, int err_fd)
 {
-	int child_errno = 0;
+	int report[2] = { 0, 0 }; /* { CHILD_FAILED_*, errno } */
 	ssize_t n;
 
 	if (write(go_fd, "g", 1) != 1)
 		return -errno;
 	close(go_fd);
-	n = read(err_fd, &child_errno, sizeof(child_errno));
+	n = read(err_fd, report, sizeof(report));
 	close(err_fd);
-	if (n == (ssize_t)sizeof(child_errno)) {
+	if (n == (ssize_t)sizeof(report)) {
 		s->exec_failed = true;
-		s->exec_errno = child_errno;
+		s->exec_phase = report[0];
+		s->exec_errno = report[1];
 		return -ENOEXEC;
 	}
 	return 0;
@@ -247,24 +248,26 @@ static int fork_held_child(struct session *s, int *go_fd, int *err_fd, char *err
 		return errf(errbuf, errlen, -errno, "fork: %s", strerror(errno));
 	if (pid == 0) {
 		char c;
-		int e = 0;
 
 		close(go[1]);
 		close(ep[0]);
 		sigemptyset(&none);
 		sigprocmask(SIG_SETMASK, &none, NULL);
+		int report[2] = { CHILD_FAILED_USER, 0 };
+
 		if (!s->opts.as_root)
-			e = -drop_to_invoking_user();
+			report[1] = -drop_to_invoking_user();
 		/* EOF without a byte: the parent gave up; leave without running CMD. */
 		if (read(go[0], &c, 1) != 1)
 			_exit(127);
-		if (!e) {
+		if (!report[1]) {
 			execvp(s->opts.argv[0], s->opts.argv);
-			e = errno;
+			report[0] = CHILD_FAILED_EXEC;
+			report[1] = errno;
 		}
-		if (write(ep[1], &e, sizeof(e)) < 0)
+		if (write(ep[1], report, sizeof(report)) < 0)
 			_exit(127);
-		_exit(e == ENOENT ? 127 : 126);
+		_exit(report[0] == CHILD_FAILED_EXEC && report[1] == ENOENT ? 127 : 126);
 	}
 	close(go[0]);
 	close(ep[1]);
@@ -480,6 +483,30 @@ static void read_counters(struct session *s)
 	}
 }
 
+/* Without pidfd (kernels before 5.3, valgrind) liveness is polled. */
+#define NO_PIDFD_POLL_MS 50
+
+static bool target_gone(struct session *s)
+{
+	unsigned long flags;
+	siginfo_t si;
+	char state;
+
+	if (s->opts.mode == TARGET_MODE_RUN) {
+		memset(&si, 0, sizeof(si));
+		return !waitid(P_PID, (id_t)s->pid, &si, WEXITED | WNOHANG | WNOWAIT) &&
+		       si.si_pid == s->pid;
+	}
+	return proc_stat_state(s->root, s->pid, &state, &flags) || state == 'Z' || state == 'X';
+}
+
+static bool target_exited(struct session *s, const struct pollfd *pidfd_poll)
+{
+	if (s->pidfd >= 0)
+		return pidfd_poll->revents & (POLLIN | POLLHUP);
+	return target_gone(s);
+}
+
 static int wait_loop(struct session *s)
 {
 	uint64_t deadline = s->opts.duration_ns ? s->start_mono + s->opts.duration_ns : 0;
@@ -498,6 +525,8 @@ static int wait_loop(struct session *s)
 			}
 			timeout = (int)((deadline - now + 999999) / 1000000);
 		}
+		if (s->pidfd < 0 && (timeout < 0 || timeout > NO_PIDFD_POLL_MS))
+			timeout = NO_PIDFD_POLL_MS;
 		pfd[0] = (struct pollfd){ .fd = s->sigfd, .events = POLLIN };
 		pfd[1] = (struct pollfd){ .fd = s->pidfd, .events = POLLIN };
 		pfd[2] = (struct pollfd){ .fd = s->timerfd, .events = POLLIN };
@@ -513,7 +542,7 @@ static int wait_loop(struct session *s)
 			if (read(s->timerfd, &ticks, sizeof(ticks)) == sizeof(ticks))
 				sample_frequency(s);
 		}
-		if (pfd[1].revents & (POLLIN | POLLHUP)) {
+		if (target_exited(s, &pfd[1])) {
 			s->end_reason = END_REASON_TARGET_EXIT;
 			return 0;
 		}
@@ -855,7 +884,7 @@ int session__run(struct session **out, const struct session_opts *opts, char *er
 	if (err)
 		goto cleanup;
 	s->pidfd = (int)syscall(SYS_pidfd_open, s->pid, 0);
-	if (s->pidfd < 0) {
+	if (s->pidfd < 0 && errno != ENOSYS) {
 		err = errf(errbuf, errlen, -errno, "--pid %d: %s", (int)s->pid,
 			   errno == ESRCH ? "process exited" : strerror(errno));
 		goto cleanup;
@@ -892,8 +921,14 @@ int session__run(struct session **out, const struct session_opts *opts, char *er
 		err = err ?: start_child(s, go_fd, err_fd);
 		go_fd = err_fd = -1;
 		if (err == -ENOEXEC) {
-			errf(errbuf, errlen, err, "cannot execute '%s': %s", opts->argv[0],
-			     strerror(s->exec_errno));
+			if (s->exec_phase == CHILD_FAILED_USER)
+				errf(errbuf, errlen, err,
+				     "cannot run '%s' as SUDO_UID=%s SUDO_GID=%s: %s; fix them or pass --as-root",
+				     opts->argv[0], getenv("SUDO_UID"), getenv("SUDO_GID"),
+				     strerror(s->exec_errno));
+			else
+				errf(errbuf, errlen, err, "cannot execute '%s': %s", opts->argv[0],
+				     strerror(s->exec_errno));
 			waitpid(s->pid, &s->wait_status, 0);
 			s->child_reaped = true;
 			*out = s;
@@ -918,7 +953,7 @@ int session__run(struct session **out, const struct session_opts *opts, char *er
 
 		/* Learn the exit without reaping: its threads stay readable. */
 		memset(&si, 0, sizeof(si));
-		waitid((idtype_t)P_PIDFD, (id_t)s->pidfd, &si, WEXITED | WNOWAIT);
+		waitid(P_PID, (id_t)s->pid, &si, WEXITED | WNOWAIT);
 	}
 	err = finish_window(s);
 	if (err) {
@@ -961,7 +996,7 @@ int session__finish(struct session *s)
 	for (;;) {
 		pfd[0] = (struct pollfd){ .fd = s->sigfd, .events = POLLIN };
 		pfd[1] = (struct pollfd){ .fd = s->pidfd, .events = POLLIN };
-		if (poll(pfd, 2, -1) < 0 && errno != EINTR)
+		if (poll(pfd, 2, s->pidfd < 0 ? NO_PIDFD_POLL_MS : -1) < 0 && errno != EINTR)
 			return -errno;
 		if (pfd[0].revents & POLLIN) {
 			struct signalfd_siginfo si;
@@ -969,7 +1004,7 @@ int session__finish(struct session *s)
 			if (read(s->sigfd, &si, sizeof(si)) == sizeof(si))
 				kill(s->pid, (int)si.ssi_signo);
 		}
-		if (pfd[1].revents & (POLLIN | POLLHUP))
+		if (target_exited(s, &pfd[1]))
 			break;
 	}
 	if (waitpid(s->pid, &s->wait_status, 0) != s->pid)
@@ -988,7 +1023,7 @@ int session__exit_code(const struct session *s)
 	if (s->opts.mode != TARGET_MODE_RUN)
 		return 0;
 	if (s->exec_failed)
-		return s->exec_errno == ENOENT ? 127 : 126;
+		return s->exec_phase == CHILD_FAILED_EXEC && s->exec_errno == ENOENT ? 127 : 126;
 	if (!s->child_reaped)
 		return 0;
 	if (WIFSIGNALED(s->wait_status))
