@@ -17,53 +17,9 @@
 #include <unistd.h>
 
 #include "census.h"
+#include "testutil.h"
 
 #define FIXTURES "tests/fixtures"
-
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	return remove(path);
-}
-
-static char *tree_new(void)
-{
-	char *dir = strdup("/tmp/khbpf-census-XXXXXX");
-
-	assert_non_null(dir);
-	assert_non_null(mkdtemp(dir));
-	return dir;
-}
-
-static void tree_free(char *dir)
-{
-	nftw(dir, rm_entry, 64, FTW_DEPTH | FTW_PHYS);
-	free(dir);
-}
-
-/* Creates base/rel with its parents; a NULL text makes rel a directory. */
-static void tree_put(const char *base, const char *rel, const char *text)
-{
-	char path[PATH_MAX], *p;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/%s", base, rel);
-	for (p = path + strlen(base) + 1; (p = strchr(p, '/')); p++) {
-		*p = '\0';
-		mkdir(path, 0755);
-		*p = '/';
-	}
-	if (!text) {
-		assert_int_equal(mkdir(path, 0755), 0);
-		return;
-	}
-	f = fopen(path, "w");
-	assert_non_null(f);
-	fputs(text, f);
-	fclose(f);
-}
 
 static uint64_t ticks_ns(uint64_t ticks)
 {
@@ -113,7 +69,7 @@ static void test_census__task_stat(void **state)
 static void test_census__thread_bound(void **state)
 {
 	struct thread_census c;
-	char rel[64], text[32], *dir = tree_new();
+	char rel[64], text[32], *dir = tree_new("census");
 	unsigned int tid;
 	size_t i;
 
@@ -138,7 +94,7 @@ static void test_census__thread_bound(void **state)
 static void test_census__vanished_and_malformed(void **state)
 {
 	struct thread_census c;
-	char *dir = tree_new();
+	char *dir = tree_new("census");
 
 	(void)state;
 	/* tid 20's directory is listed but its files are gone: it exited. */

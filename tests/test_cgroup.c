@@ -25,52 +25,6 @@
 	"25 22 0:23 / /sys/fs/cgroup rw,nosuid,nodev,noexec,relatime shared:4 - cgroup2 cgroup2 " \
 	"rw,nsdelegate\n"
 
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	return remove(path);
-}
-
-static char *tree_new(void)
-{
-	char *dir = strdup("/tmp/khbpf-cgroup-XXXXXX");
-
-	assert_non_null(dir);
-	assert_non_null(mkdtemp(dir));
-	assert_int_equal(chmod(dir, 0755), 0);
-	return dir;
-}
-
-static void tree_free(char *dir)
-{
-	nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
-	free(dir);
-}
-
-/* Creates base/rel with its parents; a NULL text makes rel a directory. */
-static void tree_put(const char *base, const char *rel, const char *text)
-{
-	char path[PATH_MAX], *p;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/%s", base, rel);
-	for (p = path + strlen(base) + 1; (p = strchr(p, '/')); p++) {
-		*p = '\0';
-		mkdir(path, 0755);
-		*p = '/';
-	}
-	if (!text) {
-		assert_int_equal(mkdir(path, 0755), 0);
-		return;
-	}
-	f = fopen(path, "w");
-	assert_non_null(f);
-	fputs(text, f);
-	fclose(f);
-}
-
 static void assert_quota(const char *root, pid_t pid, uint64_t milli, const char *path)
 {
 	struct sev_u64 v;
@@ -95,7 +49,7 @@ static void assert_quota_gap(const char *root, pid_t pid, int ret, enum ev_gap r
 
 static void test_cgroup__mode(void **state)
 {
-	char *dir = tree_new();
+	char *dir = tree_new("cgroup");
 
 	(void)state;
 	assert_int_equal(cgroup_mode__detect(FIXTURES "/cgv1"), CGROUP_MODE_V1);
@@ -166,7 +120,7 @@ static void test_cgroup__v2_limits(void **state)
 
 static void test_cgroup__unsupported(void **state)
 {
-	char *dir = tree_new();
+	char *dir = tree_new("cgroup");
 
 	(void)state;
 	/* No cgroup mounts at all. */
@@ -204,7 +158,7 @@ static void test_cgroup__missing_pid(void **state)
  */
 static void test_cgroup__mount_root_and_escapes(void **state)
 {
-	char *dir = tree_new();
+	char *dir = tree_new("cgroup");
 
 	(void)state;
 	tree_put(dir, "proc/self/mountinfo",
@@ -243,7 +197,7 @@ static void test_cgroup__malformed(void **state)
 					      "100000\n",      "max\n",
 					      "max  100000\n", "-1 100000\n",
 					      "10 100000 x\n", "" };
-	char *dir = tree_new();
+	char *dir = tree_new("cgroup");
 	size_t i;
 
 	(void)state;
@@ -289,7 +243,7 @@ static void test_cgroup__malformed(void **state)
 /* Root ignores permission bits, so refusal is checked in a child that drops root. */
 static void test_cgroup__permission_denied(void **state)
 {
-	char path[PATH_MAX], *dir = tree_new();
+	char path[PATH_MAX], *dir = tree_new("cgroup");
 	int status;
 	pid_t pid;
 

@@ -23,52 +23,6 @@
 #define CPU "sys/devices/system/cpu/"
 #define NOBODY 65534
 
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	return remove(path);
-}
-
-static char *tree_new(void)
-{
-	char *dir = strdup("/tmp/khbpf-cpufreq-XXXXXX");
-
-	assert_non_null(dir);
-	assert_non_null(mkdtemp(dir));
-	assert_int_equal(chmod(dir, 0755), 0);
-	return dir;
-}
-
-static void tree_free(char *dir)
-{
-	nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
-	free(dir);
-}
-
-/* Creates base/rel with its parents; a NULL text makes rel a directory. */
-static void tree_put(const char *base, const char *rel, const char *text)
-{
-	char path[PATH_MAX], *p;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/%s", base, rel);
-	for (p = path + strlen(base) + 1; (p = strchr(p, '/')); p++) {
-		*p = '\0';
-		mkdir(path, 0755);
-		*p = '/';
-	}
-	if (!text) {
-		assert_int_equal(mkdir(path, 0755), 0);
-		return;
-	}
-	f = fopen(path, "w");
-	assert_non_null(f);
-	fputs(text, f);
-	fclose(f);
-}
-
 static void test_cpufreq__numa2(void **state)
 {
 	struct cpu_frequency_sample s;
@@ -116,7 +70,7 @@ static void test_cpufreq__unreadable(void **state)
 {
 	struct cpu_frequency_sample s;
 	enum ev_gap reason;
-	char *dir = tree_new();
+	char *dir = tree_new("cpufreq");
 
 	(void)state;
 	tree_put(dir, CPU "online", "0-2\n");
@@ -130,7 +84,7 @@ static void test_cpufreq__unreadable(void **state)
 
 	/* A directory without any frequency file: cpufreq exists, value does not. */
 	tree_free(dir);
-	dir = tree_new();
+	dir = tree_new("cpufreq");
 	tree_put(dir, CPU "online", "0\n");
 	tree_put(dir, CPU "cpu0/cpufreq", NULL);
 	reason = EV_GAP_UNSUPPORTED;
@@ -155,7 +109,7 @@ static void test_cpufreq__unreadable(void **state)
 /* Root ignores permission bits, so refusal is checked in a child that drops root. */
 static void test_cpufreq__permission_denied(void **state)
 {
-	char path[PATH_MAX], *dir = tree_new();
+	char path[PATH_MAX], *dir = tree_new("cpufreq");
 	int status;
 	pid_t pid;
 

@@ -22,52 +22,6 @@
 #define FIXTURES "tests/fixtures"
 #define NOBODY 65534
 
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	return remove(path);
-}
-
-static char *tree_new(void)
-{
-	char *dir = strdup("/tmp/khbpf-fsutil-XXXXXX");
-
-	assert_non_null(dir);
-	assert_non_null(mkdtemp(dir));
-	assert_int_equal(chmod(dir, 0755), 0);
-	return dir;
-}
-
-static void tree_free(char *dir)
-{
-	nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
-	free(dir);
-}
-
-/* Creates base/rel with its parents; a NULL text makes rel a directory. */
-static void tree_put(const char *base, const char *rel, const char *text)
-{
-	char path[PATH_MAX], *p;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/%s", base, rel);
-	for (p = path + strlen(base) + 1; (p = strchr(p, '/')); p++) {
-		*p = '\0';
-		mkdir(path, 0755);
-		*p = '/';
-	}
-	if (!text) {
-		assert_int_equal(mkdir(path, 0755), 0);
-		return;
-	}
-	f = fopen(path, "w");
-	assert_non_null(f);
-	fputs(text, f);
-	fclose(f);
-}
-
 static void test_fsutil__path(void **state)
 {
 	char out[32];
@@ -98,7 +52,7 @@ static void test_fsutil__path(void **state)
 
 static void test_fsutil__read_file(void **state)
 {
-	char buf[16], *dir = tree_new();
+	char buf[16], *dir = tree_new("fsutil");
 
 	(void)state;
 	tree_put(dir, "exact", "0123456789abcde"); /* 15 bytes: fills buf exactly */
@@ -171,7 +125,7 @@ static void test_fsutil__parse_s64(void **state)
 
 static void test_fsutil__read_u64(void **state)
 {
-	char path[PATH_MAX], *dir = tree_new();
+	char path[PATH_MAX], *dir = tree_new("fsutil");
 	uint64_t v;
 	int64_t s;
 	FILE *f;
@@ -268,6 +222,62 @@ static void test_fsutil__parse_cpulist(void **state)
 	assert_true(fsutil__test_bit(mask, 11) && !fsutil__test_bit(mask, 4));
 }
 
+static void test_fsutil__list_tids(void **state)
+{
+	char *dir = tree_new("fsutil");
+	pid_t *tids = NULL, self = gettid(), poison;
+	size_t nr = 1, i;
+	bool found = false;
+
+	(void)state;
+	/*
+	 * Digits only, 1..INT_MAX: "007" is kept as 7, "0", "abc" and
+	 * INT_MAX + 1 are skipped, as are "." and "..".
+	 */
+	tree_put(dir, "proc/42/task/10", NULL);
+	tree_put(dir, "proc/42/task/2", NULL);
+	tree_put(dir, "proc/42/task/abc", NULL);
+	tree_put(dir, "proc/42/task/0", NULL);
+	tree_put(dir, "proc/42/task/007", NULL);
+	tree_put(dir, "proc/42/task/2147483647", NULL);
+	tree_put(dir, "proc/42/task/2147483648", NULL);
+	assert_int_equal(fsutil__list_tids(dir, 42, &tids, &nr), 0);
+	assert_int_equal(nr, 4);
+	assert_int_equal(tids[0], 2);
+	assert_int_equal(tids[1], 7);
+	assert_int_equal(tids[2], 10);
+	assert_int_equal(tids[3], INT_MAX);
+	free(tids);
+
+	/* An empty task directory is no error; the list is empty. */
+	tree_put(dir, "proc/43/task", NULL);
+	tids = &poison;
+	nr = 1;
+	assert_int_equal(fsutil__list_tids(dir, 43, &tids, &nr), 0);
+	assert_null(tids);
+	assert_int_equal(nr, 0);
+
+	/* A pid without root/proc/PID/task does not exist. */
+	tids = &poison;
+	nr = 1;
+	assert_int_equal(fsutil__list_tids(dir, 99, &tids, &nr), -ESRCH);
+	assert_null(tids);
+	assert_int_equal(nr, 0);
+	tree_free(dir);
+
+	/* The live process lists the calling thread. */
+	assert_int_equal(fsutil__list_tids("/", getpid(), &tids, &nr), 0);
+	assert_true(nr >= 1);
+	for (i = 0; i < nr; i++) {
+		if (i)
+			assert_true(tids[i - 1] < tids[i]);
+		if (tids[i] == self)
+			found = true;
+	}
+	assert_true(found);
+	free(tids);
+}
+
 static void test_fsutil__errno_gap(void **state)
 {
 	(void)state;
@@ -287,7 +297,7 @@ static void test_fsutil__errno_gap(void **state)
  */
 static void test_fsutil__permission_denied(void **state)
 {
-	char buf[16], *dir = tree_new();
+	char buf[16], *dir = tree_new("fsutil");
 	int status;
 	pid_t pid;
 
@@ -324,6 +334,7 @@ int main(void)
 		cmocka_unit_test(test_fsutil__parse_s64),
 		cmocka_unit_test(test_fsutil__read_u64),
 		cmocka_unit_test(test_fsutil__parse_cpulist),
+		cmocka_unit_test(test_fsutil__list_tids),
 		cmocka_unit_test(test_fsutil__errno_gap),
 		cmocka_unit_test(test_fsutil__permission_denied),
 	};

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "procsched.h"
+#include "testutil.h"
 
 #define FIXTURES "tests/fixtures/procsched"
 
@@ -318,53 +319,6 @@ static void test_procsched__fixture_tree(void **state)
 	assert_null(s.threads);
 }
 
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	return remove(path);
-}
-
-static char *tree_new(void)
-{
-	char *dir = strdup("/tmp/khbpf-procsched-XXXXXX");
-
-	assert_non_null(dir);
-	assert_non_null(mkdtemp(dir));
-	/* Traversable by the unprivileged child of the permission test. */
-	assert_int_equal(chmod(dir, 0755), 0);
-	return dir;
-}
-
-static void tree_free(char *dir)
-{
-	nftw(dir, rm_entry, 64, FTW_DEPTH | FTW_PHYS);
-	free(dir);
-}
-
-/* Creates base/rel and its parents; a NULL text makes rel a directory. */
-static void tree_put(const char *base, const char *rel, const char *text)
-{
-	char path[PATH_MAX], *p;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/%s", base, rel);
-	for (p = path + strlen(base) + 1; (p = strchr(p, '/')); p++) {
-		*p = '\0';
-		mkdir(path, 0755);
-		*p = '/';
-	}
-	if (!text) {
-		assert_int_equal(mkdir(path, 0755), 0);
-		return;
-	}
-	f = fopen(path, "w");
-	assert_non_null(f);
-	fputs(text, f);
-	assert_int_equal(fclose(f), 0);
-}
-
 static void tree_link(const char *base, const char *rel, const char *target)
 {
 	char path[PATH_MAX];
@@ -377,7 +331,7 @@ static void test_procsched__tmp_tree(void **state)
 {
 	struct procsched_snapshot s;
 	struct procsched_thread t;
-	char *dir = tree_new();
+	char *dir = tree_new("procsched");
 
 	(void)state;
 	/* Numeric order; non-thread entries ignored; a dangling entry has vanished. */
@@ -482,7 +436,7 @@ static int read_as_nobody(const char *dir)
 
 static void test_procsched__permission_denied(void **state)
 {
-	char path[PATH_MAX], *dir = tree_new();
+	char path[PATH_MAX], *dir = tree_new("procsched");
 
 	(void)state;
 	tree_put(dir, "proc/20/task/20/comm", "x\n");

@@ -18,54 +18,10 @@
 #include <unistd.h>
 
 #include "topology.h"
+#include "testutil.h"
 
 #define FIXTURES "tests/fixtures"
 #define CPU "sys/devices/system/cpu/"
-
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	return remove(path);
-}
-
-static char *tree_new(void)
-{
-	char *dir = strdup("/tmp/khbpf-topology-XXXXXX");
-
-	assert_non_null(dir);
-	assert_non_null(mkdtemp(dir));
-	return dir;
-}
-
-static void tree_free(char *dir)
-{
-	nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
-	free(dir);
-}
-
-/* Creates base/rel with its parents; a NULL text makes rel a directory. */
-static void tree_put(const char *base, const char *rel, const char *text)
-{
-	char path[PATH_MAX], *p;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/%s", base, rel);
-	for (p = path + strlen(base) + 1; (p = strchr(p, '/')); p++) {
-		*p = '\0';
-		mkdir(path, 0755);
-		*p = '/';
-	}
-	if (!text) {
-		assert_int_equal(mkdir(path, 0755), 0);
-		return;
-	}
-	f = fopen(path, "w");
-	assert_non_null(f);
-	fputs(text, f);
-	fclose(f);
-}
 
 static void tree_putf(const char *base, const char *text, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
@@ -182,7 +138,7 @@ static void test_topology__nofreq(void **state)
 static void test_topology__other_llc(void **state)
 {
 	struct host_topology t;
-	char *dir = tree_new();
+	char *dir = tree_new("topology");
 	uint32_t cpu;
 
 	(void)state;
@@ -221,7 +177,7 @@ static void test_topology__other_llc(void **state)
 static void test_topology__fallbacks(void **state)
 {
 	struct host_topology t;
-	char *dir = tree_new();
+	char *dir = tree_new("topology");
 
 	(void)state;
 	/* No online file: possible is used. */
@@ -237,7 +193,7 @@ static void test_topology__fallbacks(void **state)
 
 	/* Neither list: the cpuN directories, minus those whose online is 0. */
 	tree_free(dir);
-	dir = tree_new();
+	dir = tree_new("topology");
 	tree_put(dir, CPU "cpu0", NULL);
 	tree_put(dir, CPU "cpu1/online", "1\n");
 	tree_put(dir, CPU "cpu2/online", "0\n");
@@ -253,7 +209,7 @@ static void test_topology__fallbacks(void **state)
 static void test_topology__malformed(void **state)
 {
 	struct host_topology t;
-	char *dir = tree_new();
+	char *dir = tree_new("topology");
 
 	(void)state;
 	tree_put(dir, CPU "online", "0-3x\n");
@@ -267,7 +223,7 @@ static void test_topology__malformed(void **state)
 	tree_free(dir);
 
 	/* A file that is a directory (EISDIR) gaps only its own field. */
-	dir = tree_new();
+	dir = tree_new("topology");
 	tree_put(dir, CPU "online", "0\n");
 	tree_put(dir, CPU "cpu0/topology/physical_package_id", NULL);
 	tree_put(dir, CPU "cpu0/topology/thread_siblings_list", "0\n");
@@ -291,7 +247,7 @@ static void test_topology__malformed(void **state)
 static void test_topology__cpu_id_bound(void **state)
 {
 	struct host_topology t;
-	char *dir = tree_new();
+	char *dir = tree_new("topology");
 
 	(void)state;
 	tree_put(dir, CPU "online", "0,8191\n");
@@ -302,7 +258,7 @@ static void test_topology__cpu_id_bound(void **state)
 	host_topology__free(&t);
 
 	tree_free(dir);
-	dir = tree_new();
+	dir = tree_new("topology");
 	tree_put(dir, CPU "online", "0-8192\n");
 	assert_int_equal(host_topology__read(&t, dir), -ERANGE);
 	assert_int_equal(t.logical_cpus, 0);
@@ -311,7 +267,7 @@ static void test_topology__cpu_id_bound(void **state)
 	host_topology__free(&t);
 	tree_free(dir);
 
-	dir = tree_new();
+	dir = tree_new("topology");
 	tree_put(dir, CPU "cpu9000", NULL);
 	assert_int_equal(host_topology__read(&t, dir), -ERANGE);
 	assert_null(t.cpus);

@@ -1,5 +1,4 @@
 // SPDX-License-Identifier: MIT
-#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -10,6 +9,7 @@
 
 #include "census.h"
 #include "fsutil.h"
+#include "procsched.h"
 
 enum census_mode {
 	CENSUS_MODE_UNKNOWN = 0,
@@ -20,67 +20,13 @@ enum census_mode {
 /* utime and stime are fields 14 and 15 of stat; fields 3.. follow the comm's ')'. */
 #define STAT_UTIME_AFTER_COMM 11
 
-static int u64__cmp(const void *pa, const void *pb)
-{
-	uint64_t a = *(const uint64_t *)pa, b = *(const uint64_t *)pb;
-
-	return a < b ? -1 : a > b;
-}
-
-static int list_tids(const char *root, pid_t pid, uint64_t **out, size_t *nr)
-{
-	char path[PATH_MAX];
-	uint64_t *tids = NULL, tid;
-	size_t n = 0, cap = 0;
-	struct dirent *de;
-	int err = 0;
-	DIR *dir;
-
-	*out = NULL;
-	*nr = 0;
-	err = fsutil__path(path, sizeof(path), root, "/proc/%d/task", (int)pid);
-	if (err < 0)
-		return err;
-	dir = opendir(path);
-	if (!dir)
-		return errno == ENOENT ? -ESRCH : -errno;
-	err = 0;
-	while ((de = readdir(dir))) {
-		if (de->d_name[0] < '0' || de->d_name[0] > '9' ||
-		    fsutil__parse_u64(de->d_name, &tid) || strchr(de->d_name, '\n'))
-			continue;
-		if (n == cap) {
-			size_t ncap = cap ? cap * 2 : 64;
-			uint64_t *grown = realloc(tids, ncap * sizeof(*tids));
-
-			if (!grown) {
-				err = -ENOMEM;
-				break;
-			}
-			tids = grown;
-			cap = ncap;
-		}
-		tids[n++] = tid;
-	}
-	closedir(dir);
-	if (err) {
-		free(tids);
-		return err;
-	}
-	qsort(tids, n, sizeof(*tids), u64__cmp);
-	*out = tids;
-	*nr = n;
-	return 0;
-}
-
-static int read_task_file(const char *root, pid_t pid, uint64_t tid, const char *name, char *buf,
+static int read_task_file(const char *root, pid_t pid, pid_t tid, const char *name, char *buf,
 			  size_t size)
 {
 	char rel[128];
 	int n;
 
-	snprintf(rel, sizeof(rel), "/proc/%d/task/%llu/%s", (int)pid, (unsigned long long)tid,
-		 name);
+	snprintf(rel, sizeof(rel), "/proc/%d/task/%d/%s", (int)pid, (int)tid, name);
 	n = fsutil__read_file(root, rel, buf, size);
 	if (n == -EFBIG)
 		return -EINVAL;
@@ -89,28 +35,31 @@ static int read_task_file(const char *root, pid_t pid, uint64_t tid, const char 
 	return n < 0 ? n : 0;
 }
 
-static bool task_dir_exists(const char *root, pid_t pid, uint64_t tid)
+static bool task_dir_exists(const char *root, pid_t pid, pid_t tid)
 {
 	char path[PATH_MAX];
 	struct stat st;
 
-	if (fsutil__path(path, sizeof(path), root, "/proc/%d/task/%llu", (int)pid,
-			 (unsigned long long)tid) < 0)
+	if (fsutil__path(path, sizeof(path), root, "/proc/%d/task/%d", (int)pid, (int)tid) < 0)
 		return false;
 	return !stat(path, &st);
 }
 
 /* schedstat: "sum_exec_runtime run_delay timeslices\n", nanoseconds first. */
-static int read_schedstat(const char *root, pid_t pid, uint64_t tid, uint64_t *ns)
+static int read_schedstat(const char *root, pid_t pid, pid_t tid, uint64_t *ns)
 {
+	struct procsched_thread t = { 0 };
 	char buf[128];
 	int err;
 
 	err = read_task_file(root, pid, tid, "schedstat", buf, sizeof(buf));
 	if (err)
 		return err;
-	buf[strcspn(buf, " ")] = '\0';
-	return fsutil__parse_u64(buf, ns) ? -EINVAL : 0;
+	/* Malformed or out of range alike are -EINVAL, as census__read documents. */
+	if (procsched__parse_schedstat(buf, &t))
+		return -EINVAL;
+	*ns = t.sum_exec_runtime_ns;
+	return 0;
 }
 
 static int ticks_to_ns(uint64_t ticks, uint64_t *ns)
@@ -126,7 +75,7 @@ static int ticks_to_ns(uint64_t ticks, uint64_t *ns)
 }
 
 /* stat: "tid (comm) state ..."; comm may hold spaces and ')', so the last ')' ends it. */
-static int read_task_stat(const char *root, pid_t pid, uint64_t tid, uint64_t *ns)
+static int read_task_stat(const char *root, pid_t pid, pid_t tid, uint64_t *ns)
 {
 	char buf[4096], *p, *tok, *save = NULL;
 	uint64_t utime = 0, stime = 0;
@@ -151,8 +100,7 @@ static int read_task_stat(const char *root, pid_t pid, uint64_t tid, uint64_t *n
 	return ticks_to_ns(utime > UINT64_MAX - stime ? UINT64_MAX : utime + stime, ns);
 }
 
-static int read_thread(const char *root, pid_t pid, uint64_t tid, enum census_mode *mode,
-		       uint64_t *ns)
+static int read_thread(const char *root, pid_t pid, pid_t tid, enum census_mode *mode, uint64_t *ns)
 {
 	int err;
 
@@ -176,7 +124,8 @@ int census__read(const char *root, pid_t pid, uint64_t elapsed_ns, struct thread
 	enum census_mode mode = CENSUS_MODE_UNKNOWN;
 	struct thread_cpu *threads = NULL;
 	size_t nr_tids, i, stored = 0;
-	uint64_t *tids, dropped = 0;
+	uint64_t dropped = 0;
+	pid_t *tids;
 	int err;
 
 	if (!out)
@@ -184,7 +133,7 @@ int census__read(const char *root, pid_t pid, uint64_t elapsed_ns, struct thread
 	memset(out, 0, sizeof(*out));
 	if (pid <= 0)
 		return -ESRCH;
-	err = list_tids(root, pid, &tids, &nr_tids);
+	err = fsutil__list_tids(root, pid, &tids, &nr_tids);
 	if (err)
 		return err;
 	if (nr_tids) {
@@ -210,7 +159,7 @@ int census__read(const char *root, pid_t pid, uint64_t elapsed_ns, struct thread
 		}
 		if (err)
 			break;
-		threads[stored].thread_id = tids[i];
+		threads[stored].thread_id = (uint64_t)tids[i];
 		threads[stored].cpu_time_ns = ns;
 		stored++;
 	}

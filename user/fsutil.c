@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: MIT
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -293,6 +294,78 @@ int fsutil__read_cpulist(const char *root, const char *path, uint8_t *mask, uint
 		err = fsutil__parse_cpulist(buf, mask, mask_bits, count);
 	free(buf);
 	return err;
+}
+
+static int pid__cmp(const void *pa, const void *pb)
+{
+	pid_t a = *(const pid_t *)pa, b = *(const pid_t *)pb;
+
+	return a < b ? -1 : a > b;
+}
+
+/* A task/ entry that can be a thread: digits only, 1..INT_MAX. */
+static bool parse_tid(const char *name, pid_t *tid)
+{
+	uint64_t v;
+
+	if (name[0] < '0' || name[0] > '9' || name[strspn(name, "0123456789")] != '\0')
+		return false;
+	if (fsutil__parse_u64(name, &v) || !v || v > INT_MAX)
+		return false;
+	*tid = (pid_t)v;
+	return true;
+}
+
+int fsutil__list_tids(const char *root, pid_t pid, pid_t **out, size_t *nr)
+{
+	char path[PATH_MAX];
+	pid_t *tids = NULL, *grown, tid;
+	size_t n = 0, cap = 0;
+	struct dirent *de;
+	int err;
+	DIR *dir;
+
+	if (!out || !nr)
+		return -EINVAL;
+	*out = NULL;
+	*nr = 0;
+	err = fsutil__path(path, sizeof(path), root, "/proc/%d/task", (int)pid);
+	if (err < 0)
+		return err;
+	dir = opendir(path);
+	if (!dir)
+		return errno == ENOENT ? -ESRCH : -errno;
+	err = 0;
+	for (;;) {
+		errno = 0;
+		de = readdir(dir);
+		if (!de) {
+			err = -errno;
+			break;
+		}
+		if (!parse_tid(de->d_name, &tid))
+			continue;
+		if (n == cap) {
+			cap = cap ? cap * 2 : 32;
+			grown = realloc(tids, cap * sizeof(*tids));
+			if (!grown) {
+				err = -ENOMEM;
+				break;
+			}
+			tids = grown;
+		}
+		tids[n++] = tid;
+	}
+	closedir(dir);
+	if (err) {
+		free(tids);
+		return err;
+	}
+	if (n)
+		qsort(tids, n, sizeof(*tids), pid__cmp);
+	*out = tids;
+	*nr = n;
+	return 0;
 }
 
 enum ev_gap fsutil__errno_gap(int err)

@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "evidence.h"
 
@@ -55,6 +56,14 @@ static inline void fsutil__set_bit(uint8_t *mask, uint32_t bit)
 {
 	mask[bit / 8] |= (uint8_t)(1u << (bit % 8));
 }
+
+/*
+ * Lists the threads of pid from root/proc/PID/task: entries named by 1 to
+ * INT_MAX in plain digits, others skipped. *out (the caller frees it, NULL
+ * when empty) is sorted ascending, *nr its length. -ESRCH when the task
+ * directory does not exist; another -errno (readdir errors included) as is.
+ */
+int fsutil__list_tids(const char *root, pid_t pid, pid_t **out, size_t *nr);
 
 /*
  * The gap an error implies: -EACCES/-EPERM are "permission-denied", anything

@@ -1,5 +1,4 @@
 // SPDX-License-Identifier: MIT
-#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -286,76 +285,6 @@ int procsched__read_thread(const char *root, pid_t pid, pid_t tid, struct procsc
 	return err;
 }
 
-static int pid__cmp(const void *pa, const void *pb)
-{
-	pid_t a = *(const pid_t *)pa, b = *(const pid_t *)pb;
-
-	return a < b ? -1 : a > b;
-}
-
-/* A task/ entry that can be a thread: digits only, 1..INT_MAX. */
-static bool parse_tid(const char *name, pid_t *tid)
-{
-	uint64_t v;
-
-	if (!is_digit(name[0]) || name[strspn(name, "0123456789")] != '\0')
-		return false;
-	if (parse_u64_span(name, strlen(name), &v) || !v || v > INT_MAX)
-		return false;
-	*tid = (pid_t)v;
-	return true;
-}
-
-static int list_tids(const char *root, pid_t pid, pid_t **out, size_t *nr)
-{
-	char path[PATH_MAX];
-	pid_t *tids = NULL, *grown, tid;
-	size_t n = 0, cap = 0;
-	struct dirent *de;
-	int err;
-	DIR *dir;
-
-	*out = NULL;
-	*nr = 0;
-	err = fsutil__path(path, sizeof(path), root, "/proc/%d/task", (int)pid);
-	if (err < 0)
-		return err;
-	dir = opendir(path);
-	if (!dir)
-		return errno == ENOENT ? -ESRCH : -errno;
-	err = 0;
-	for (;;) {
-		errno = 0;
-		de = readdir(dir);
-		if (!de) {
-			err = -errno;
-			break;
-		}
-		if (!parse_tid(de->d_name, &tid))
-			continue;
-		if (n == cap) {
-			cap = cap ? cap * 2 : 32;
-			grown = realloc(tids, cap * sizeof(*tids));
-			if (!grown) {
-				err = -ENOMEM;
-				break;
-			}
-			tids = grown;
-		}
-		tids[n++] = tid;
-	}
-	closedir(dir);
-	if (err) {
-		free(tids);
-		return err;
-	}
-	if (n)
-		qsort(tids, n, sizeof(*tids), pid__cmp);
-	*out = tids;
-	*nr = n;
-	return 0;
-}
-
 int procsched__read(const char *root, pid_t pid, size_t max_threads, struct procsched_snapshot *out)
 {
 	struct procsched_thread *threads = NULL;
@@ -372,7 +301,7 @@ int procsched__read(const char *root, pid_t pid, size_t max_threads, struct proc
 		return -EINVAL;
 	if (pid <= 0)
 		return -ESRCH;
-	err = list_tids(root, pid, &tids, &nr_tids);
+	err = fsutil__list_tids(root, pid, &tids, &nr_tids);
 	if (err)
 		return err;
 	if (!nr_tids) {
