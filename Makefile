@@ -74,7 +74,7 @@ TESTS := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRCS))
 # Workloads are measured, never sanitized: always the plain build in build/.
 WORKLOADS := $(patsubst tests/workloads/%.c,build/workloads/%,$(wildcard tests/workloads/*.c))
 
-C_FILES := $(wildcard bpf/*.c bpf/*.h user/*.c user/*.h include/khbpf/*.h tests/*.c tests/*.h tests/workloads/*.c tools/*.c)
+C_FILES := $(wildcard bpf/*.c bpf/*.h user/*.c user/*.h include/khbpf/*.h tests/*.c tests/*.h tests/workloads/*.c tests/workloads/*.h tools/*.c)
 
 .PHONY: all check unit-tests workloads demo bench format format-check clean deps
 all: $(KHBPF)
@@ -128,7 +128,7 @@ $(BUILD)/tests/test_%: $(BUILD)/tests/test_%.o $(LIB)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(ALL_LDFLAGS) $^ $(LDLIBS) -lcmocka -o $@
 
-build/workloads/%: tests/workloads/%.c | $(DEPS_STAMP)
+build/workloads/%: tests/workloads/%.c $(wildcard tests/workloads/*.h) | $(DEPS_STAMP)
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) -O2 -g -std=gnu11 $(WARN) -pthread $< -o $@

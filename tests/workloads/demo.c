@@ -23,6 +23,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "workload.h"
+
 #define DEFAULT_DURATION_MS 3000
 #define MAX_DURATION_MS 86400000ull
 #define NSEC_PER_MSEC 1000000ull
@@ -41,61 +43,12 @@ enum role {
 	NR_ROLES,
 };
 
-static atomic_bool stop;
 /* Set before the threads start. */
 static int to_pong[2], to_ping[2];
 static int move_cpu[2];
 static bool can_move;
 /* Each written by one thread, read by main after the join. */
 static uint64_t round_trips, moves;
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static bool stopped(void)
-{
-	return atomic_load_explicit(&stop, memory_order_relaxed);
-}
-
-static void burn(unsigned int iterations)
-{
-	volatile uint64_t x = 1;
-	unsigned int i;
-
-	for (i = 0; i < iterations; i++)
-		x = x * 6364136223846793005ull + 1442695040888963407ull;
-}
-
-static void spin_for(uint64_t ns)
-{
-	uint64_t end = now_ns() + ns;
-
-	while (now_ns() < end && !stopped())
-		;
-}
-
-static void write_byte(int fd, char c)
-{
-	while (write(fd, &c, 1) < 0 && errno == EINTR)
-		;
-}
-
-/* The byte read, or 0 at end of file or on error. */
-static char read_byte(int fd)
-{
-	ssize_t n;
-	char c;
-
-	do {
-		n = read(fd, &c, 1);
-	} while (n < 0 && errno == EINTR);
-	return n == 1 ? c : 0;
-}
 
 static void run_sleeper(void)
 {

@@ -27,6 +27,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "workload.h"
+
 #define DEFAULT_DURATION_MS 1500
 #define MAX_DURATION_MS 86400000ull
 #define SCHED_TEXT_MAX 16384
@@ -59,20 +61,11 @@ struct record {
 };
 
 static struct record records[NR_ROLES];
-static atomic_bool stop;
 /* Written before the threads start, read-only afterwards. */
 static int to_pong[2], to_ping[2];
 static int move_cpu[2];
 static bool can_move;
 static uint64_t short_ns;
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static void sleep_until(uint64_t ns)
 {
@@ -80,29 +73,6 @@ static void sleep_until(uint64_t ns)
 			       .tv_nsec = (long)(ns % 1000000000ull) };
 
 	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
-		;
-}
-
-static bool stopped(void)
-{
-	return atomic_load_explicit(&stop, memory_order_relaxed);
-}
-
-/* Pure CPU work the compiler cannot drop. */
-static void burn(unsigned int iterations)
-{
-	volatile uint64_t x = 1;
-	unsigned int i;
-
-	for (i = 0; i < iterations; i++)
-		x = x * 6364136223846793005ull + 1442695040888963407ull;
-}
-
-static void spin_for(uint64_t ns)
-{
-	uint64_t end = now_ns() + ns;
-
-	while (now_ns() < end && !stopped())
 		;
 }
 
@@ -164,24 +134,6 @@ static void record_self(struct record *r)
 	memcpy(r->comm, comm, sizeof(comm));
 	memcpy(r->sched, sched, sizeof(sched));
 	memcpy(r->schedstat, schedstat, sizeof(schedstat));
-}
-
-static void write_byte(int fd, char c)
-{
-	while (write(fd, &c, 1) < 0 && errno == EINTR)
-		;
-}
-
-/* The byte read, or 0 at end of file or on error. */
-static char read_byte(int fd)
-{
-	ssize_t n;
-	char c;
-
-	do {
-		n = read(fd, &c, 1);
-	} while (n < 0 && errno == EINTR);
-	return n == 1 ? c : 0;
 }
 
 static void run_sleep(void)
