@@ -47,21 +47,24 @@
 #endif
 
 #define KHBPF__STR(x) #x
+#define KHBPF__XSTR(x) KHBPF__STR(x)
 
 /* `1:`/`2:` are local labels, so the macro can be used many times per file. */
-#define KHBPF__NOTE(fn, metric)                                                          \
-	__asm__(".pushsection .note.khbpf,\"\",%note\n"                                  \
-		".balign 4\n"                                                            \
-		".4byte 6\n"                                                             \
-		".4byte 2f - 1f\n"                                                       \
-		".4byte " KHBPF__STR(KHBPF_NOTE_SPAN) "\n"                               \
-						      ".asciz \"" KHBPF_NOTE_NAME "\"\n" \
-						      ".balign 4\n"                      \
-						      "1: .8byte " #fn "\n"              \
-						      ".4byte 0\n"                       \
-						      ".asciz \"" metric "\"\n"          \
-						      "2: .balign 4\n"                   \
-						      ".popsection\n")
+/* clang-format off */
+#define KHBPF__NOTE(fn, metric)						\
+	__asm__(".pushsection .note.khbpf,\"\",%note\n"		\
+		".balign 4\n"						\
+		".4byte 6\n"						\
+		".4byte 2f - 1f\n"					\
+		".4byte " KHBPF__XSTR(KHBPF_NOTE_SPAN) "\n"		\
+		".asciz \"" KHBPF_NOTE_NAME "\"\n"			\
+		".balign 4\n"						\
+		"1: .8byte " #fn "\n"					\
+		".4byte 0\n"						\
+		".asciz \"" metric "\"\n"				\
+		"2: .balign 4\n"					\
+		".popsection\n")
+/* clang-format on */
 
 #if defined(__clang__) || defined(__GNUC__)
 #define KHBPF__ATTRS __attribute__((noinline, used, patchable_function_entry(5, 0)))
