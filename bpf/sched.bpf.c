@@ -19,6 +19,7 @@
 #include <bpf/bpf_core_read.h>
 
 #include "khbpf/sched.h"
+#include "khbpf/spans.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -38,6 +39,10 @@ const volatile bool trace_all = false;
  * sched_info, wakeups and preemptions are stamped with bpf_ktime_get_ns().
  */
 const volatile bool kernel_queue_ts = false;
+/* Span probes attached: keep each thread's on-CPU clock while it has open spans. */
+const volatile bool spans_enabled = false;
+/* Span records sent through the ring buffer; later ones are sampled out. */
+const volatile __u64 max_spans = KHBPF_DEFAULT_MAX_SPANS;
 
 __u64 target_bits[KHBPF_TARGET_WORDS] = {};
 /* Set while the loader's baseline iteration runs: record each thread's stamps. */
@@ -48,6 +53,16 @@ __u64 storage_failures = 0; /* task storage could not be created */
 __u64 exited_overflow = 0; /* exited map full: record lost */
 __u64 final_unmatched = 0; /* final switch without an exit record */
 __u64 iter_write_errors = 0; /* bpf_seq_write failed */
+__u64 next_span_id = 0;
+__u64 span_records = 0; /* records attempted (emitted + dropped + sampled out) */
+__u64 span_ringbuf_drops = 0; /* ring buffer full */
+__u64 span_sampled_out = 0; /* beyond max_spans */
+__u64 span_depth_overflow = 0;
+__u64 span_unwound = 0; /* frames closed because a return skipped them (longjmp) */
+__u64 span_unmatched = 0; /* a return with no open frame */
+__u64 span_agg_overflow = 0; /* span_agg full: the call is in no aggregate */
+__u64 span_state_failures = 0;
+__u64 span_clock_overflow = 0; /* span_clock full: that thread's spans have no on-CPU */
 
 struct {
 	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
@@ -62,6 +77,40 @@ struct {
 	__type(key, struct khbpf_thread_key);
 	__type(value, struct khbpf_thread_rec);
 } exited SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct khbpf_span_state);
+} span_state SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, KHBPF_DEFAULT_SPAN_KEYS);
+	__type(key, struct khbpf_span_key);
+	__type(value, struct khbpf_span_agg);
+} span_agg SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, KHBPF_DEFAULT_SPAN_THREADS);
+	__type(key, __u32);
+	__type(value, struct khbpf_span_clock);
+} span_clock SEC(".maps");
+
+/* A zeroed aggregate to create entries from: too large for the BPF stack. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct khbpf_span_agg);
+} span_agg_zero SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, KHBPF_SPAN_RINGBUF_BYTES);
+} span_events SEC(".maps");
 
 /* Sized by the loader to the host's CPU ids. */
 struct {
@@ -215,11 +264,35 @@ static __always_inline void final_switch(struct task_struct *prev)
 	r->flags |= KHBPF_REC_FINAL;
 }
 
+static __always_inline void span_clock_out(struct task_struct *p, __u64 *now)
+{
+	__u32 tid = p->pid;
+	struct khbpf_span_clock *ck = bpf_map_lookup_elem(&span_clock, &tid);
+
+	if (!ck || !ck->spans_open)
+		return;
+	if (!*now)
+		*now = bpf_ktime_get_ns();
+	ck->oncpu_acc += *now - ck->switched_in;
+}
+
+static __always_inline void span_clock_in(struct task_struct *p, __u64 *now)
+{
+	__u32 tid = p->pid;
+	struct khbpf_span_clock *ck = bpf_map_lookup_elem(&span_clock, &tid);
+
+	if (!ck || !ck->spans_open)
+		return;
+	if (!*now)
+		*now = bpf_ktime_get_ns();
+	ck->switched_in = *now;
+}
+
 SEC("tp_btf/sched_switch")
 int BPF_PROG(khbpf_sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
 	     unsigned int prev_state)
 {
-	struct khbpf_task_state *st;
+	struct khbpf_task_state *st = NULL;
 	__u64 now = 0;
 
 	if (is_target(prev)) {
@@ -247,8 +320,16 @@ int BPF_PROG(khbpf_sched_switch, bool preempt, struct task_struct *prev, struct 
 				st->enqueue_ts = now;
 			}
 		}
+		if (spans_enabled && prev_state != TASK_DEAD)
+			span_clock_out(prev, &now);
 	}
-	if (kernel_queue_ts || !is_target(next))
+	if (kernel_queue_ts && !spans_enabled)
+		return 0;
+	if (!is_target(next))
+		return 0;
+	if (spans_enabled)
+		span_clock_in(next, &now);
+	if (kernel_queue_ts)
 		return 0;
 
 	st = state_of(next);
@@ -324,6 +405,11 @@ int BPF_PROG(khbpf_sched_process_exit, struct task_struct *p)
 
 	if (!is_target(p))
 		return 0;
+	if (spans_enabled) {
+		__u32 tid = p->pid;
+
+		bpf_map_delete_elem(&span_clock, &tid);
+	}
 	r = bpf_map_lookup_elem(&scratch, &zero);
 	if (!r)
 		return 0;
@@ -363,5 +449,219 @@ int khbpf_iter_task(struct bpf_iter__task *ctx)
 	fill_rec(r, task, flags);
 	if (bpf_seq_write(seq, r, sizeof(*r)))
 		__sync_fetch_and_add(&iter_write_errors, 1);
+	return 0;
+}
+
+/* The current thread's ledger readings now (it is running, so its counters are current). */
+static __always_inline void ledger_now(struct task_struct *task, const struct khbpf_span_clock *ck,
+				       __u64 now, struct khbpf_span_ledger *l)
+{
+	__u64 pcount;
+
+	l->on_cpu_ns = ck->oncpu_acc + (now - ck->switched_in);
+	read_sched_info(task, &l->run_delay_ns, &pcount);
+	l->nvcsw = BPF_CORE_READ(task, nvcsw);
+	l->nivcsw = BPF_CORE_READ(task, nivcsw);
+	l->migrations = BPF_CORE_READ(task, se.nr_migrations);
+}
+
+static __always_inline __u64 sub0(__u64 a, __u64 b)
+{
+	return a > b ? a - b : 0;
+}
+
+/* Attached per span site with the metric index as the uprobe's cookie. */
+SEC("uprobe")
+int BPF_KPROBE(khbpf_span_enter)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct khbpf_span_clock *ck;
+	struct khbpf_span_state *ss;
+	struct khbpf_span_frame *f;
+	__u32 depth, tid = task->pid;
+	__u64 now;
+
+	ss = bpf_task_storage_get(&span_state, task, NULL, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!ss) {
+		__sync_fetch_and_add(&span_state_failures, 1);
+		return 0;
+	}
+	ck = bpf_map_lookup_elem(&span_clock, &tid);
+	if (!ck) {
+		struct khbpf_span_clock zero = {};
+
+		bpf_map_update_elem(&span_clock, &tid, &zero, BPF_NOEXIST);
+		ck = bpf_map_lookup_elem(&span_clock, &tid);
+		if (!ck) {
+			__sync_fetch_and_add(&span_clock_overflow, 1);
+			return 0;
+		}
+	}
+	depth = ss->depth;
+	if (depth >= KHBPF_SPAN_DEPTH || ss->overflow) {
+		/* Pushed nowhere; the matching return pops the overflow count. */
+		ss->overflow++;
+		__sync_fetch_and_add(&span_depth_overflow, 1);
+		return 0;
+	}
+	now = bpf_ktime_get_ns();
+	/* First open span: the thread is on a CPU now; start its clock here. */
+	if (ck->spans_open == 0)
+		ck->switched_in = now;
+	ck->spans_open++;
+	f = &ss->frames[depth & (KHBPF_SPAN_DEPTH - 1)];
+	f->span_id = __sync_fetch_and_add(&next_span_id, 1) + 1;
+	f->start_ns = now;
+	f->child_ns = 0;
+	f->metric = (__u32)bpf_get_attach_cookie(ctx);
+	ledger_now(task, ck, now, &f->at_start);
+	ss->depth = depth + 1;
+	return 0;
+}
+
+static __always_inline void span_aggregate(__u32 tid, __u32 metric, __u64 incl, __u64 excl,
+					   const struct khbpf_span_ledger *l)
+{
+	struct khbpf_span_key key = { .tid = tid, .metric = metric };
+	struct khbpf_span_agg *a;
+
+	a = bpf_map_lookup_elem(&span_agg, &key);
+	if (!a) {
+		__u32 zero = 0;
+		struct khbpf_span_agg *z = bpf_map_lookup_elem(&span_agg_zero, &zero);
+
+		if (z)
+			bpf_map_update_elem(&span_agg, &key, z, BPF_NOEXIST);
+		a = bpf_map_lookup_elem(&span_agg, &key);
+		if (!a) {
+			__sync_fetch_and_add(&span_agg_overflow, 1);
+			return;
+		}
+	}
+	/* One writer per key: the thread itself. */
+	a->calls++;
+	a->inclusive_ns += incl;
+	a->exclusive_ns += excl;
+	a->ledger.on_cpu_ns += l->on_cpu_ns;
+	a->ledger.run_delay_ns += l->run_delay_ns;
+	a->ledger.nvcsw += l->nvcsw;
+	a->ledger.nivcsw += l->nivcsw;
+	a->ledger.migrations += l->migrations;
+	a->hist[khbpf_rq_slot(incl)]++;
+}
+
+SEC("uretprobe")
+int BPF_KRETPROBE(khbpf_span_exit)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	__u32 metric = (__u32)bpf_get_attach_cookie(ctx);
+	struct khbpf_span_ledger now_l, l;
+	struct khbpf_span_event *e;
+	struct khbpf_span_clock *ck;
+	struct khbpf_span_state *ss;
+	struct khbpf_span_frame *f;
+	__u64 now, incl, excl, parent_id = 0;
+	__u32 depth, idx, i, tid = task->pid;
+
+	ss = bpf_task_storage_get(&span_state, task, NULL, 0);
+	ck = bpf_map_lookup_elem(&span_clock, &tid);
+	if (!ss || !ck)
+		return 0;
+	if (ss->overflow) {
+		ss->overflow--;
+		return 0;
+	}
+	depth = ss->depth;
+	if (!depth || depth > KHBPF_SPAN_DEPTH) {
+		__sync_fetch_and_add(&span_unmatched, 1);
+		return 0;
+	}
+	/* Returns come LIFO; a frame skipped by longjmp is closed here, uncounted. */
+	idx = depth - 1;
+	for (i = 0; i < KHBPF_SPAN_DEPTH; i++) {
+		if (ss->frames[idx & (KHBPF_SPAN_DEPTH - 1)].metric == metric || idx == 0)
+			break;
+		idx--;
+	}
+	if (ss->frames[idx & (KHBPF_SPAN_DEPTH - 1)].metric != metric) {
+		__sync_fetch_and_add(&span_unmatched, 1);
+		return 0;
+	}
+	if (idx != depth - 1)
+		__sync_fetch_and_add(&span_unwound, depth - 1 - idx);
+	f = &ss->frames[idx & (KHBPF_SPAN_DEPTH - 1)];
+	now = bpf_ktime_get_ns();
+	ledger_now(task, ck, now, &now_l);
+	incl = sub0(now, f->start_ns);
+	excl = sub0(incl, f->child_ns);
+	l.on_cpu_ns = sub0(now_l.on_cpu_ns, f->at_start.on_cpu_ns);
+	l.run_delay_ns = sub0(now_l.run_delay_ns, f->at_start.run_delay_ns);
+	l.nvcsw = sub0(now_l.nvcsw, f->at_start.nvcsw);
+	l.nivcsw = sub0(now_l.nivcsw, f->at_start.nivcsw);
+	l.migrations = sub0(now_l.migrations, f->at_start.migrations);
+	if (idx > 0) {
+		struct khbpf_span_frame *p = &ss->frames[(idx - 1) & (KHBPF_SPAN_DEPTH - 1)];
+
+		p->child_ns += incl;
+		parent_id = p->span_id;
+	}
+	ss->depth = idx;
+	ck->spans_open = ck->spans_open > depth - idx ? ck->spans_open - (depth - idx) : 0;
+
+	span_aggregate(task->pid, metric, incl, excl, &l);
+
+	if (__sync_fetch_and_add(&span_records, 1) >= max_spans) {
+		__sync_fetch_and_add(&span_sampled_out, 1);
+		return 0;
+	}
+	e = bpf_ringbuf_reserve(&span_events, sizeof(*e), 0);
+	if (!e) {
+		__sync_fetch_and_add(&span_ringbuf_drops, 1);
+		return 0;
+	}
+	e->span_id = f->span_id;
+	e->parent_span_id = parent_id;
+	e->start_ns = f->start_ns;
+	e->inclusive_ns = incl;
+	e->exclusive_ns = excl;
+	e->tid = task->pid;
+	e->metric = metric;
+	e->depth = idx;
+	e->flags = 0;
+	e->ledger = l;
+	bpf_ringbuf_submit(e, 0);
+	return 0;
+}
+
+/* Spans still open: one record per open frame, for the window's end. */
+SEC("iter/task")
+int khbpf_iter_open_spans(struct bpf_iter__task *ctx)
+{
+	struct seq_file *seq = ctx->meta->seq;
+	struct task_struct *task = ctx->task;
+	struct khbpf_span_state *ss;
+	struct khbpf_span_event e = {};
+	__u32 i, depth;
+
+	if (!task || !is_target(task))
+		return 0;
+	ss = bpf_task_storage_get(&span_state, task, NULL, 0);
+	if (!ss)
+		return 0;
+	depth = ss->depth;
+	for (i = 0; i < KHBPF_SPAN_DEPTH; i++) {
+		struct khbpf_span_frame *f = &ss->frames[i];
+
+		if (i >= depth)
+			break;
+		e.span_id = f->span_id;
+		e.parent_span_id = i ? ss->frames[(i - 1) & (KHBPF_SPAN_DEPTH - 1)].span_id : 0;
+		e.start_ns = f->start_ns;
+		e.tid = task->pid;
+		e.metric = f->metric;
+		e.depth = i;
+		if (bpf_seq_write(seq, &e, sizeof(e)))
+			__sync_fetch_and_add(&iter_write_errors, 1);
+	}
 	return 0;
 }

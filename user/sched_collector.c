@@ -11,8 +11,16 @@
 #include "sched_collector.h"
 #include "topology.h"
 
+#define SPAN_LINKS_MAX (2 * 4096)
+
 struct sched_collector {
 	struct sched_bpf *skel;
+	struct ring_buffer *rb;
+	struct bpf_link **span_links;
+	size_t nr_span_links;
+	uint64_t delivered;
+	void (*on_span)(void *ctx, const struct khbpf_span_event *e);
+	void *on_span_ctx;
 	int stats_fd;
 	bool attached;
 	uint32_t max_exited;
@@ -73,6 +81,22 @@ int sched_collector__open(struct sched_collector **out, const struct sched_colle
 		nr_cpus = opts->topo->nr_cpu_ids;
 	err = bpf_map__set_max_entries(c->skel->maps.cpu_topo, nr_cpus);
 	err = err ?: bpf_map__set_max_entries(c->skel->maps.exited, c->max_exited);
+	if (opts && opts->spans) {
+		c->skel->rodata->spans_enabled = true;
+		if (opts->max_spans)
+			c->skel->rodata->max_spans = opts->max_spans;
+		if (opts->max_span_keys)
+			err = err   ?:
+				      bpf_map__set_max_entries(c->skel->maps.span_agg,
+							       opts->max_span_keys);
+		c->on_span = opts->on_span;
+		c->on_span_ctx = opts->on_span_ctx;
+	} else {
+		/* Without spans the span maps stay at one entry: no memory. */
+		err = err ?: bpf_map__set_max_entries(c->skel->maps.span_agg, 1);
+		err = err ?: bpf_map__set_max_entries(c->skel->maps.span_events, 4096);
+		err = err ?: bpf_map__set_max_entries(c->skel->maps.span_clock, 1);
+	}
 	if (err)
 		goto cleanup;
 	err = sched_bpf__load(c->skel);
@@ -129,8 +153,11 @@ int sched_collector__attach(struct sched_collector *c)
 {
 	int err;
 
-	/* The iterator is not auto-attached; it runs on demand in snapshot. */
+	/* Iterators run on demand; span probes attach per site. */
 	bpf_program__set_autoattach(c->skel->progs.khbpf_iter_task, false);
+	bpf_program__set_autoattach(c->skel->progs.khbpf_iter_open_spans, false);
+	bpf_program__set_autoattach(c->skel->progs.khbpf_span_enter, false);
+	bpf_program__set_autoattach(c->skel->progs.khbpf_span_exit, false);
 	err = sched_bpf__attach(c->skel);
 	if (err)
 		return err;
@@ -305,6 +332,16 @@ int sched_collector__stats(struct sched_collector *c, struct sched_collector_sta
 	out->final_unmatched = c->skel->bss->final_unmatched;
 	out->iter_write_errors = c->skel->bss->iter_write_errors;
 	out->exit_not_final = c->not_final;
+	out->span_records = c->skel->bss->span_records;
+	out->span_ringbuf_drops = c->skel->bss->span_ringbuf_drops;
+	out->span_sampled_out = c->skel->bss->span_sampled_out;
+	out->span_depth_overflow = c->skel->bss->span_depth_overflow;
+	out->span_unwound = c->skel->bss->span_unwound;
+	out->span_unmatched = c->skel->bss->span_unmatched;
+	out->span_agg_overflow = c->skel->bss->span_agg_overflow;
+	out->span_state_failures = c->skel->bss->span_state_failures;
+	out->span_clock_overflow = c->skel->bss->span_clock_overflow;
+	out->span_events_delivered = c->delivered;
 	out->max_exited = c->max_exited;
 	out->sched_info = c->sched_info;
 	bpf_object__for_each_program(prog, c->skel->obj) {
@@ -312,7 +349,8 @@ int sched_collector__stats(struct sched_collector *c, struct sched_collector_sta
 		__u32 len = sizeof(info);
 		struct sched_prog_stats *s;
 
-		if (out->nr_progs == SCHED_PROG_MAX || prog == c->skel->progs.khbpf_iter_task)
+		if (out->nr_progs == SCHED_PROG_MAX || prog == c->skel->progs.khbpf_iter_task ||
+		    prog == c->skel->progs.khbpf_iter_open_spans)
 			continue;
 		if (bpf_obj_get_info_by_fd(bpf_program__fd(prog), &info, &len))
 			return -errno;
@@ -342,10 +380,156 @@ int sched_collector__prog_ids(struct sched_collector *c, uint32_t *ids, int max,
 	return 0;
 }
 
+static int span_event_cb(void *ctx, void *data, size_t size)
+{
+	struct sched_collector *c = ctx;
+
+	if (size < sizeof(struct khbpf_span_event))
+		return 0;
+	c->delivered++;
+	if (c->on_span)
+		c->on_span(c->on_span_ctx, data);
+	return 0;
+}
+
+int sched_collector__attach_span(struct sched_collector *c, const char *path, uint64_t offset,
+				 pid_t pid, uint32_t metric)
+{
+	LIBBPF_OPTS(bpf_uprobe_opts, uo, .bpf_cookie = metric);
+	struct bpf_link *in, *out;
+	int err;
+
+	if (metric >= KHBPF_MAX_METRICS)
+		return -E2BIG;
+	if (c->nr_span_links + 2 > SPAN_LINKS_MAX)
+		return -E2BIG;
+	if (!c->span_links) {
+		c->span_links = calloc(SPAN_LINKS_MAX, sizeof(*c->span_links));
+		if (!c->span_links)
+			return -ENOMEM;
+	}
+	if (!c->rb) {
+		c->rb = ring_buffer__new(bpf_map__fd(c->skel->maps.span_events), span_event_cb, c,
+					 NULL);
+		if (!c->rb)
+			return -errno;
+	}
+	uo.retprobe = false;
+	in = bpf_program__attach_uprobe_opts(c->skel->progs.khbpf_span_enter, pid, path,
+					     (size_t)offset, &uo);
+	if (!in)
+		return -errno;
+	uo.retprobe = true;
+	out = bpf_program__attach_uprobe_opts(c->skel->progs.khbpf_span_exit, pid, path,
+					      (size_t)offset, &uo);
+	if (!out) {
+		err = -errno;
+		bpf_link__destroy(in);
+		return err;
+	}
+	c->span_links[c->nr_span_links++] = in;
+	c->span_links[c->nr_span_links++] = out;
+	return 0;
+}
+
+int sched_collector__span_fd(struct sched_collector *c)
+{
+	return c->rb ? ring_buffer__epoll_fd(c->rb) : -1;
+}
+
+int sched_collector__drain_spans(struct sched_collector *c)
+{
+	return c->rb ? ring_buffer__consume(c->rb) : 0;
+}
+
+int sched_collector__span_aggs(struct sched_collector *c, struct span_agg_entry **out, size_t *nr)
+{
+	int fd = bpf_map__fd(c->skel->maps.span_agg);
+	struct khbpf_span_key key, next;
+	struct span_agg_entry *v = NULL, *grown;
+	size_t cap = 0, n = 0;
+	void *prev = NULL;
+
+	while (!bpf_map_get_next_key(fd, prev, &next)) {
+		key = next;
+		prev = &key;
+		if (n == cap) {
+			cap = cap ? cap * 2 : 64;
+			grown = realloc(v, cap * sizeof(*v));
+			if (!grown) {
+				free(v);
+				return -ENOMEM;
+			}
+			v = grown;
+		}
+		if (bpf_map_lookup_elem(fd, &key, &v[n].agg))
+			continue;
+		v[n++].key = key;
+	}
+	*out = v;
+	*nr = n;
+	return 0;
+}
+
+int sched_collector__open_spans(struct sched_collector *c, struct khbpf_span_event **out,
+				size_t *nr)
+{
+	struct khbpf_span_event e, *v = NULL, *grown;
+	struct bpf_link *link;
+	size_t cap = 0, n = 0, have = 0;
+	int fd, err = 0;
+	ssize_t r;
+
+	*out = NULL;
+	*nr = 0;
+	link = bpf_program__attach_iter(c->skel->progs.khbpf_iter_open_spans, NULL);
+	if (!link)
+		return -errno;
+	fd = bpf_iter_create(bpf_link__fd(link));
+	if (fd < 0) {
+		err = -errno;
+		goto cleanup;
+	}
+	while ((r = read(fd, (char *)&e + have, sizeof(e) - have)) > 0) {
+		have += (size_t)r;
+		if (have < sizeof(e))
+			continue;
+		have = 0;
+		if (n == cap) {
+			cap = cap ? cap * 2 : 16;
+			grown = realloc(v, cap * sizeof(*v));
+			if (!grown) {
+				err = -ENOMEM;
+				break;
+			}
+			v = grown;
+		}
+		v[n++] = e;
+	}
+	if (!err && r < 0)
+		err = -errno;
+	close(fd);
+cleanup:
+	bpf_link__destroy(link);
+	if (err) {
+		free(v);
+		return err;
+	}
+	*out = v;
+	*nr = n;
+	return 0;
+}
+
 void sched_collector__destroy(struct sched_collector *c)
 {
+	size_t i;
+
 	if (!c)
 		return;
+	for (i = c->nr_span_links; i-- > 0;)
+		bpf_link__destroy(c->span_links[i]);
+	free(c->span_links);
+	ring_buffer__free(c->rb);
 	sched_collector__detach(c);
 	sched_bpf__destroy(c->skel);
 	if (c->stats_fd >= 0)

@@ -13,6 +13,7 @@
 #include <sys/types.h>
 
 #include "khbpf/sched.h"
+#include "khbpf/spans.h"
 
 struct sched_collector;
 struct host_topology;
@@ -29,6 +30,13 @@ struct sched_collector_opts {
 	 * can be tested on any kernel.
 	 */
 	bool bpf_timed_waits;
+	/* Span probes: keep per-thread on-CPU clocks and take span records. */
+	bool spans;
+	uint64_t max_spans; /* records through the ring buffer; 0 → default */
+	uint32_t max_span_keys; /* (thread, metric) aggregates; 0 → default */
+	/* Called for each span record as it is drained; may be NULL. */
+	void (*on_span)(void *ctx, const struct khbpf_span_event *e);
+	void *on_span_ctx;
 };
 
 /* A set of thread records sorted by (tid, start_time). */
@@ -55,6 +63,22 @@ struct sched_collector_stats {
 	uint64_t exit_not_final; /* exit records never refreshed by a final switch */
 	uint32_t max_exited;
 	bool sched_info; /* the kernel has sched_info (run_delay, pcount) */
+	/* Spans: every finished span is emitted, dropped or sampled out. */
+	uint64_t span_records;
+	uint64_t span_ringbuf_drops;
+	uint64_t span_sampled_out;
+	uint64_t span_depth_overflow;
+	uint64_t span_unwound;
+	uint64_t span_unmatched;
+	uint64_t span_agg_overflow;
+	uint64_t span_state_failures;
+	uint64_t span_clock_overflow;
+	uint64_t span_events_delivered; /* records the loader received */
+};
+
+struct span_agg_entry {
+	struct khbpf_span_key key;
+	struct khbpf_span_agg agg;
 };
 
 /* Opens and loads the BPF object. Returns 0 or -errno (-EPERM without CAP_BPF). */
@@ -73,6 +97,21 @@ int sched_collector__snapshot(struct sched_collector *c, struct thread_table *ou
 /* Exit records of target threads that exited since attach. */
 int sched_collector__exited(struct sched_collector *c, struct thread_table *out);
 int sched_collector__stats(struct sched_collector *c, struct sched_collector_stats *out);
+/*
+ * One span site: uprobe at entry and uretprobe at return of the function at
+ * `offset` in `path`, for `pid` only, reporting `metric` (< KHBPF_MAX_METRICS).
+ */
+int sched_collector__attach_span(struct sched_collector *c, const char *path, uint64_t offset,
+				 pid_t pid, uint32_t metric);
+/* The ring buffer's epoll fd, to wait on; -1 without spans. */
+int sched_collector__span_fd(struct sched_collector *c);
+/* Deliver pending span records to on_span; returns how many or -errno. */
+int sched_collector__drain_spans(struct sched_collector *c);
+/* Exact per (thread, metric) aggregates; *out malloc'd. */
+int sched_collector__span_aggs(struct sched_collector *c, struct span_agg_entry **out, size_t *nr);
+/* Spans still open now (inclusive_ns unset), from the task iterator. */
+int sched_collector__open_spans(struct sched_collector *c, struct khbpf_span_event **out,
+				size_t *nr);
 /* Ids of the loaded programs (for leak checks). */
 int sched_collector__prog_ids(struct sched_collector *c, uint32_t *ids, int max, int *nr);
 void sched_collector__destroy(struct sched_collector *c);

@@ -1,0 +1,96 @@
+/* SPDX-License-Identifier: MIT */
+/* BPF ↔ user boundary of span probes (the uprobe programs in bpf/sched.bpf.c). */
+#ifndef KHBPF_SPANS_H
+#define KHBPF_SPANS_H
+
+#ifndef __BPF__
+#include <linux/types.h>
+#endif
+
+#include "khbpf/sched.h"
+
+/* Open spans per thread; deeper ones are counted in span_depth_overflow. */
+#define KHBPF_SPAN_DEPTH 32
+/* Metric ids are the uprobe's bpf_cookie: an index into the loader's table. */
+#define KHBPF_MAX_METRICS 1024
+/* (thread, metric) aggregates kept in the kernel (--max-span-keys). */
+#define KHBPF_DEFAULT_SPAN_KEYS 65536
+#define KHBPF_DEFAULT_MAX_SPANS 100000
+#define KHBPF_SPAN_RINGBUF_BYTES (4u << 20)
+/* Threads with a span clock (--max-span-threads); overflow counted. */
+#define KHBPF_DEFAULT_SPAN_THREADS 65536
+
+/*
+ * A thread's on-CPU clock, kept while it has open spans. In a hash map, not
+ * task storage: sched_switch must never miss a switch, and a task-storage
+ * access fails while another on the same CPU is in progress (a uprobe
+ * program preempted mid-access); hash lookups take no lock.
+ */
+struct khbpf_span_clock {
+	__u64 oncpu_acc; /* on-CPU ns accumulated at switch-outs */
+	__u64 switched_in; /* bpf_ktime_get_ns() at the last switch-in */
+	__u64 spans_open; /* frames open on this thread */
+};
+
+/* The scheduler ledger of one span: what happened while it was open. */
+struct khbpf_span_ledger {
+	__u64 on_cpu_ns;
+	__u64 run_delay_ns;
+	__u64 nvcsw;
+	__u64 nivcsw;
+	__u64 migrations;
+};
+
+struct khbpf_span_frame {
+	__u64 span_id;
+	__u64 start_ns; /* bpf_ktime_get_ns() */
+	__u64 child_ns; /* inclusive time of direct children */
+	__u32 metric;
+	__u32 pad;
+	struct khbpf_span_ledger at_start; /* absolute readings at entry */
+};
+
+/* Task storage: a thread's open spans. */
+struct khbpf_span_state {
+	__u32 depth; /* frames in use */
+	__u32 overflow; /* entries deeper than KHBPF_SPAN_DEPTH not pushed */
+	struct khbpf_span_frame frames[KHBPF_SPAN_DEPTH];
+};
+
+/* One finished span, through the ring buffer. */
+struct khbpf_span_event {
+	__u64 span_id;
+	__u64 parent_span_id; /* 0: a root span */
+	__u64 start_ns;
+	__u64 inclusive_ns;
+	__u64 exclusive_ns;
+	__u32 tid;
+	__u32 metric;
+	__u32 depth; /* 0 for a root span */
+	__u32 flags;
+	struct khbpf_span_ledger ledger;
+};
+
+struct khbpf_span_key {
+	__u32 tid;
+	__u32 metric;
+};
+
+/* Exact per (thread, metric) totals, whatever happened to the records. */
+struct khbpf_span_agg {
+	__u64 calls;
+	__u64 inclusive_ns;
+	__u64 exclusive_ns;
+	struct khbpf_span_ledger ledger;
+	__u64 hist[KHBPF_RQ_SLOTS]; /* inclusive duration, log2 ns (khbpf_rq_slot) */
+};
+
+#ifndef __BPF__
+_Static_assert(sizeof(struct khbpf_span_ledger) == 40, "khbpf_span_ledger layout");
+_Static_assert(sizeof(struct khbpf_span_frame) == 72, "khbpf_span_frame layout");
+_Static_assert(sizeof(struct khbpf_span_event) == 56 + 40, "khbpf_span_event layout");
+_Static_assert(sizeof(struct khbpf_span_agg) == 24 + 40 + 8 * KHBPF_RQ_SLOTS,
+	       "khbpf_span_agg layout");
+#endif
+
+#endif /* KHBPF_SPANS_H */

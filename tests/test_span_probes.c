@@ -1,0 +1,264 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Span probes against a real annotated program (build/workloads/spanned):
+ * exact call counts per metric, parent links, exclusive = inclusive minus
+ * children, per-thread attribution, and every record accounted for.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "sched_collector.h"
+#include "spanfind.h"
+#include "testutil.h"
+
+#define MAX_EVENTS 100000
+
+struct events {
+	struct khbpf_span_event *v;
+	size_t nr;
+};
+
+static void on_span(void *ctx, const struct khbpf_span_event *e)
+{
+	struct events *ev = ctx;
+
+	if (ev->nr < MAX_EVENTS)
+		ev->v[ev->nr++] = *e;
+}
+
+struct metric_table {
+	char names[16][SPANFIND_METRIC_MAX];
+	size_t nr;
+};
+
+static uint32_t metric_index(struct metric_table *t, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < t->nr; i++)
+		if (!strcmp(t->names[i], name))
+			return (uint32_t)i;
+	assert_true(t->nr < 16);
+	snprintf(t->names[t->nr], SPANFIND_METRIC_MAX, "%s", name);
+	return (uint32_t)t->nr++;
+}
+
+/* The workload's own count for a metric, from its JSON line. */
+static uint64_t expected(const char *line, const char *metric)
+{
+	char key[80];
+	const char *p;
+
+	snprintf(key, sizeof(key), "\"%s\": ", metric);
+	p = strstr(line, key);
+	assert_non_null(p);
+	return strtoull(p + strlen(key), NULL, 10);
+}
+
+static const struct khbpf_span_event *by_id(const struct events *ev, uint64_t id)
+{
+	size_t i;
+
+	for (i = 0; i < ev->nr; i++)
+		if (ev->v[i].span_id == id)
+			return &ev->v[i];
+	return NULL;
+}
+
+static void run_spanned(const char *threads, const char *iterations, uint64_t max_spans,
+			struct events *ev, struct sched_collector_stats *st,
+			struct metric_table *mt, struct span_agg_entry **aggs, size_t *nr_aggs,
+			char *line, size_t linelen)
+{
+	struct sched_collector_opts o = {
+		.sz = sizeof(o),
+		.spans = true,
+		.max_spans = max_spans,
+		.on_span = on_span,
+		.on_span_ctx = ev,
+	};
+	int in[2], out[2], status;
+	struct sched_collector *c;
+	struct span_site *sites = NULL;
+	size_t nr_sites = 0, i;
+	ssize_t n;
+	pid_t pid;
+	FILE *f;
+
+	assert_int_equal(pipe(in), 0);
+	assert_int_equal(pipe(out), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		dup2(in[0], 0);
+		dup2(out[1], 1);
+		close(in[1]);
+		close(out[0]);
+		execl("build/workloads/spanned", "spanned", "--wait", "--threads", threads,
+		      "--iterations", iterations, (char *)NULL);
+		_exit(127);
+	}
+	close(in[0]);
+	close(out[1]);
+	f = fdopen(out[0], "r");
+	assert_non_null(fgets(line, (int)linelen, f));
+	assert_string_equal(line, "ready\n");
+
+	assert_int_equal(spanfind__discover("/", pid, NULL, 0, false, &sites, &nr_sites), 0);
+	assert_int_equal(nr_sites, 8);
+	assert_int_equal(sched_collector__open(&c, &o), 0);
+	assert_int_equal(sched_collector__add_target(c, pid), 0);
+	assert_int_equal(sched_collector__attach(c), 0);
+	for (i = 0; i < nr_sites; i++) {
+		assert_int_equal(sites[i].err, 0);
+		assert_int_equal(sched_collector__attach_span(c, sites[i].open_path,
+							      sites[i].offset, pid,
+							      metric_index(mt, sites[i].metric)),
+				 0);
+	}
+	spanfind__free(sites, nr_sites);
+
+	assert_int_equal(write(in[1], "g", 1), 1);
+	close(in[1]);
+	assert_non_null(fgets(line, (int)linelen, f));
+	fclose(f);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	do {
+		n = sched_collector__drain_spans(c);
+	} while (n > 0);
+	assert_int_equal(sched_collector__span_aggs(c, aggs, nr_aggs), 0);
+	assert_int_equal(sched_collector__stats(c, st), 0);
+	sched_collector__destroy(c);
+}
+
+static void test_span_probes__exact_counts_and_nesting(void **state)
+{
+	struct metric_table mt = { .nr = 0 };
+	struct sched_collector_stats st;
+	struct span_agg_entry *aggs;
+	struct events ev = { calloc(MAX_EVENTS, sizeof(struct khbpf_span_event)), 0 };
+	uint64_t calls[16] = { 0 }, total = 0;
+	char line[512];
+	size_t nr_aggs, i, m;
+
+	(void)state;
+	require_or_skip(geteuid() == 0, "uprobes need root");
+	assert_non_null(ev.v);
+	run_spanned("3", "4", 0, &ev, &st, &mt, &aggs, &nr_aggs, line, sizeof(line));
+
+	for (i = 0; i < nr_aggs; i++) {
+		calls[aggs[i].key.metric] += aggs[i].agg.calls;
+		/* exclusive never exceeds inclusive; the histogram counts every call. */
+		assert_true(aggs[i].agg.exclusive_ns <= aggs[i].agg.inclusive_ns);
+		uint64_t h = 0;
+		for (m = 0; m < KHBPF_RQ_SLOTS; m++)
+			h += aggs[i].agg.hist[m];
+		assert_int_equal(h, aggs[i].agg.calls);
+	}
+	for (m = 0; m < mt.nr; m++) {
+		assert_int_equal(calls[m], expected(line, mt.names[m]));
+		total += calls[m];
+	}
+	/* Three worker threads (plus none from main), each with every metric. */
+	assert_int_equal(nr_aggs, 3 * mt.nr);
+	/* Every record: emitted (delivered), dropped or sampled out. */
+	assert_int_equal(st.span_records, total);
+	assert_int_equal(st.span_events_delivered + st.span_ringbuf_drops + st.span_sampled_out,
+			 total);
+	assert_int_equal(st.span_ringbuf_drops, 0);
+	assert_int_equal(ev.nr, total);
+	assert_int_equal(st.span_depth_overflow + st.span_unwound + st.span_unmatched, 0);
+	assert_int_equal(st.span_state_failures + st.span_clock_overflow + st.span_agg_overflow, 0);
+
+	/* Parent links and exclusive time, record by record. */
+	for (i = 0; i < ev.nr; i++) {
+		const struct khbpf_span_event *e = &ev.v[i], *p;
+		const char *name = mt.names[e->metric];
+		uint64_t child = 0;
+		size_t j;
+
+		for (j = 0; j < ev.nr; j++)
+			if (ev.v[j].parent_span_id == e->span_id)
+				child += ev.v[j].inclusive_ns;
+		assert_int_equal(e->exclusive_ns, e->inclusive_ns - child);
+		p = e->parent_span_id ? by_id(&ev, e->parent_span_id) : NULL;
+		if (!strcmp(name, "stage-inner")) {
+			assert_non_null(p);
+			assert_string_equal(mt.names[p->metric], "stage-middle");
+			assert_int_equal(e->depth, 2);
+		} else if (!strcmp(name, "stage-middle")) {
+			assert_non_null(p);
+			assert_string_equal(mt.names[p->metric], "stage-outer");
+		} else if (!strcmp(name, "stage-recurse")) {
+			/* Five deep: the outermost is a root, each other's parent is itself. */
+			assert_true(e->depth < 5);
+			if (e->depth)
+				assert_string_equal(mt.names[p->metric], "stage-recurse");
+			else
+				assert_null(p);
+		} else {
+			assert_int_equal(e->parent_span_id, 0);
+			assert_int_equal(e->depth, 0);
+		}
+		if (p)
+			assert_int_equal(p->tid, e->tid);
+		/*
+		 * usleep(1000) inside: a voluntary switch, unless the vCPU lost
+		 * the whole millisecond to the hypervisor before the kernel's
+		 * do_nanosleep() checked its timer (seen here): then no switch
+		 * at all, but the span still lasted the full sleep.
+		 */
+		if (!strcmp(name, "stage-sleep"))
+			assert_true(e->ledger.nvcsw >= 1 || e->inclusive_ns >= 1000000);
+		/* On-CPU time inside a span never exceeds its wall time. */
+		assert_true(e->ledger.on_cpu_ns <= e->inclusive_ns);
+	}
+	free(aggs);
+	free(ev.v);
+}
+
+/* A cap on records: aggregates stay exact and the losses add up. */
+static void test_span_probes__sampled_out_counted(void **state)
+{
+	struct metric_table mt = { .nr = 0 };
+	struct sched_collector_stats st;
+	struct span_agg_entry *aggs;
+	struct events ev = { calloc(MAX_EVENTS, sizeof(struct khbpf_span_event)), 0 };
+	uint64_t total = 0;
+	char line[512];
+	size_t nr_aggs, i;
+
+	(void)state;
+	require_or_skip(geteuid() == 0, "uprobes need root");
+	run_spanned("2", "5", 25, &ev, &st, &mt, &aggs, &nr_aggs, line, sizeof(line));
+	for (i = 0; i < nr_aggs; i++)
+		total += aggs[i].agg.calls;
+	assert_int_equal(total, 2 * 5 * (7 + 5));
+	assert_int_equal(st.span_records, total);
+	assert_int_equal(ev.nr, 25);
+	assert_int_equal(st.span_sampled_out, total - 25);
+	assert_int_equal(st.span_events_delivered + st.span_ringbuf_drops + st.span_sampled_out,
+			 total);
+	free(aggs);
+	free(ev.v);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_span_probes__exact_counts_and_nesting),
+		cmocka_unit_test(test_span_probes__sampled_out_counted),
+	};
+
+	return cmocka_run_group_tests_name("span_probes", tests, NULL, NULL);
+}
