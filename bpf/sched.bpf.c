@@ -269,7 +269,8 @@ static __always_inline void span_clock_out(struct task_struct *p, __u64 *now)
 	__u32 tid = p->pid;
 	struct khbpf_span_clock *ck = bpf_map_lookup_elem(&span_clock, &tid);
 
-	if (!ck || !ck->spans_open)
+	/* switched_in 0: the clock is being (re)started by a span entry. */
+	if (!ck || !ck->spans_open || !ck->switched_in)
 		return;
 	if (!*now)
 		*now = bpf_ktime_get_ns();
@@ -452,17 +453,34 @@ int khbpf_iter_task(struct bpf_iter__task *ctx)
 	return 0;
 }
 
-/* The current thread's ledger readings now (it is running, so its counters are current). */
-static __always_inline void ledger_now(struct task_struct *task, const struct khbpf_span_clock *ck,
-				       __u64 now, struct khbpf_span_ledger *l)
+static __always_inline __u64 switches(struct task_struct *task)
 {
-	__u64 pcount;
+	return BPF_CORE_READ(task, nvcsw) + BPF_CORE_READ(task, nivcsw);
+}
 
-	l->on_cpu_ns = ck->oncpu_acc + (now - ck->switched_in);
-	read_sched_info(task, &l->run_delay_ns, &pcount);
-	l->nvcsw = BPF_CORE_READ(task, nvcsw);
-	l->nivcsw = BPF_CORE_READ(task, nivcsw);
-	l->migrations = BPF_CORE_READ(task, se.nr_migrations);
+/*
+ * The current thread's ledger readings and the time, taken together. A
+ * uprobe program can be preempted (it only disables migration), so a
+ * reading that a context switch cut in two is taken again.
+ */
+static __always_inline __u64 ledger_now(struct task_struct *task, const struct khbpf_span_clock *ck,
+					struct khbpf_span_ledger *l)
+{
+	__u64 pcount, now = 0, before;
+	int i;
+
+	for (i = 0; i < 3; i++) {
+		before = switches(task);
+		now = bpf_ktime_get_ns();
+		l->on_cpu_ns = ck->oncpu_acc + (now > ck->switched_in ? now - ck->switched_in : 0);
+		read_sched_info(task, &l->run_delay_ns, &pcount);
+		l->nvcsw = BPF_CORE_READ(task, nvcsw);
+		l->nivcsw = BPF_CORE_READ(task, nivcsw);
+		l->migrations = BPF_CORE_READ(task, se.nr_migrations);
+		if (switches(task) == before)
+			break;
+	}
+	return now;
 }
 
 static __always_inline __u64 sub0(__u64 a, __u64 b)
@@ -479,7 +497,6 @@ int BPF_KPROBE(khbpf_span_enter)
 	struct khbpf_span_state *ss;
 	struct khbpf_span_frame *f;
 	__u32 depth, tid = task->pid;
-	__u64 now;
 
 	ss = bpf_task_storage_get(&span_state, task, NULL, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!ss) {
@@ -504,17 +521,26 @@ int BPF_KPROBE(khbpf_span_enter)
 		__sync_fetch_and_add(&span_depth_overflow, 1);
 		return 0;
 	}
-	now = bpf_ktime_get_ns();
-	/* First open span: the thread is on a CPU now; start its clock here. */
-	if (ck->spans_open == 0)
-		ck->switched_in = now;
-	ck->spans_open++;
+	/*
+	 * First open span: start the thread's clock. switched_in stays 0 until
+	 * set, so a switch in between is not charged to it (span_clock_out).
+	 */
+	if (ck->spans_open++ == 0) {
+		__u64 before;
+		int i;
+
+		for (i = 0; i < 3; i++) {
+			before = switches(task);
+			ck->switched_in = bpf_ktime_get_ns();
+			if (switches(task) == before)
+				break;
+		}
+	}
 	f = &ss->frames[depth & (KHBPF_SPAN_DEPTH - 1)];
 	f->span_id = __sync_fetch_and_add(&next_span_id, 1) + 1;
-	f->start_ns = now;
 	f->child_ns = 0;
 	f->metric = (__u32)bpf_get_attach_cookie(ctx);
-	ledger_now(task, ck, now, &f->at_start);
+	f->start_ns = ledger_now(task, ck, &f->at_start);
 	ss->depth = depth + 1;
 	return 0;
 }
@@ -590,8 +616,7 @@ int BPF_KRETPROBE(khbpf_span_exit)
 	if (idx != depth - 1)
 		__sync_fetch_and_add(&span_unwound, depth - 1 - idx);
 	f = &ss->frames[idx & (KHBPF_SPAN_DEPTH - 1)];
-	now = bpf_ktime_get_ns();
-	ledger_now(task, ck, now, &now_l);
+	now = ledger_now(task, ck, &now_l);
 	incl = sub0(now, f->start_ns);
 	excl = sub0(incl, f->child_ns);
 	l.on_cpu_ns = sub0(now_l.on_cpu_ns, f->at_start.on_cpu_ns);
@@ -607,6 +632,8 @@ int BPF_KRETPROBE(khbpf_span_exit)
 	}
 	ss->depth = idx;
 	ck->spans_open = ck->spans_open > depth - idx ? ck->spans_open - (depth - idx) : 0;
+	if (!ck->spans_open)
+		ck->switched_in = 0;
 
 	span_aggregate(task->pid, metric, incl, excl, &l);
 

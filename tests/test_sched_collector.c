@@ -292,6 +292,7 @@ static void test_sched_collector__exited_overflow_counted(void **state)
 static void test_sched_collector__bpf_timed_waits(void **state)
 {
 	struct sched_collector_opts o = { .sz = sizeof(o), .bpf_timed_waits = true };
+	struct sched_collector_stats st;
 	struct sched_collector *c;
 	struct thread_table ex;
 	struct timespec a, b;
@@ -311,6 +312,7 @@ static void test_sched_collector__bpf_timed_waits(void **state)
 	life_ns = (uint64_t)(b.tv_sec - a.tv_sec) * 1000000000u + (uint64_t)b.tv_nsec -
 		  (uint64_t)a.tv_nsec;
 	assert_int_equal(sched_collector__exited(c, &ex), 0);
+	assert_int_equal(sched_collector__stats(c, &st), 0);
 	assert_int_equal(ex.nr, 1);
 	for (i = 0; i < ex.nr; i++) {
 		const struct khbpf_thread_rec *r = &ex.recs[i];
@@ -319,9 +321,16 @@ static void test_sched_collector__bpf_timed_waits(void **state)
 
 		for (k = 0; k < KHBPF_RQ_SLOTS; k++)
 			hist += r->b.wait_hist[k];
-		assert_int_equal(r->b.switch_ins, r->k.pcount);
+		/*
+		 * Every switch-in is counted unless task storage refused the access
+		 * (another task-storage user preempted on that CPU): then the miss
+		 * is in storage_failures, never silent.
+		 */
+		assert_true(r->b.switch_ins <= r->k.pcount);
+		assert_true(r->k.pcount - r->b.switch_ins <= st.storage_failures);
 		/* One wait per arrival except the first (wakeup_new runs before storage). */
-		assert_in_range(r->b.waits, r->k.pcount - 1, r->k.pcount);
+		assert_true(r->b.waits <= r->k.pcount);
+		assert_true(r->k.pcount - r->b.waits <= 1 + st.storage_failures);
 		assert_int_equal(hist, r->b.waits);
 		assert_int_equal(r->b.unbinned_waits, 0);
 		/*

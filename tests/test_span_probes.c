@@ -220,8 +220,6 @@ static void test_span_probes__exact_counts_and_nesting(void **state)
 		 */
 		if (!strcmp(name, "stage-sleep"))
 			assert_true(e->ledger.nvcsw >= 1 || e->inclusive_ns >= 1000000);
-		/* On-CPU time inside a span never exceeds its wall time. */
-		assert_true(e->ledger.on_cpu_ns <= e->inclusive_ns);
 	}
 	free(aggs);
 	free(ev.v);

@@ -14,8 +14,10 @@
 #include "cli.h"
 #include "fsutil.h"
 #include "session.h"
+#include "spanfind.h"
 
 #define MAX_SECONDS 31536000ULL /* a year: larger durations are typos */
+#define MAX_SPAN_ARGS 64
 
 void cmd_attach_help(FILE *f)
 {
@@ -36,9 +38,15 @@ void cmd_attach_help(FILE *f)
 		"      --no-bpf          read /proc at the window's ends instead of BPF\n"
 		"      --max-exited N    exited-thread records kept in the kernel (default 65536)\n"
 		"      --max-threads N   threads listed in the document (default 65536)\n"
+		"      --span [OBJ:]SYM[=metric]  also measure calls of SYM (glob; OBJ a path or\n"
+		"                        a library name such as libc.so.6); repeatable\n"
+		"      --no-annotations  ignore KHBPF_SPAN annotations in the target\n"
+		"      --max-spans N     span records kept (default 100000); every call still\n"
+		"                        counts in the per-metric totals\n"
 		"  -h, --help            this help\n\n"
 		"Examples:\n"
 		"  sudo khbpf attach --pid 1234 --duration 10\n"
+		"  sudo khbpf attach --pid 1234 -d 5 --span 'libc.so.6:malloc=malloc'\n"
 		"  sudo khbpf attach --pid \"$(pidof nginx | cut -d' ' -f1)\" -d 30 -o nginx.json\n");
 }
 
@@ -61,9 +69,15 @@ void cmd_run_help(FILE *f)
 		"      --no-bpf          read /proc at the window's ends instead of BPF\n"
 		"      --max-exited N    exited-thread records kept in the kernel (default 65536)\n"
 		"      --max-threads N   threads listed in the document (default 65536)\n"
+		"      --span SYM[=metric]  also measure calls of SYM (glob) in CMD's executable;\n"
+		"                        repeatable\n"
+		"      --no-annotations  ignore KHBPF_SPAN annotations in CMD\n"
+		"      --max-spans N     span records kept (default 100000); every call still\n"
+		"                        counts in the per-metric totals\n"
 		"  -h, --help            this help\n\n"
 		"Examples:\n"
 		"  sudo khbpf run -- make -j2\n"
+		"  sudo khbpf run --span 'parse_*' -o spans.json -- ./my-server\n"
 		"  sudo khbpf run -o build.json -- ./my-server --port 8080\n");
 }
 
@@ -144,10 +158,15 @@ static int collect(const char *cmd, int argc, char **argv, enum target_mode mode
 		{ "no-bpf", no_argument, NULL, 'N' },
 		{ "max-exited", required_argument, NULL, 'E' },
 		{ "max-threads", required_argument, NULL, 'M' },
+		{ "span", required_argument, NULL, 'S' },
+		{ "no-annotations", no_argument, NULL, 'A' },
+		{ "max-spans", required_argument, NULL, 'X' },
 		{ "help", no_argument, NULL, 'h' },
 		{},
 	};
 	struct session_opts so = { .sz = sizeof(so), .mode = mode, .log = stderr };
+	struct span_request reqs[MAX_SPAN_ARGS];
+	char req_buf[MAX_SPAN_ARGS][512];
 	bool json = false, text = false, have_pid = false;
 	const char *out = NULL;
 	struct json_object *doc = NULL;
@@ -208,6 +227,36 @@ static int collect(const char *cmd, int argc, char **argv, enum target_mode mode
 				return CLI_EXIT_USAGE;
 			}
 			break;
+		case 'S':
+			if (so.nr_span_reqs == MAX_SPAN_ARGS) {
+				cli__error(cmd, "--span: at most %d of them; use a glob instead",
+					   MAX_SPAN_ARGS);
+				return CLI_EXIT_USAGE;
+			}
+			if (span_request__parse(optarg, &reqs[so.nr_span_reqs],
+						req_buf[so.nr_span_reqs], sizeof(req_buf[0]))) {
+				cli__error(
+					cmd,
+					"--span '%s': expected [OBJECT:]SYMBOL[=metric], metric in kebab-case",
+					optarg);
+				return CLI_EXIT_USAGE;
+			}
+			so.nr_span_reqs++;
+			break;
+		case 'A':
+			so.no_annotations = true;
+			break;
+		case 'X': {
+			uint32_t n;
+
+			if (parse_count(optarg, 1u << 24, &n)) {
+				cli__error(cmd, "--max-spans '%s': expected a count from 1 to %u",
+					   optarg, 1u << 24);
+				return CLI_EXIT_USAGE;
+			}
+			so.max_spans = n;
+			break;
+		}
 		case 'h':
 			if (mode == TARGET_MODE_RUN)
 				cmd_run_help(stdout);
@@ -240,6 +289,7 @@ static int collect(const char *cmd, int argc, char **argv, enum target_mode mode
 		cli__error(cmd, "--json and --text both write to stdout; pick one");
 		return CLI_EXIT_USAGE;
 	}
+	so.span_reqs = reqs;
 	if (out && check_output_path(cmd, out))
 		return CLI_EXIT_FAILURE;
 

@@ -316,6 +316,13 @@ struct span_record {
 	bool hardware_recorded;
 	enum ev_gap hardware_reason;
 	struct span_hardware hardware;
+	/* khbpf addition: what the scheduler did while the span was open. */
+	bool has_ledger;
+	uint64_t on_cpu_ns;
+	uint64_t run_delay_ns;
+	uint64_t voluntary_switches;
+	uint64_t involuntary_switches;
+	uint64_t migrations;
 };
 
 /* Inclusive deltas of one span's readings; gaps propagate like ev_u64__delta. */

@@ -29,6 +29,7 @@
 #include "sched_collector.h"
 #include "sched_window.h"
 #include "session.h"
+#include "spanrun.h"
 #include "topology.h"
 
 #define NS_PER_SEC UINT64_C(1000000000)
@@ -77,14 +78,16 @@ struct session {
 	struct hardware_run hw;
 	struct doc_thread *threads;
 	size_t nr_threads;
-	struct collector_capability caps[4];
-	struct named_u64 loss[16];
+	struct collector_capability caps[5];
+	struct named_u64 loss[28];
 	size_t nr_loss;
 	struct named_u64 overhead[2 * SCHED_PROG_MAX + 4];
 	char overhead_names[2 * SCHED_PROG_MAX][48];
 	size_t nr_overhead;
 	struct evidence_doc doc;
 	struct doc_target target; /* read while the target was alive */
+	struct span_run spans;
+	bool spans_discovered;
 	struct rusage usage;
 };
 
@@ -379,6 +382,53 @@ static void bpf_unavailable(struct session *s, int err, bool have_btf)
 	      s->bpf_detail, (int)s->pid);
 }
 
+/* The command's executable: argv[0] as execvp(3) would find it. */
+static bool resolve_exe(const char *cmd, char *out, size_t size)
+{
+	const char *path = getenv("PATH");
+	char buf[PATH_MAX];
+
+	if (strchr(cmd, '/'))
+		return realpath(cmd, out) != NULL;
+	if (!path)
+		path = "/usr/local/bin:/usr/bin:/bin";
+	while (*path) {
+		size_t len = strcspn(path, ":");
+
+		snprintf(buf, sizeof(buf), "%.*s/%s", (int)len, len ? path : ".", cmd);
+		if (!access(buf, X_OK) && realpath(buf, out))
+			return strlen(out) < size;
+		path += len + (path[len] == ':');
+	}
+	return false;
+}
+
+/* Span sites: notes of every mapped object (attach) or of the command (run), and --span. */
+static void discover_spans(struct session *s)
+{
+	struct span_run_opts so = {
+		.sz = sizeof(so),
+		.root = s->root,
+		.pid = s->pid,
+		.reqs = s->opts.span_reqs,
+		.nr_reqs = s->opts.nr_span_reqs,
+		.no_annotations = s->opts.no_annotations,
+		.max_records = s->opts.max_spans,
+	};
+	char exe[PATH_MAX];
+	int err;
+
+	if (s->opts.mode == TARGET_MODE_RUN) {
+		if (!resolve_exe(s->opts.argv[0], exe, sizeof(exe)))
+			return;
+		so.exe = exe;
+	}
+	err = span_run__discover(&s->spans, &so);
+	s->spans_discovered = !err;
+	if (err)
+		logf_(s, "khbpf: span discovery failed: %s\n", strerror(-err));
+}
+
 /* Load the collector and mark the target; attach comes after the baseline. */
 static void setup_collector(struct session *s)
 {
@@ -391,6 +441,14 @@ static void setup_collector(struct session *s)
 	int err;
 
 	s->have_btf = access("/sys/kernel/btf/vmlinux", R_OK) == 0;
+	if (!s->opts.no_bpf)
+		discover_spans(s);
+	if (span_run__usable(&s->spans)) {
+		co.spans = true;
+		co.max_spans = s->opts.max_spans;
+		co.on_span = span_run__on_event;
+		co.on_span_ctx = &s->spans;
+	}
 	if (s->opts.no_bpf) {
 		s->bpf_avail = AVAIL_DISABLED;
 		snprintf(s->bpf_detail, sizeof(s->bpf_detail),
@@ -403,6 +461,8 @@ static void setup_collector(struct session *s)
 		bpf_unavailable(s, err, s->have_btf);
 		return;
 	}
+	if (co.spans)
+		span_run__attach(&s->spans, s->coll, s->pid);
 	s->use_bpf = true;
 	s->bpf_avail = AVAIL_AVAILABLE;
 }
@@ -510,7 +570,7 @@ static bool target_exited(struct session *s, const struct pollfd *pidfd_poll)
 static int wait_loop(struct session *s)
 {
 	uint64_t deadline = s->opts.duration_ns ? s->start_mono + s->opts.duration_ns : 0;
-	struct pollfd pfd[3];
+	struct pollfd pfd[4];
 	int forwarded = 0;
 
 	for (;;) {
@@ -530,12 +590,16 @@ static int wait_loop(struct session *s)
 		pfd[0] = (struct pollfd){ .fd = s->sigfd, .events = POLLIN };
 		pfd[1] = (struct pollfd){ .fd = s->pidfd, .events = POLLIN };
 		pfd[2] = (struct pollfd){ .fd = s->timerfd, .events = POLLIN };
-		n = poll(pfd, 3, timeout);
+		pfd[3] = (struct pollfd){ .fd = s->coll ? sched_collector__span_fd(s->coll) : -1,
+					  .events = POLLIN };
+		n = poll(pfd, 4, timeout);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
 			return -errno;
 		}
+		if (pfd[3].revents & POLLIN)
+			sched_collector__drain_spans(s->coll);
 		if (pfd[2].revents & POLLIN) {
 			uint64_t ticks;
 
@@ -654,7 +718,22 @@ static int build_document(struct session *s)
 				  s->topo.logical_cpus ? AVAIL_AVAILABLE : AVAIL_UNAVAILABLE,
 				  "cannot read CPU topology from sysfs; mount /sys");
 	doc->collectors = s->caps;
-	doc->nr_collectors = 4;
+	if (s->spans.nr_attached)
+		collector_capability__set(&s->caps[4], COLLECTOR_SPAN_PROBES, AVAIL_AVAILABLE,
+					  NULL);
+	else if (!s->spans.nr_sites)
+		collector_capability__set(
+			&s->caps[4], COLLECTOR_SPAN_PROBES, AVAIL_DISABLED, "%s",
+			s->opts.no_bpf ?
+				"--no-bpf given: spans need BPF uprobes" :
+				"no annotated span functions (KHBPF_SPAN) in the target and no --span given");
+	else
+		collector_capability__set(&s->caps[4], COLLECTOR_SPAN_PROBES,
+					  s->use_bpf ? AVAIL_UNAVAILABLE : s->bpf_avail,
+					  "no span site could be attached: %.200s",
+					  s->spans.sites[0].reason[0] ? s->spans.sites[0].reason :
+									s->bpf_detail);
+	doc->nr_collectors = 5;
 
 	/* Threads. */
 	s->threads = calloc(s->win.nr_threads ? s->win.nr_threads : 1, sizeof(*s->threads));
@@ -702,7 +781,8 @@ static int build_document(struct session *s)
 	hw->topology.numa_nodes = s->topo.numa_nodes;
 	host_affinity__count(s->pid, &hw->topology.affinity_cpus);
 	cgroup__cpu_quota(s->root, s->pid, &hw->topology.cpu_quota_milli, NULL, 0);
-	hw->span_aggregation_reason = EV_GAP_COLLECTOR_DISABLED;
+	hw->span_aggregation_reason =
+		s->spans.nr_sites ? EV_GAP_UNAVAILABLE : EV_GAP_COLLECTOR_DISABLED;
 
 	uo.first = &s->census[0];
 	uo.last = &s->census[1];
@@ -729,7 +809,29 @@ static int build_document(struct session *s)
 	doc->hardware_recorded = true;
 	doc->hardware = hw;
 
-	doc->events.availability_reason = EV_GAP_COLLECTOR_DISABLED;
+	if (s->spans.nr_sites) {
+		/*
+		 * Per-span cycles/instructions are not read yet: without a PMU
+		 * that is "unsupported" anyway; with one, the gap is honest.
+		 */
+		enum ev_gap hw_gap = s->counters_avail == AVAIL_AVAILABLE ?
+					     EV_GAP_UNAVAILABLE :
+					     collector_availability__gap(s->counters_avail);
+
+		err = span_run__document(&s->spans, s->start_mono, hw_gap, doc,
+					 &hw->span_aggregation);
+		if (err)
+			return err;
+		hw->span_aggregation_recorded = s->spans.nr_attached > 0;
+		doc->events.availability_recorded = s->spans.nr_attached > 0;
+		doc->events.availability = true;
+		doc->events.availability_reason = EV_GAP_UNAVAILABLE;
+		doc->events.dropped_span_events = s->stats.span_ringbuf_drops;
+		doc->events.sampled_out_events =
+			s->stats.span_sampled_out + s->spans.events_over_cap;
+	} else {
+		doc->events.availability_reason = EV_GAP_COLLECTOR_DISABLED;
+	}
 
 	/* loss: every counter, whether or not it is zero. */
 #define LOSS(n, v) s->loss[s->nr_loss++] = (struct named_u64){ n, ev_u64__recorded(v) }
@@ -745,6 +847,14 @@ static int build_document(struct session *s)
 	LOSS("proc_read_errors", s->proc_read_errors);
 	LOSS("census_threads_dropped", hw->utilization.dropped_threads);
 	LOSS("frequency_samples_dropped", s->freq_dropped);
+	LOSS("span_records_dropped_ringbuf", s->stats.span_ringbuf_drops);
+	LOSS("span_records_sampled_out", s->stats.span_sampled_out + s->spans.events_over_cap);
+	LOSS("span_depth_overflow", s->stats.span_depth_overflow);
+	LOSS("span_frames_unwound", s->stats.span_unwound);
+	LOSS("span_returns_unmatched", s->stats.span_unmatched);
+	LOSS("span_aggregates_overflow", s->stats.span_agg_overflow);
+	LOSS("span_state_failures", s->stats.span_state_failures);
+	LOSS("span_clock_overflow", s->stats.span_clock_overflow);
 #undef LOSS
 	doc->loss = s->loss;
 	doc->nr_loss = s->nr_loss;
@@ -799,7 +909,8 @@ static int finish_window(struct session *s)
 		return err;
 	s->end_mono = clock_ns(CLOCK_MONOTONIC);
 	if (s->use_bpf) {
-		err = sched_collector__exited(s->coll, &s->exited);
+		err = span_run__finish(&s->spans, s->coll);
+		err = err ?: sched_collector__exited(s->coll, &s->exited);
 		if (err)
 			return err;
 		sched_collector__detach(s->coll);
@@ -1141,6 +1252,7 @@ void session__print_summary(const struct session *s, FILE *f)
 			x->mig_class[KHBPF_MIG_OTHER_LLC], x->mig_class[KHBPF_MIG_OTHER_NODE],
 			x->mig_class[KHBPF_MIG_UNKNOWN]);
 	}
+	span_run__print(&s->spans, f);
 	fprintf(f, "\nGaps:\n");
 	for (i = 0; i < d->nr_collectors; i++) {
 		const struct collector_capability *cap = &d->collectors[i];
@@ -1166,6 +1278,8 @@ void session__destroy(struct session *s)
 	sched_collector__destroy(s->coll);
 	perfcount__destroy(s->perf);
 	host_topology__free(&s->topo);
+	span_run__free(&s->spans);
+	span_hw_aggregation__free(&s->hw.span_aggregation);
 	if (s->timerfd >= 0)
 		close(s->timerfd);
 	if (s->pidfd >= 0)

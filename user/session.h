@@ -13,6 +13,7 @@
 #include <sys/types.h>
 
 #include "document.h"
+#include "spanfind.h"
 
 struct session;
 struct json_object;
@@ -30,6 +31,10 @@ struct session_opts {
 	uint32_t max_threads; /* threads listed in the document; 0 → default */
 	const char *root; /* procfs/sysfs root; NULL → "/" */
 	FILE *log; /* progress lines (stderr); NULL → quiet */
+	const struct span_request *span_reqs; /* --span */
+	size_t nr_span_reqs;
+	bool no_annotations; /* ignore KHBPF_SPAN notes */
+	uint64_t max_spans; /* span records kept; 0 → default */
 };
 
 #define SESSION_DEFAULT_MAX_THREADS 65536

@@ -1,0 +1,82 @@
+#!/bin/bash
+# Spans through `khbpf run`: annotated functions found by their ELF notes
+# (also in a stripped copy), exact call counts against the program's own,
+# nesting, the record cap with exact aggregates, and bad --span requests
+# reported per probe while the others still attach.
+. "$(dirname "$0")/common.bash"
+require_root "uprobes need root"
+W=build/workloads/spanned
+
+check_counts() { # DOC TRUTH-LINE
+	"$PYTHON" - "$1" "$2" <<'PY' || fail "span counts differ from the workload's"
+import json, sys
+d = json.load(open(sys.argv[1]))
+want = json.loads(open(sys.argv[2]).read())
+got = {m["metric_id"]: m["calls"] for m in d["span_metrics"]}
+ok = got == want
+spans = d["events"]["spans"]
+ids = {s["span_id"]: s for s in spans}
+kept = len(spans)
+total = sum(want.values())
+if kept + d["events"]["dropped_span_events"] + d["events"]["sampled_out_events"] != total:
+    print("records + dropped + sampled_out != calls", file=sys.stderr); ok = False
+for s in spans:
+    p = s["parent_span_id"]
+    if p["status"] == "recorded":
+        parent = ids.get(p["value"])
+        if parent and parent["thread_id"] != s["thread_id"]:
+            print(f"span {s['span_id']}: parent on another thread", file=sys.stderr); ok = False
+    kids = sum(c["inclusive_ns"] for c in spans if c["parent_span_id"].get("value") == s["span_id"])
+    if kept == total and s["exclusive_ns"] != s["inclusive_ns"] - kids:
+        print(f"span {s['span_id']}: exclusive != inclusive - children", file=sys.stderr); ok = False
+starts = [s["start_ns"] for s in spans]
+if starts != sorted(starts):
+    print("records not ordered by start", file=sys.stderr); ok = False
+if not ok:
+    print("got", got, "want", want, file=sys.stderr)
+sys.exit(0 if ok else 1)
+PY
+}
+
+expect_exit 0 timeout 60 "$KHBPF" run -o "$TMP/doc.json" -- "$W" --threads 3 --iterations 4
+cp "$TMP/out" "$TMP/truth.json"
+"$PYTHON" tests/validate_schema.py "$SCHEMA" "$TMP/doc.json" >/dev/null || fail "schema"
+check_counts "$TMP/doc.json" "$TMP/truth.json"
+json_check "$TMP/doc.json" \
+	"len(d['span_probes']) == 8 and all(p['status'] == 'attached' for p in d['span_probes'])" \
+	"d['hardware']['value']['span_aggregation']['value']['run']['span_count'] == len(d['events']['spans'])" \
+	"[c['availability'] for c in d['collectors'] if c['collector'] == 'span-probes'] == ['available']" \
+	"all(s['hardware'] == {'status': 'unavailable', 'reason': 'unsupported'} for s in d['events']['spans'])" \
+	"d['loss']['span_depth_overflow']['value'] == 0"
+
+# Stripped: the notes survive strip --strip-all; the same spans, no symbol names.
+cp "$W" "$TMP/spanned-stripped"
+strip --strip-all "$TMP/spanned-stripped"
+expect_exit 0 timeout 60 "$KHBPF" run -o "$TMP/doc2.json" -- "$TMP/spanned-stripped" --threads 2 --iterations 3
+cp "$TMP/out" "$TMP/truth2.json"
+check_counts "$TMP/doc2.json" "$TMP/truth2.json"
+
+# A cap on records: 10 kept, the rest sampled out, the totals still exact.
+expect_exit 0 timeout 60 "$KHBPF" run --max-spans 10 -o "$TMP/doc3.json" -- "$W" --threads 2 --iterations 3
+cp "$TMP/out" "$TMP/truth3.json"
+check_counts "$TMP/doc3.json" "$TMP/truth3.json"
+json_check "$TMP/doc3.json" "len(d['events']['spans']) == 10" \
+	"d['events']['sampled_out_events'] == sum(m['calls'] for m in d['span_metrics']) - 10"
+
+# --span by symbol glob, plus one that does not exist: reported, others attach.
+expect_exit 0 timeout 60 "$KHBPF" run --no-annotations --span 'stage_sib_?=sibling' \
+	--span no_such_function -o "$TMP/doc4.json" -- "$W" --threads 1 --iterations 2
+json_check "$TMP/doc4.json" \
+	"[(m['metric_id'], m['calls']) for m in d['span_metrics']] == [('sibling', 4)]" \
+	"[p['status'] for p in d['span_probes'] if p['symbol'] == 'no_such_function'] == ['failed']" \
+	"all(len(p.get('reason', 'x')) > 10 for p in d['span_probes'] if p['status'] == 'failed')"
+
+# No annotations and no --span: the span collector says so.
+expect_exit 0 timeout 60 "$KHBPF" run --no-annotations -o "$TMP/doc5.json" -- "$W" --threads 1 --iterations 1
+json_check "$TMP/doc5.json" \
+	"[c['availability'] for c in d['collectors'] if c['collector'] == 'span-probes'] == ['disabled']" \
+	"d['events']['availability'] == {'status': 'unavailable', 'reason': 'collector-disabled'}" \
+	"d['span_probes'] == []"
+expect_exit 2 "$KHBPF" run --span 'x=Bad_Metric' -- true
+expect_one_line_error
+echo "spans_cli: ok"

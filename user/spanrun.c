@@ -1,0 +1,388 @@
+// SPDX-License-Identifier: MIT
+#include <errno.h>
+#include <inttypes.h>
+#include <libgen.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sched_window.h"
+#include "spanrun.h"
+
+static int metric_index(struct span_run *r, const char *name, uint32_t *idx)
+{
+	size_t i;
+
+	for (i = 0; i < r->nr_metrics; i++) {
+		if (!strcmp(r->metrics[i], name)) {
+			*idx = (uint32_t)i;
+			return 0;
+		}
+	}
+	if (r->nr_metrics == KHBPF_MAX_METRICS)
+		return -E2BIG;
+	snprintf(r->metrics[r->nr_metrics], SPANFIND_METRIC_MAX, "%s", name);
+	*idx = (uint32_t)r->nr_metrics++;
+	return 0;
+}
+
+static void site_error(struct span_site *s, int err, const char *what, const char *why)
+{
+	s->err = err;
+	snprintf(s->reason, sizeof(s->reason), "%.120s: %.120s", what, why);
+}
+
+/* A site that only carries an error, for a request run mode cannot resolve. */
+static int push_error_site(struct span_site **sites, size_t *nr, const struct span_request *q,
+			   const char *why)
+{
+	struct span_site *grown = realloc(*sites, (*nr + 1) * sizeof(**sites));
+	struct span_site *s;
+
+	if (!grown)
+		return -ENOMEM;
+	*sites = grown;
+	s = &grown[(*nr)++];
+	memset(s, 0, sizeof(*s));
+	snprintf(s->object, sizeof(s->object), "%s", q->object ? q->object : "");
+	snprintf(s->symbol, sizeof(s->symbol), "%s", q->symbol);
+	snprintf(s->metric, sizeof(s->metric), "%s", q->metric ? q->metric : "");
+	site_error(s, -EOPNOTSUPP, q->object ? q->object : q->symbol, why);
+	return 0;
+}
+
+/* run: the executable is known before it runs; its libraries are not mapped yet. */
+static int discover_exe(struct span_run *r, const struct span_run_opts *o)
+{
+	char copy[PATH_MAX];
+	const char *base;
+	size_t i;
+	int err;
+
+	snprintf(copy, sizeof(copy), "%s", o->exe);
+	base = basename(copy);
+	if (!o->no_annotations) {
+		err = spanfind__notes(o->exe, o->exe, &r->sites, &r->nr_sites);
+		/* A script or a non-ELF command simply has no annotations. */
+		if (err == -ENOEXEC && r->nr_sites && r->sites[r->nr_sites - 1].err == -ENOEXEC)
+			r->nr_sites--;
+		else if (err == -ENOMEM)
+			return err;
+	}
+	for (i = 0; i < o->nr_reqs; i++) {
+		const struct span_request *q = &o->reqs[i];
+
+		if (q->object && strcmp(q->object, o->exe) && strcmp(q->object, base)) {
+			err = push_error_site(
+				&r->sites, &r->nr_sites, q,
+				"with `run`, spans resolve in the command's executable only; use `attach` for libraries");
+		} else {
+			err = spanfind__symbols(o->exe, o->exe, q->symbol, q->metric, &r->sites,
+						&r->nr_sites);
+			err = err == -ENOMEM ? err : 0;
+		}
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+int span_run__discover(struct span_run *r, const struct span_run_opts *o)
+{
+	size_t i;
+	int err;
+
+	memset(r, 0, sizeof(*r));
+	r->max_records = o->max_records ? o->max_records : KHBPF_DEFAULT_MAX_SPANS;
+	r->metrics = calloc(KHBPF_MAX_METRICS, sizeof(*r->metrics));
+	if (!r->metrics)
+		return -ENOMEM;
+	if (o->no_annotations && !o->nr_reqs)
+		return 0;
+	if (o->exe)
+		err = discover_exe(r, o);
+	else
+		err = spanfind__discover(o->root, o->pid, o->reqs, o->nr_reqs, o->no_annotations,
+					 &r->sites, &r->nr_sites);
+	/* Errors the sites carry are reported per site; only ENOMEM/ESRCH stop here. */
+	if (err == -ENOMEM || err == -ESRCH)
+		return err;
+	r->site_metric = calloc(r->nr_sites ? r->nr_sites : 1, sizeof(*r->site_metric));
+	if (!r->site_metric)
+		return -ENOMEM;
+	for (i = 0; i < r->nr_sites; i++) {
+		struct span_site *s = &r->sites[i];
+
+		if (s->err || !s->metric[0])
+			continue;
+		if (metric_index(r, s->metric, &r->site_metric[i]))
+			site_error(s, -E2BIG, s->metric,
+				   "more than 1024 distinct metrics; this one is not attached");
+	}
+	return 0;
+}
+
+size_t span_run__usable(const struct span_run *r)
+{
+	size_t i, n = 0;
+
+	for (i = 0; i < r->nr_sites; i++)
+		n += !r->sites[i].err;
+	return n;
+}
+
+void span_run__attach(struct span_run *r, struct sched_collector *c, pid_t pid)
+{
+	size_t i;
+
+	for (i = 0; i < r->nr_sites; i++) {
+		struct span_site *s = &r->sites[i];
+		char what[64];
+		int err;
+
+		if (s->err)
+			continue;
+		err = sched_collector__attach_span(c, s->open_path, s->offset, pid,
+						   r->site_metric[i]);
+		if (err) {
+			snprintf(what, sizeof(what), "%s", strerror(-err));
+			s->err = err;
+			snprintf(s->reason, sizeof(s->reason),
+				 "%.100s: cannot attach uprobes at offset 0x%" PRIx64
+				 " (%.40s): %.60s",
+				 s->object, s->offset, s->symbol[0] ? s->symbol : s->metric, what);
+			continue;
+		}
+		r->nr_attached++;
+	}
+}
+
+void span_run__on_event(void *ctx, const struct khbpf_span_event *e)
+{
+	struct span_run *r = ctx;
+
+	if (r->nr_events >= r->max_records) {
+		r->events_over_cap++;
+		return;
+	}
+	/* Memory follows the records kept, up to the cap. */
+	if (r->nr_events == r->events_cap) {
+		size_t cap = r->events_cap ? 2 * r->events_cap : 64;
+		struct khbpf_span_event *grown;
+
+		if (cap > r->max_records)
+			cap = r->max_records;
+		grown = realloc(r->events, cap * sizeof(*grown));
+		if (!grown) {
+			r->events_over_cap++;
+			return;
+		}
+		r->events = grown;
+		r->events_cap = cap;
+	}
+	r->events[r->nr_events++] = *e;
+}
+
+int span_run__finish(struct span_run *r, struct sched_collector *c)
+{
+	int n, err;
+
+	if (!r->nr_attached)
+		return 0;
+	do {
+		n = sched_collector__drain_spans(c);
+	} while (n > 0);
+	if (n < 0)
+		return n;
+	err = sched_collector__span_aggs(c, &r->aggs, &r->nr_aggs);
+	return err ?: sched_collector__open_spans(c, &r->open, &r->nr_open);
+}
+
+static int record_cmp(const void *a, const void *b)
+{
+	const struct span_record *x = a, *y = b;
+
+	if (x->start_ns != y->start_ns)
+		return x->start_ns < y->start_ns ? -1 : 1;
+	return x->span_id < y->span_id ? -1 : x->span_id > y->span_id;
+}
+
+int span_run__document(struct span_run *r, uint64_t start_mono_ns, enum ev_gap hw_reason,
+		       struct evidence_doc *doc, struct span_hw_aggregation *agg)
+{
+	size_t i, j, nb = 0;
+
+	r->records = calloc(r->nr_events ? r->nr_events : 1, sizeof(*r->records));
+	r->doc_metrics = calloc(r->nr_metrics ? r->nr_metrics : 1, sizeof(*r->doc_metrics));
+	r->buckets =
+		calloc(r->nr_metrics ? r->nr_metrics * KHBPF_RQ_SLOTS : 1, sizeof(*r->buckets));
+	r->probes = calloc(r->nr_sites ? r->nr_sites : 1, sizeof(*r->probes));
+	if (!r->records || !r->doc_metrics || !r->buckets || !r->probes)
+		return -ENOMEM;
+
+	for (i = 0; i < r->nr_events; i++) {
+		const struct khbpf_span_event *e = &r->events[i];
+		struct span_record *s = &r->records[i];
+
+		s->span_id = e->span_id;
+		s->parent_span_id = e->parent_span_id ? ev_u64__recorded(e->parent_span_id) :
+							ev_u64__gap(EV_GAP_UNAVAILABLE);
+		snprintf(s->metric_id, sizeof(s->metric_id), "%s",
+			 e->metric < r->nr_metrics ? r->metrics[e->metric] : "unknown");
+		s->start_ns = e->start_ns > start_mono_ns ? e->start_ns - start_mono_ns : 0;
+		s->inclusive_ns = e->inclusive_ns;
+		s->exclusive_ns = e->exclusive_ns;
+		s->thread_id = e->tid;
+		s->task_id = ev_u64__gap(EV_GAP_UNAVAILABLE);
+		s->worker_id = ev_u64__gap(EV_GAP_UNAVAILABLE);
+		s->hardware_reason = hw_reason;
+		s->has_ledger = true;
+		s->on_cpu_ns = e->ledger.on_cpu_ns;
+		s->run_delay_ns = e->ledger.run_delay_ns;
+		s->voluntary_switches = e->ledger.nvcsw;
+		s->involuntary_switches = e->ledger.nivcsw;
+		s->migrations = e->ledger.migrations;
+	}
+	r->nr_records = r->nr_events;
+	qsort(r->records, r->nr_records, sizeof(*r->records), record_cmp);
+
+	for (i = 0; i < r->nr_metrics; i++) {
+		struct span_metric *m = &r->doc_metrics[i];
+		uint64_t hist[KHBPF_RQ_SLOTS] = { 0 };
+		size_t k;
+
+		snprintf(m->metric_id, sizeof(m->metric_id), "%s", r->metrics[i]);
+		for (j = 0; j < r->nr_aggs; j++) {
+			const struct span_agg_entry *a = &r->aggs[j];
+
+			if (a->key.metric != i)
+				continue;
+			m->calls += a->agg.calls;
+			m->inclusive_ns += a->agg.inclusive_ns;
+			m->exclusive_ns += a->agg.exclusive_ns;
+			for (k = 0; k < KHBPF_RQ_SLOTS; k++)
+				hist[k] += a->agg.hist[k];
+		}
+		for (j = 0; j < r->nr_open; j++)
+			m->unfinished += r->open[j].metric == i;
+		m->histogram = &r->buckets[nb];
+		for (k = 0; k < KHBPF_RQ_SLOTS; k++) {
+			if (!hist[k])
+				continue;
+			r->buckets[nb].lower_bound = rq_slot__lower((unsigned int)k);
+			r->buckets[nb].upper_bound = rq_slot__upper((unsigned int)k);
+			r->buckets[nb].count = hist[k];
+			nb++;
+			m->nr_buckets++;
+		}
+	}
+
+	for (i = 0; i < r->nr_sites; i++) {
+		const struct span_site *s = &r->sites[i];
+		struct span_probe *p = &r->probes[i];
+
+		snprintf(p->object, sizeof(p->object), "%s", s->object);
+		snprintf(p->symbol, sizeof(p->symbol), "%s", s->symbol);
+		snprintf(p->metric_id, sizeof(p->metric_id), "%s", s->metric);
+		p->attached = !s->err;
+		snprintf(p->reason, sizeof(p->reason), "%s", s->reason);
+	}
+
+	doc->events.spans = r->records;
+	doc->events.nr_spans = r->nr_records;
+	doc->span_metrics = r->doc_metrics;
+	doc->nr_span_metrics = r->nr_metrics;
+	doc->span_probes = r->probes;
+	doc->nr_span_probes = r->nr_sites;
+	return span_hw_aggregation__compute(agg, r->records, r->nr_records);
+}
+
+/* Upper bound of the bucket holding the q-th (per mille) call. */
+static uint64_t quantile(const struct span_metric *m, unsigned int permille)
+{
+	uint64_t want = (m->calls * permille + 999) / 1000, seen = 0;
+	size_t i;
+
+	for (i = 0; i < m->nr_buckets; i++) {
+		seen += m->histogram[i].count;
+		if (seen >= want)
+			return m->histogram[i].upper_bound;
+	}
+	return 0;
+}
+
+static int excl_desc(const void *a, const void *b)
+{
+	const struct span_metric *x = *(const struct span_metric *const *)a;
+	const struct span_metric *y = *(const struct span_metric *const *)b;
+
+	return x->exclusive_ns > y->exclusive_ns ? -1 : x->exclusive_ns < y->exclusive_ns;
+}
+
+static void fmt_ns(char *buf, size_t len, uint64_t ns)
+{
+	if (ns >= UINT64_C(10000000000))
+		snprintf(buf, len, "%" PRIu64 "s", ns / UINT64_C(1000000000));
+	else if (ns >= 10000000)
+		snprintf(buf, len, "%" PRIu64 "ms", ns / 1000000);
+	else if (ns >= 10000)
+		snprintf(buf, len, "%" PRIu64 "us", ns / 1000);
+	else
+		snprintf(buf, len, "%" PRIu64 "ns", ns);
+}
+
+void span_run__print(const struct span_run *r, FILE *f)
+{
+	const struct span_metric **v;
+	uint64_t total_excl = 0;
+	size_t i;
+
+	if (!r->nr_sites)
+		return;
+	fprintf(f, "\nSpans: %zu probe sites attached of %zu\n", r->nr_attached, r->nr_sites);
+	for (i = 0; i < r->nr_sites; i++)
+		if (r->sites[i].err)
+			fprintf(f, "  not attached: %s\n", r->sites[i].reason);
+	if (!r->nr_metrics || !r->doc_metrics)
+		return;
+	v = calloc(r->nr_metrics, sizeof(*v));
+	if (!v)
+		return;
+	for (i = 0; i < r->nr_metrics; i++) {
+		v[i] = &r->doc_metrics[i];
+		total_excl += v[i]->exclusive_ns;
+	}
+	qsort(v, r->nr_metrics, sizeof(*v), excl_desc);
+	fprintf(f, "  %-24s %9s %9s %9s %9s %9s %9s %6s\n", "METRIC", "CALLS", "TOTAL", "MEAN",
+		"P50<=", "P99<=", "EXCL", "EXCL%");
+	for (i = 0; i < r->nr_metrics; i++) {
+		const struct span_metric *m = v[i];
+		char t[16], mean[16], p50[16], p99[16], ex[16];
+
+		fmt_ns(t, sizeof(t), m->inclusive_ns);
+		fmt_ns(mean, sizeof(mean), m->calls ? m->inclusive_ns / m->calls : 0);
+		fmt_ns(p50, sizeof(p50), quantile(m, 500));
+		fmt_ns(p99, sizeof(p99), quantile(m, 990));
+		fmt_ns(ex, sizeof(ex), m->exclusive_ns);
+		fprintf(f, "  %-24s %9" PRIu64 " %9s %9s %9s %9s %9s %5" PRIu64 "%%%s\n",
+			m->metric_id, m->calls, t, m->calls ? mean : "-", m->calls ? p50 : "-",
+			m->calls ? p99 : "-", ex,
+			total_excl ? m->exclusive_ns * 100 / total_excl : 0,
+			m->unfinished ? " (open at end)" : "");
+	}
+	free(v);
+}
+
+void span_run__free(struct span_run *r)
+{
+	spanfind__free(r->sites, r->nr_sites);
+	free(r->site_metric);
+	free(r->metrics);
+	free(r->events);
+	free(r->aggs);
+	free(r->open);
+	free(r->records);
+	free(r->doc_metrics);
+	free(r->buckets);
+	free(r->probes);
+	memset(r, 0, sizeof(*r));
+}

@@ -1,0 +1,75 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Spans within one session: find the sites, attach them, collect records
+ * and aggregates, and turn them into the document's span parts.
+ */
+#ifndef KHBPF_SPANRUN_H
+#define KHBPF_SPANRUN_H
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+#include "document.h"
+#include "sched_collector.h"
+#include "spanfind.h"
+
+struct span_run {
+	struct span_site *sites;
+	size_t nr_sites;
+	uint32_t *site_metric; /* metric index (the uprobe cookie) per site */
+	char (*metrics)[SPANFIND_METRIC_MAX];
+	size_t nr_metrics;
+	uint64_t max_records;
+	struct khbpf_span_event *events; /* finished spans as delivered */
+	size_t nr_events;
+	size_t events_cap;
+	uint64_t events_over_cap; /* delivered beyond max_records: counted, not kept */
+	struct span_agg_entry *aggs;
+	size_t nr_aggs;
+	struct khbpf_span_event *open; /* still open at the end */
+	size_t nr_open;
+	size_t nr_attached;
+
+	/* Document parts, valid after span_run__document. */
+	struct span_record *records;
+	size_t nr_records;
+	struct span_metric *doc_metrics;
+	struct log2_bucket *buckets;
+	struct span_probe *probes;
+};
+
+struct span_run_opts {
+	size_t sz;
+	const char *root;
+	pid_t pid;
+	/* run mode: the command's executable, read before it runs; NULL in attach mode. */
+	const char *exe;
+	const struct span_request *reqs;
+	size_t nr_reqs;
+	bool no_annotations;
+	uint64_t max_records;
+};
+
+/* Find the sites (never fails for a bad site: the site carries its reason). */
+int span_run__discover(struct span_run *r, const struct span_run_opts *opts);
+/* Sites that can be attached: whether the collector needs span support. */
+size_t span_run__usable(const struct span_run *r);
+/* Attach every usable site for pid; failures become the site's reason. */
+void span_run__attach(struct span_run *r, struct sched_collector *c, pid_t pid);
+/* sched_collector on_span callback. */
+void span_run__on_event(void *ctx, const struct khbpf_span_event *e);
+/* At the window's end: drain, read aggregates and the spans still open. */
+int span_run__finish(struct span_run *r, struct sched_collector *c);
+/*
+ * Build the document's span parts; start_ns of records counts from
+ * start_mono_ns (CLOCK_MONOTONIC, as bpf_ktime_get_ns). hw_reason is the gap
+ * every span's hardware carries.
+ */
+int span_run__document(struct span_run *r, uint64_t start_mono_ns, enum ev_gap hw_reason,
+		       struct evidence_doc *doc, struct span_hw_aggregation *agg);
+/* The per-metric table of the text summary, sorted by exclusive time. */
+void span_run__print(const struct span_run *r, FILE *f);
+void span_run__free(struct span_run *r);
+
+#endif /* KHBPF_SPANRUN_H */
