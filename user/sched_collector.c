@@ -230,16 +230,21 @@ int sched_collector__baseline(struct sched_collector *c, struct thread_table *ou
 	return err;
 }
 
-int sched_collector__snapshot(struct sched_collector *c, struct thread_table *out)
+/*
+ * Run a task iterator and collect its fixed-size records into a malloc'd
+ * array. seq_file hands out whole records; reassemble across reads anyway.
+ */
+static int iter_collect(struct bpf_program *prog, size_t rec_size, void **out, size_t *nr)
 {
-	struct khbpf_thread_rec rec;
+	char *v = NULL, *grown;
+	size_t cap = 0, n = 0, have = 0;
 	struct bpf_link *link;
-	size_t cap = 0, have = 0;
 	int fd, err = 0;
-	ssize_t n;
+	ssize_t r;
 
-	memset(out, 0, sizeof(*out));
-	link = bpf_program__attach_iter(c->skel->progs.khbpf_iter_task, NULL);
+	*out = NULL;
+	*nr = 0;
+	link = bpf_program__attach_iter(prog, NULL);
 	if (!link)
 		return -errno;
 	fd = bpf_iter_create(bpf_link__fd(link));
@@ -247,28 +252,54 @@ int sched_collector__snapshot(struct sched_collector *c, struct thread_table *ou
 		err = -errno;
 		goto cleanup;
 	}
-	/* seq_file hands out whole records; reassemble across reads anyway. */
-	while ((n = read(fd, (char *)&rec + have, sizeof(rec) - have)) > 0) {
-		have += (size_t)n;
-		if (have < sizeof(rec))
-			continue;
-		have = 0;
-		err = table_push(out, &cap, &rec);
-		if (err)
+	for (;;) {
+		if (n == cap) {
+			cap = cap ? cap * 2 : 64;
+			grown = realloc(v, cap * rec_size);
+			if (!grown) {
+				err = -ENOMEM;
+				break;
+			}
+			v = grown;
+		}
+		r = read(fd, v + n * rec_size + have, rec_size - have);
+		if (r <= 0) {
+			if (r < 0)
+				err = -errno;
+			else if (have)
+				err = -EIO;
 			break;
+		}
+		have += (size_t)r;
+		if (have == rec_size) {
+			have = 0;
+			n++;
+		}
 	}
-	if (!err && n < 0)
-		err = -errno;
-	if (!err && have)
-		err = -EIO;
 	close(fd);
 cleanup:
 	bpf_link__destroy(link);
+	if (err) {
+		free(v);
+		return err;
+	}
+	*out = v;
+	*nr = n;
+	return 0;
+}
+
+int sched_collector__snapshot(struct sched_collector *c, struct thread_table *out)
+{
+	void *recs;
+	int err;
+
+	memset(out, 0, sizeof(*out));
+	err = iter_collect(c->skel->progs.khbpf_iter_task, sizeof(*out->recs), &recs, &out->nr);
 	if (err)
-		thread_table__free(out);
-	else
-		thread_table__sort(out);
-	return err;
+		return err;
+	out->recs = recs;
+	thread_table__sort(out);
+	return 0;
 }
 
 static int read_exited(struct sched_collector *c, struct thread_table *out, size_t *not_final)
@@ -474,50 +505,12 @@ int sched_collector__span_aggs(struct sched_collector *c, struct span_agg_entry 
 int sched_collector__open_spans(struct sched_collector *c, struct khbpf_span_event **out,
 				size_t *nr)
 {
-	struct khbpf_span_event e, *v = NULL, *grown;
-	struct bpf_link *link;
-	size_t cap = 0, n = 0, have = 0;
-	int fd, err = 0;
-	ssize_t r;
+	void *recs;
+	int err;
 
-	*out = NULL;
-	*nr = 0;
-	link = bpf_program__attach_iter(c->skel->progs.khbpf_iter_open_spans, NULL);
-	if (!link)
-		return -errno;
-	fd = bpf_iter_create(bpf_link__fd(link));
-	if (fd < 0) {
-		err = -errno;
-		goto cleanup;
-	}
-	while ((r = read(fd, (char *)&e + have, sizeof(e) - have)) > 0) {
-		have += (size_t)r;
-		if (have < sizeof(e))
-			continue;
-		have = 0;
-		if (n == cap) {
-			cap = cap ? cap * 2 : 16;
-			grown = realloc(v, cap * sizeof(*v));
-			if (!grown) {
-				err = -ENOMEM;
-				break;
-			}
-			v = grown;
-		}
-		v[n++] = e;
-	}
-	if (!err && r < 0)
-		err = -errno;
-	close(fd);
-cleanup:
-	bpf_link__destroy(link);
-	if (err) {
-		free(v);
-		return err;
-	}
-	*out = v;
-	*nr = n;
-	return 0;
+	err = iter_collect(c->skel->progs.khbpf_iter_open_spans, sizeof(**out), &recs, nr);
+	*out = err ? NULL : recs;
+	return err;
 }
 
 void sched_collector__destroy(struct sched_collector *c)
