@@ -389,6 +389,7 @@ int sched_collector__stats(struct sched_collector *c, struct sched_collector_sta
 		snprintf(s->name, sizeof(s->name), "%s", bpf_program__name(prog));
 		s->run_cnt = info.run_cnt;
 		s->run_time_ns = info.run_time_ns;
+		s->recursion_misses = info.recursion_misses;
 	}
 	return 0;
 }

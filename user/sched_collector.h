@@ -50,6 +50,7 @@ struct sched_prog_stats {
 	char name[32];
 	uint64_t run_cnt;
 	uint64_t run_time_ns;
+	uint64_t recursion_misses; /* runs the kernel skipped: this program was busy on that CPU */
 };
 
 struct sched_collector_stats {

@@ -79,7 +79,8 @@ struct session {
 	struct doc_thread *threads;
 	size_t nr_threads;
 	struct collector_capability caps[5];
-	struct named_u64 loss[28];
+	struct named_u64 loss[28 + SCHED_PROG_MAX];
+	char loss_names[SCHED_PROG_MAX][48];
 	size_t nr_loss;
 	struct named_u64 overhead[2 * SCHED_PROG_MAX + 4];
 	char overhead_names[2 * SCHED_PROG_MAX][48];
@@ -855,6 +856,14 @@ static int build_document(struct session *s)
 	LOSS("span_aggregates_overflow", s->stats.span_agg_overflow);
 	LOSS("span_state_failures", s->stats.span_state_failures);
 	LOSS("span_clock_overflow", s->stats.span_clock_overflow);
+	/* A run the kernel skipped (the program was busy on that CPU) may miss an event. */
+	for (i = 0; i < s->stats.nr_progs; i++) {
+		snprintf(s->loss_names[i], sizeof(s->loss_names[0]), "%s_recursion_misses",
+			 s->stats.progs[i].name);
+		s->loss[s->nr_loss++] = (struct named_u64){
+			s->loss_names[i], ev_u64__recorded(s->stats.progs[i].recursion_misses)
+		};
+	}
 #undef LOSS
 	doc->loss = s->loss;
 	doc->nr_loss = s->nr_loss;
