@@ -114,7 +114,7 @@ static void run_spanned(const char *threads, const char *iterations, uint64_t ma
 	assert_string_equal(line, "ready\n");
 
 	assert_int_equal(spanfind__discover("/", pid, NULL, 0, false, &sites, &nr_sites), 0);
-	assert_int_equal(nr_sites, 8);
+	assert_int_equal(nr_sites, 9);
 	assert_int_equal(sched_collector__open(&c, &o), 0);
 	assert_int_equal(sched_collector__add_target(c, pid), 0);
 	assert_int_equal(sched_collector__attach(c), 0);
@@ -169,8 +169,8 @@ static void test_span_probes__exact_counts_and_nesting(void **state)
 		assert_int_equal(calls[m], expected(line, mt.names[m]));
 		total += calls[m];
 	}
-	/* Three worker threads (plus none from main), each with every metric. */
-	assert_int_equal(nr_aggs, 3 * mt.nr);
+	/* Three worker threads, each with every metric but stage-hold (not called). */
+	assert_int_equal(nr_aggs, 3 * (mt.nr - 1));
 	/* Every record: emitted (delivered), dropped or sampled out. */
 	assert_int_equal(st.span_records, total);
 	assert_int_equal(st.span_events_delivered + st.span_ringbuf_drops + st.span_sampled_out,
@@ -207,6 +207,7 @@ static void test_span_probes__exact_counts_and_nesting(void **state)
 			else
 				assert_null(p);
 		} else {
+			assert_string_not_equal(name, "stage-hold");
 			assert_int_equal(e->parent_span_id, 0);
 			assert_int_equal(e->depth, 0);
 		}
@@ -251,11 +252,89 @@ static void test_span_probes__sampled_out_counted(void **state)
 	free(ev.v);
 }
 
+/* A span open when the window ends is reported with its start, not lost. */
+static void test_span_probes__open_span_reported(void **state)
+{
+	struct sched_collector_opts o = { .sz = sizeof(o), .spans = true };
+	struct metric_table mt = { .nr = 0 };
+	struct khbpf_span_event *open = NULL;
+	struct span_site *sites = NULL;
+	struct sched_collector *c;
+	struct span_agg_entry *aggs;
+	size_t nr_sites = 0, nr_open = 0, nr_aggs, i;
+	uint64_t hold_calls = 0;
+	int in[2], out[2], status;
+	char line[512];
+	pid_t pid;
+	FILE *f;
+
+	(void)state;
+	require_or_skip(geteuid() == 0, "uprobes need root");
+	assert_int_equal(pipe(in), 0);
+	assert_int_equal(pipe(out), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		dup2(in[0], 0);
+		dup2(out[1], 1);
+		close(in[1]);
+		close(out[0]);
+		execl("build/workloads/spanned", "spanned", "--wait", "--hold", "--threads", "1",
+		      "--iterations", "1", (char *)NULL);
+		_exit(127);
+	}
+	close(in[0]);
+	close(out[1]);
+	f = fdopen(out[0], "r");
+	assert_non_null(fgets(line, sizeof(line), f));
+	assert_int_equal(spanfind__discover("/", pid, NULL, 0, false, &sites, &nr_sites), 0);
+	assert_int_equal(sched_collector__open(&c, &o), 0);
+	assert_int_equal(sched_collector__add_target(c, pid), 0);
+	assert_int_equal(sched_collector__attach(c), 0);
+	for (i = 0; i < nr_sites; i++)
+		assert_int_equal(sched_collector__attach_span(c, sites[i].open_path,
+							      sites[i].offset, pid,
+							      metric_index(&mt, sites[i].metric)),
+				 0);
+	spanfind__free(sites, nr_sites);
+	assert_int_equal(write(in[1], "g", 1), 1);
+	assert_non_null(fgets(line, sizeof(line), f));
+	assert_string_equal(line, "holding\n");
+
+	/* Inside stage-hold now: exactly that one span is open, on the main thread. */
+	assert_int_equal(sched_collector__open_spans(c, &open, &nr_open), 0);
+	assert_int_equal(nr_open, 1);
+	assert_string_equal(mt.names[open[0].metric], "stage-hold");
+	assert_int_equal(open[0].tid, (uint32_t)pid);
+	assert_int_equal(open[0].depth, 0);
+	assert_int_equal(open[0].parent_span_id, 0);
+	assert_true(open[0].start_ns > 0);
+	free(open);
+
+	close(in[1]);
+	assert_non_null(fgets(line, sizeof(line), f));
+	fclose(f);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	/* Once it returned, it is a finished call like any other. */
+	assert_int_equal(sched_collector__open_spans(c, &open, &nr_open), 0);
+	assert_int_equal(nr_open, 0);
+	free(open);
+	assert_int_equal(sched_collector__span_aggs(c, &aggs, &nr_aggs), 0);
+	for (i = 0; i < nr_aggs; i++)
+		if (!strcmp(mt.names[aggs[i].key.metric], "stage-hold"))
+			hold_calls += aggs[i].agg.calls;
+	assert_int_equal(hold_calls, 1);
+	free(aggs);
+	sched_collector__destroy(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_span_probes__exact_counts_and_nesting),
 		cmocka_unit_test(test_span_probes__sampled_out_counted),
+		cmocka_unit_test(test_span_probes__open_span_reported),
 	};
 
 	return cmocka_run_group_tests_name("span_probes", tests, NULL, NULL);

@@ -276,6 +276,20 @@ struct json_object *evidence_doc__to_json(const struct evidence_doc *doc)
 		push(arr, span_probe_json(&doc->span_probes[i], &err), &err);
 	add(obj, "span_probes", arr, &err);
 
+	arr = json_object_new_array_ext((int)doc->nr_open_spans);
+	for (i = 0; arr && i < doc->nr_open_spans; i++) {
+		const struct open_span *o = &doc->open_spans[i];
+		struct json_object *os = versioned(&err);
+
+		add(os, "span_id", evjson__u64(o->span_id), &err);
+		add(os, "parent_span_id", evjson__ev_u64(o->parent_span_id), &err);
+		add(os, "metric_id", evjson__string(o->metric_id), &err);
+		add(os, "thread_id", evjson__u64(o->thread_id), &err);
+		add(os, "start_ns", evjson__u64(o->start_ns), &err);
+		push(arr, os, &err);
+	}
+	add(obj, "open_spans", arr, &err);
+
 	add(obj, "overhead", named_json(doc->overhead, doc->nr_overhead, &err), &err);
 	add(obj, "loss", named_json(doc->loss, doc->nr_loss, &err), &err);
 

@@ -94,6 +94,15 @@ struct span_metric {
 	size_t nr_buckets;
 };
 
+/* A span still open at the window's end (a khbpf addition: `open_spans`). */
+struct open_span {
+	uint64_t span_id;
+	struct ev_u64 parent_span_id;
+	char metric_id[SPAN_METRIC_ID_MAX];
+	uint64_t thread_id;
+	uint64_t start_ns;
+};
+
 struct span_probe {
 	char object[PATH_MAX];
 	char symbol[256];
@@ -126,6 +135,8 @@ struct evidence_doc {
 	size_t nr_span_metrics;
 	const struct span_probe *span_probes;
 	size_t nr_span_probes;
+	const struct open_span *open_spans;
+	size_t nr_open_spans;
 	const struct named_u64 *overhead;
 	size_t nr_overhead;
 	const struct named_u64 *loss;

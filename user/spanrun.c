@@ -216,8 +216,22 @@ int span_run__document(struct span_run *r, uint64_t start_mono_ns, enum ev_gap h
 	r->buckets =
 		calloc(r->nr_metrics ? r->nr_metrics * KHBPF_RQ_SLOTS : 1, sizeof(*r->buckets));
 	r->probes = calloc(r->nr_sites ? r->nr_sites : 1, sizeof(*r->probes));
-	if (!r->records || !r->doc_metrics || !r->buckets || !r->probes)
+	r->doc_open = calloc(r->nr_open ? r->nr_open : 1, sizeof(*r->doc_open));
+	if (!r->records || !r->doc_metrics || !r->buckets || !r->probes || !r->doc_open)
 		return -ENOMEM;
+
+	for (i = 0; i < r->nr_open; i++) {
+		const struct khbpf_span_event *e = &r->open[i];
+		struct open_span *o = &r->doc_open[i];
+
+		o->span_id = e->span_id;
+		o->parent_span_id = e->parent_span_id ? ev_u64__recorded(e->parent_span_id) :
+							ev_u64__gap(EV_GAP_UNAVAILABLE);
+		snprintf(o->metric_id, sizeof(o->metric_id), "%s",
+			 e->metric < r->nr_metrics ? r->metrics[e->metric] : "unknown");
+		o->thread_id = e->tid;
+		o->start_ns = e->start_ns > start_mono_ns ? e->start_ns - start_mono_ns : 0;
+	}
 
 	for (i = 0; i < r->nr_events; i++) {
 		const struct khbpf_span_event *e = &r->events[i];
@@ -293,6 +307,8 @@ int span_run__document(struct span_run *r, uint64_t start_mono_ns, enum ev_gap h
 	doc->nr_span_metrics = r->nr_metrics;
 	doc->span_probes = r->probes;
 	doc->nr_span_probes = r->nr_sites;
+	doc->open_spans = r->doc_open;
+	doc->nr_open_spans = r->nr_open;
 	return span_hw_aggregation__compute(agg, r->records, r->nr_records);
 }
 
@@ -384,5 +400,6 @@ void span_run__free(struct span_run *r)
 	free(r->doc_metrics);
 	free(r->buckets);
 	free(r->probes);
+	free(r->doc_open);
 	memset(r, 0, sizeof(*r));
 }

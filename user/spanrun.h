@@ -37,6 +37,7 @@ struct span_run {
 	struct span_metric *doc_metrics;
 	struct log2_bucket *buckets;
 	struct span_probe *probes;
+	struct open_span *doc_open;
 };
 
 struct span_run_opts {

@@ -43,7 +43,7 @@ cp "$TMP/out" "$TMP/truth.json"
 "$PYTHON" tests/validate_schema.py "$SCHEMA" "$TMP/doc.json" >/dev/null || fail "schema"
 check_counts "$TMP/doc.json" "$TMP/truth.json"
 json_check "$TMP/doc.json" \
-	"len(d['span_probes']) == 8 and all(p['status'] == 'attached' for p in d['span_probes'])" \
+	"len(d['span_probes']) == 9 and all(p['status'] == 'attached' for p in d['span_probes'])" \
 	"d['hardware']['value']['span_aggregation']['value']['run']['span_count'] == len(d['events']['spans'])" \
 	"[c['availability'] for c in d['collectors'] if c['collector'] == 'span-probes'] == ['available']" \
 	"all(s['hardware'] == {'status': 'unavailable', 'reason': 'unsupported'} for s in d['events']['spans'])" \
@@ -77,6 +77,29 @@ json_check "$TMP/doc5.json" \
 	"[c['availability'] for c in d['collectors'] if c['collector'] == 'span-probes'] == ['disabled']" \
 	"d['events']['availability'] == {'status': 'unavailable', 'reason': 'collector-disabled'}" \
 	"d['span_probes'] == []"
+# attach: a window that ends inside a span reports it open, with its start.
+# (A call already running when khbpf attaches has no entry probe: not seen.)
+mkfifo "$TMP/hold"
+"$W" --threads 1 --iterations 1 --wait --hold <"$TMP/hold" >"$TMP/held.out" &
+held=$!
+exec 7>"$TMP/hold"
+for _ in $(seq 50); do grep -q ready "$TMP/held.out" 2>/dev/null && break; sleep 0.1; done
+timeout 30 "$KHBPF" attach --pid "$held" --duration 1.5 -o "$TMP/doc6.json" 2>"$TMP/kh6.err" &
+kh=$!
+for _ in $(seq 100); do grep -q watching "$TMP/kh6.err" 2>/dev/null && break; sleep 0.05; done
+printf g >&7
+for _ in $(seq 100); do grep -q holding "$TMP/held.out" 2>/dev/null && break; sleep 0.05; done
+grep -q holding "$TMP/held.out" || fail "the workload never entered stage-hold"
+wait "$kh" || fail "attach failed: $(cat "$TMP/kh6.err")"
+exec 7>&-
+wait "$held"
+"$PYTHON" tests/validate_schema.py "$SCHEMA" "$TMP/doc6.json" >/dev/null || fail "schema (open span)"
+json_check "$TMP/doc6.json" \
+	"[(o['metric_id'], o['thread_id']) for o in d['open_spans']] == [('stage-hold', $held)]" \
+	"0 < d['open_spans'][0]['start_ns'] < d['window']['wall_ns']" \
+	"[(m['calls'], m['unfinished']) for m in d['span_metrics'] if m['metric_id'] == 'stage-hold'] == [(0, 1)]" \
+	"sum(m['calls'] for m in d['span_metrics']) == 12"
+
 expect_exit 2 "$KHBPF" run --span 'x=Bad_Metric' -- true
 expect_one_line_error
 echo "spans_cli: ok"

@@ -12,9 +12,12 @@
  *	{"stage-outer": 20, ..., "stage-recurse": 100, ...}
  * after checking they equal those formulas (exit 1 if not).
  *
- * Usage: spanned [--threads N] [--iterations M] [--wait]
+ * Usage: spanned [--threads N] [--iterations M] [--wait] [--hold]
  * --wait prints "ready" on stdout once started, then reads stdin until a
  * byte or EOF before the rounds begin, so a test or loader can attach first.
+ * --hold: after the rounds, the main thread enters stage-hold, prints
+ * "holding" and stays inside it until stdin gives a byte or EOF: a span
+ * that is still open when a collection window ends.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -173,10 +176,18 @@ static int parse_ulong(const char *s, unsigned long min, unsigned long max, unsi
 	return 0;
 }
 
+KHBPF_SPAN(stage_hold, "stage-hold")
+static int stage_hold(void)
+{
+	printf("holding\n");
+	fflush(stdout);
+	return read_byte(STDIN_FILENO);
+}
+
 static int usage(void)
 {
 	fprintf(stderr, "spanned: usage: spanned [--threads 1..1024] [--iterations 0..1000000] "
-			"[--wait]\n");
+			"[--wait] [--hold]\n");
 	return 2;
 }
 
@@ -185,12 +196,15 @@ int main(int argc, char **argv)
 	unsigned long nthreads = 2, iterations = 10, n, i;
 	struct counts sum = { 0 };
 	struct worker *w;
-	bool wait = false;
+	bool wait = false, hold = false;
+	unsigned long held = 0;
 	int a, err;
 
 	for (a = 1; a < argc; a++) {
 		if (!strcmp(argv[a], "--wait")) {
 			wait = true;
+		} else if (!strcmp(argv[a], "--hold")) {
+			hold = true;
 		} else if (!strcmp(argv[a], "--threads") && a + 1 < argc) {
 			if (parse_ulong(argv[++a], 1, 1024, &nthreads))
 				return usage();
@@ -230,13 +244,17 @@ int main(int argc, char **argv)
 		sum.spin += w[i].counts.spin;
 	}
 	free(w);
+	if (hold) {
+		stage_hold();
+		held = 1;
+	}
 
 	n = nthreads * iterations;
 	printf("{\"stage-outer\": %lu, \"stage-middle\": %lu, \"stage-inner\": %lu, "
 	       "\"stage-recurse\": %lu, \"stage-sib-a\": %lu, \"stage-sib-b\": %lu, "
-	       "\"stage-sleep\": %lu, \"stage-spin\": %lu}\n",
+	       "\"stage-sleep\": %lu, \"stage-spin\": %lu, \"stage-hold\": %lu}\n",
 	       sum.outer, sum.middle, sum.inner, sum.recurse, sum.sib_a, sum.sib_b, sum.sleep,
-	       sum.spin);
+	       sum.spin, held);
 	if (sum.outer != n || sum.middle != n || sum.inner != n ||
 	    sum.recurse != n * RECURSE_DEPTH || sum.sib_a != n || sum.sib_b != n ||
 	    sum.sleep != n || sum.spin != n) {
