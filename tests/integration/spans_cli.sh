@@ -100,6 +100,35 @@ json_check "$TMP/doc6.json" \
 	"[(m['calls'], m['unfinished']) for m in d['span_metrics'] if m['metric_id'] == 'stage-hold'] == [(0, 1)]" \
 	"sum(m['calls'] for m in d['span_metrics']) == 12"
 
+# --span on a program nobody here wrote: CPython calling libc's getpid()
+# exactly 1000 times (os.getpid() is one libc call each) inside the window.
+cat >"$TMP/gp.py" <<'PY'
+import os, sys
+sys.stdout.write("ready\n"); sys.stdout.flush()
+sys.stdin.readline()
+for _ in range(1000):
+    os.getpid()
+sys.stdout.write("done\n"); sys.stdout.flush()
+sys.stdin.readline()
+PY
+mkfifo "$TMP/py"
+"$PYTHON" "$TMP/gp.py" <"$TMP/py" >"$TMP/py.out" &
+py=$!
+exec 8>"$TMP/py"
+for _ in $(seq 50); do grep -q ready "$TMP/py.out" 2>/dev/null && break; sleep 0.1; done
+timeout 30 "$KHBPF" attach --pid "$py" --duration 2 --span 'libc.so.6:getpid=getpid' \
+	-o "$TMP/doc7.json" 2>"$TMP/kh7.err" &
+kh=$!
+for _ in $(seq 100); do grep -q watching "$TMP/kh7.err" 2>/dev/null && break; sleep 0.05; done
+echo >&8
+for _ in $(seq 100); do grep -q done "$TMP/py.out" 2>/dev/null && break; sleep 0.05; done
+wait "$kh" || fail "attach --span on python3 failed: $(cat "$TMP/kh7.err")"
+exec 8>&-
+wait "$py"
+json_check "$TMP/doc7.json" \
+	"[(m['metric_id'], m['calls']) for m in d['span_metrics']] == [('getpid', 1000)]" \
+	"[p['object'].endswith('/libc.so.6') and p['status'] == 'attached' for p in d['span_probes']] == [True]"
+
 expect_exit 2 "$KHBPF" run --span 'x=Bad_Metric' -- true
 expect_one_line_error
 echo "spans_cli: ok"
