@@ -74,10 +74,81 @@ static const struct khbpf_span_event *by_id(const struct events *ev, uint64_t id
 	return NULL;
 }
 
-static void run_spanned(const char *threads, const char *iterations, uint64_t max_spans,
-			struct events *ev, struct sched_collector_stats *st,
-			struct metric_table *mt, struct span_agg_entry **aggs, size_t *nr_aggs,
-			char *line, size_t linelen)
+/* build/workloads/spanned --wait ARGS..., held until "go"; stdout piped back. */
+struct held {
+	pid_t pid;
+	int go; /* write a byte to start the rounds; close to end --hold */
+	FILE *out;
+};
+
+static void held_start(struct held *h, char *const args[])
+{
+	char *argv[16] = { "spanned", "--wait" };
+	int in[2], out[2], i;
+	char line[64];
+
+	for (i = 0; args[i] && i < 13; i++)
+		argv[2 + i] = args[i];
+	assert_int_equal(pipe(in), 0);
+	assert_int_equal(pipe(out), 0);
+	h->pid = fork();
+	assert_true(h->pid >= 0);
+	if (h->pid == 0) {
+		dup2(in[0], 0);
+		dup2(out[1], 1);
+		close(in[1]);
+		close(out[0]);
+		execv("build/workloads/spanned", argv);
+		_exit(127);
+	}
+	close(in[0]);
+	close(out[1]);
+	h->go = in[1];
+	h->out = fdopen(out[0], "r");
+	assert_non_null(h->out);
+	assert_non_null(fgets(line, sizeof(line), h->out));
+	assert_string_equal(line, "ready\n");
+}
+
+/* Its last stdout line, then its exit, which must be clean. */
+static void held_finish(struct held *h, char *line, size_t linelen)
+{
+	int status;
+
+	close(h->go);
+	assert_non_null(fgets(line, (int)linelen, h->out));
+	fclose(h->out);
+	assert_int_equal(waitpid(h->pid, &status, 0), h->pid);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+/* A collector watching the held process, with every annotated span attached. */
+static struct sched_collector *
+collector_for(const struct held *h, const struct sched_collector_opts *o, struct metric_table *mt)
+{
+	struct span_site *sites = NULL;
+	struct sched_collector *c;
+	size_t nr_sites = 0, i;
+
+	assert_int_equal(spanfind__discover("/", h->pid, NULL, 0, false, &sites, &nr_sites), 0);
+	assert_int_equal(nr_sites, 9);
+	assert_int_equal(sched_collector__open(&c, o), 0);
+	assert_int_equal(sched_collector__add_target(c, h->pid), 0);
+	assert_int_equal(sched_collector__attach(c), 0);
+	for (i = 0; i < nr_sites; i++) {
+		assert_int_equal(sites[i].err, 0);
+		assert_int_equal(sched_collector__attach_span(c, sites[i].open_path,
+							      sites[i].offset, h->pid,
+							      metric_index(mt, sites[i].metric)),
+				 0);
+	}
+	spanfind__free(sites, nr_sites);
+	return c;
+}
+
+static void run_spanned(char *threads, char *iterations, uint64_t max_spans, struct events *ev,
+			struct sched_collector_stats *st, struct metric_table *mt,
+			struct span_agg_entry **aggs, size_t *nr_aggs, char *line, size_t linelen)
 {
 	struct sched_collector_opts o = {
 		.sz = sizeof(o),
@@ -86,53 +157,15 @@ static void run_spanned(const char *threads, const char *iterations, uint64_t ma
 		.on_span = on_span,
 		.on_span_ctx = ev,
 	};
-	int in[2], out[2], status;
+	char *args[] = { "--threads", threads, "--iterations", iterations, NULL };
 	struct sched_collector *c;
-	struct span_site *sites = NULL;
-	size_t nr_sites = 0, i;
+	struct held h;
 	ssize_t n;
-	pid_t pid;
-	FILE *f;
 
-	assert_int_equal(pipe(in), 0);
-	assert_int_equal(pipe(out), 0);
-	pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		dup2(in[0], 0);
-		dup2(out[1], 1);
-		close(in[1]);
-		close(out[0]);
-		execl("build/workloads/spanned", "spanned", "--wait", "--threads", threads,
-		      "--iterations", iterations, (char *)NULL);
-		_exit(127);
-	}
-	close(in[0]);
-	close(out[1]);
-	f = fdopen(out[0], "r");
-	assert_non_null(fgets(line, (int)linelen, f));
-	assert_string_equal(line, "ready\n");
-
-	assert_int_equal(spanfind__discover("/", pid, NULL, 0, false, &sites, &nr_sites), 0);
-	assert_int_equal(nr_sites, 9);
-	assert_int_equal(sched_collector__open(&c, &o), 0);
-	assert_int_equal(sched_collector__add_target(c, pid), 0);
-	assert_int_equal(sched_collector__attach(c), 0);
-	for (i = 0; i < nr_sites; i++) {
-		assert_int_equal(sites[i].err, 0);
-		assert_int_equal(sched_collector__attach_span(c, sites[i].open_path,
-							      sites[i].offset, pid,
-							      metric_index(mt, sites[i].metric)),
-				 0);
-	}
-	spanfind__free(sites, nr_sites);
-
-	assert_int_equal(write(in[1], "g", 1), 1);
-	close(in[1]);
-	assert_non_null(fgets(line, (int)linelen, f));
-	fclose(f);
-	assert_int_equal(waitpid(pid, &status, 0), pid);
-	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	held_start(&h, args);
+	c = collector_for(&h, &o, mt);
+	assert_int_equal(write(h.go, "g", 1), 1);
+	held_finish(&h, line, linelen);
 	do {
 		n = sched_collector__drain_spans(c);
 	} while (n > 0);
@@ -154,7 +187,8 @@ static void test_span_probes__exact_counts_and_nesting(void **state)
 	(void)state;
 	require_or_skip(geteuid() == 0, "uprobes need root");
 	assert_non_null(ev.v);
-	run_spanned("3", "4", 0, &ev, &st, &mt, &aggs, &nr_aggs, line, sizeof(line));
+	run_spanned((char *)"3", (char *)"4", 0, &ev, &st, &mt, &aggs, &nr_aggs, line,
+		    sizeof(line));
 
 	for (i = 0; i < nr_aggs; i++) {
 		calls[aggs[i].key.metric] += aggs[i].agg.calls;
@@ -239,7 +273,8 @@ static void test_span_probes__sampled_out_counted(void **state)
 
 	(void)state;
 	require_or_skip(geteuid() == 0, "uprobes need root");
-	run_spanned("2", "5", 25, &ev, &st, &mt, &aggs, &nr_aggs, line, sizeof(line));
+	run_spanned((char *)"2", (char *)"5", 25, &ev, &st, &mt, &aggs, &nr_aggs, line,
+		    sizeof(line));
 	for (i = 0; i < nr_aggs; i++)
 		total += aggs[i].agg.calls;
 	assert_int_equal(total, 2 * 5 * (7 + 5));
@@ -256,66 +291,35 @@ static void test_span_probes__sampled_out_counted(void **state)
 static void test_span_probes__open_span_reported(void **state)
 {
 	struct sched_collector_opts o = { .sz = sizeof(o), .spans = true };
+	char *args[] = { "--hold", "--threads", "1", "--iterations", "1", NULL };
 	struct metric_table mt = { .nr = 0 };
 	struct khbpf_span_event *open = NULL;
-	struct span_site *sites = NULL;
 	struct sched_collector *c;
 	struct span_agg_entry *aggs;
-	size_t nr_sites = 0, nr_open = 0, nr_aggs, i;
+	size_t nr_open = 0, nr_aggs, i;
 	uint64_t hold_calls = 0;
-	int in[2], out[2], status;
 	char line[512];
-	pid_t pid;
-	FILE *f;
+	struct held h;
 
 	(void)state;
 	require_or_skip(geteuid() == 0, "uprobes need root");
-	assert_int_equal(pipe(in), 0);
-	assert_int_equal(pipe(out), 0);
-	pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		dup2(in[0], 0);
-		dup2(out[1], 1);
-		close(in[1]);
-		close(out[0]);
-		execl("build/workloads/spanned", "spanned", "--wait", "--hold", "--threads", "1",
-		      "--iterations", "1", (char *)NULL);
-		_exit(127);
-	}
-	close(in[0]);
-	close(out[1]);
-	f = fdopen(out[0], "r");
-	assert_non_null(fgets(line, sizeof(line), f));
-	assert_int_equal(spanfind__discover("/", pid, NULL, 0, false, &sites, &nr_sites), 0);
-	assert_int_equal(sched_collector__open(&c, &o), 0);
-	assert_int_equal(sched_collector__add_target(c, pid), 0);
-	assert_int_equal(sched_collector__attach(c), 0);
-	for (i = 0; i < nr_sites; i++)
-		assert_int_equal(sched_collector__attach_span(c, sites[i].open_path,
-							      sites[i].offset, pid,
-							      metric_index(&mt, sites[i].metric)),
-				 0);
-	spanfind__free(sites, nr_sites);
-	assert_int_equal(write(in[1], "g", 1), 1);
-	assert_non_null(fgets(line, sizeof(line), f));
+	held_start(&h, args);
+	c = collector_for(&h, &o, &mt);
+	assert_int_equal(write(h.go, "g", 1), 1);
+	assert_non_null(fgets(line, sizeof(line), h.out));
 	assert_string_equal(line, "holding\n");
 
 	/* Inside stage-hold now: exactly that one span is open, on the main thread. */
 	assert_int_equal(sched_collector__open_spans(c, &open, &nr_open), 0);
 	assert_int_equal(nr_open, 1);
 	assert_string_equal(mt.names[open[0].metric], "stage-hold");
-	assert_int_equal(open[0].tid, (uint32_t)pid);
+	assert_int_equal(open[0].tid, (uint32_t)h.pid);
 	assert_int_equal(open[0].depth, 0);
 	assert_int_equal(open[0].parent_span_id, 0);
 	assert_true(open[0].start_ns > 0);
 	free(open);
 
-	close(in[1]);
-	assert_non_null(fgets(line, sizeof(line), f));
-	fclose(f);
-	assert_int_equal(waitpid(pid, &status, 0), pid);
-	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	held_finish(&h, line, sizeof(line));
 	/* Once it returned, it is a finished call like any other. */
 	assert_int_equal(sched_collector__open_spans(c, &open, &nr_open), 0);
 	assert_int_equal(nr_open, 0);
