@@ -41,6 +41,11 @@ const volatile bool trace_all = false;
 const volatile bool kernel_queue_ts = false;
 /* Span probes attached: keep each thread's on-CPU clock while it has open spans. */
 const volatile bool spans_enabled = false;
+/*
+ * Per-CPU counting events in `counters` (cycles, instructions; or software
+ * cpu-clock as a test aid): how many slots per CPU are filled, 0 for none.
+ */
+const volatile __u32 nr_counters = 0;
 /* Span records sent through the ring buffer; later ones are sampled out. */
 const volatile __u64 max_spans = KHBPF_DEFAULT_MAX_SPANS;
 
@@ -63,6 +68,8 @@ __u64 span_unmatched = 0; /* a return with no open frame */
 __u64 span_agg_overflow = 0; /* span_agg full: the call is in no aggregate */
 __u64 span_state_failures = 0;
 __u64 span_clock_overflow = 0; /* span_clock full: that thread's spans have no on-CPU */
+__u64 span_clock_gaps = 0; /* missed switch-ins seen (the spans across them are flagged) */
+__u64 span_counter_skews = 0; /* counter readings given up: never read close to the time */
 
 struct {
 	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
@@ -106,6 +113,14 @@ struct {
 	__type(key, __u32);
 	__type(value, struct khbpf_span_agg);
 } span_agg_zero SEC(".maps");
+
+/* Index cpu * KHBPF_NR_COUNTERS + slot; sized by the loader. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERF_EVENT_ARRAY);
+	__uint(max_entries, KHBPF_NR_COUNTERS);
+	__type(key, __u32);
+	__type(value, __u32);
+} counters SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -264,36 +279,120 @@ static __always_inline void final_switch(struct task_struct *prev)
 	r->flags |= KHBPF_REC_FINAL;
 }
 
-static __always_inline void span_clock_out(struct task_struct *p, __u64 *now)
+/* This CPU's reading of counter `slot`; 0 when it cannot be read. */
+static __always_inline int counter_read(__u32 slot, struct khbpf_ctr_read *r)
 {
-	__u32 tid = p->pid;
-	struct khbpf_span_clock *ck = bpf_map_lookup_elem(&span_clock, &tid);
+	__u64 idx = (__u64)bpf_get_smp_processor_id() * KHBPF_NR_COUNTERS + slot;
 
-	/* switched_in 0: the clock is being (re)started by a span entry. */
-	if (!ck || !ck->spans_open || !ck->switched_in)
-		return;
-	if (!*now)
-		*now = bpf_ktime_get_ns();
-	ck->oncpu_acc += *now - ck->switched_in;
+	/* perf_event_read_local(): the event must be this CPU's, counting mode. */
+	if (bpf_perf_event_read_value(&counters, idx, (struct bpf_perf_event_value *)r,
+				      sizeof(*r))) {
+		__builtin_memset(r, 0, sizeof(*r));
+		return 0;
+	}
+	return 1;
 }
 
-static __always_inline void span_clock_in(struct task_struct *p, __u64 *now)
+/*
+ * The time and the counters are read one after the other; if anything came
+ * between (an interrupt in a uprobe program; in any program, the hypervisor
+ * running another vCPU, measured here at 10-80 us), its length would be in
+ * one clock and not the other. Readings that took longer than this are
+ * taken again, and after three tries the counters count as not read.
+ */
+#define READ_SKEW_NS 1000
+#define READ_TRIES 3
+
+static __always_inline bool read_skewed(__u64 t0)
+{
+	return nr_counters && bpf_ktime_get_ns() - t0 > READ_SKEW_NS;
+}
+
+/* The span clock of a target thread with open spans, or NULL. */
+static __always_inline struct khbpf_span_clock *span_clock_of(struct task_struct *p)
 {
 	__u32 tid = p->pid;
 	struct khbpf_span_clock *ck = bpf_map_lookup_elem(&span_clock, &tid);
 
-	if (!ck || !ck->spans_open)
+	return ck && ck->spans_open ? ck : NULL;
+}
+
+/*
+ * The switch instant, read once for both sides: the time, and each counter
+ * right after it. prev's stint ends and next's begins at the same readings,
+ * so the skew between the two clocks is the same at every edge and cancels.
+ */
+struct switch_readings {
+	__u64 now;
+	struct khbpf_ctr_read r[KHBPF_NR_COUNTERS];
+	int ok[KHBPF_NR_COUNTERS];
+};
+
+static __always_inline void switch_read(struct switch_readings *sr)
+{
+	bool skewed = false;
+	__u32 i, t;
+
+	for (t = 0; t < READ_TRIES; t++) {
+		sr->now = bpf_ktime_get_ns();
+		for (i = 0; i < KHBPF_NR_COUNTERS; i++) {
+			if (i >= nr_counters)
+				break;
+			sr->ok[i] = counter_read(i, &sr->r[i]);
+		}
+		skewed = read_skewed(sr->now);
+		if (!skewed)
+			break;
+	}
+	if (skewed)
+		__sync_fetch_and_add(&span_counter_skews, 1);
+	for (i = 0; skewed && i < KHBPF_NR_COUNTERS; i++)
+		sr->ok[i] = 0;
+}
+
+static __always_inline void span_clock_out(struct khbpf_span_clock *ck,
+					   const struct switch_readings *sr)
+{
+	__u32 i;
+
+	/* switched_in 0: the clock is being (re)started by a span entry. */
+	if (!ck->switched_in)
 		return;
-	if (!*now)
-		*now = bpf_ktime_get_ns();
-	ck->switched_in = *now;
+	if (ck->switched_out > ck->switched_in) {
+		ck->clock_gaps++; /* out twice: this stint's start is unknown */
+		__sync_fetch_and_add(&span_clock_gaps, 1);
+	} else {
+		ck->oncpu_acc += sr->now - ck->switched_in;
+	}
+	ck->switched_out = sr->now;
+	for (i = 0; i < KHBPF_NR_COUNTERS; i++) {
+		if (i >= nr_counters)
+			break;
+		khbpf_vctr_out(&ck->ctr[i], &sr->r[i], sr->ok[i]);
+	}
+}
+
+static __always_inline void span_clock_in(struct khbpf_span_clock *ck,
+					  const struct switch_readings *sr)
+{
+	__u32 i;
+
+	ck->switched_in = sr->now;
+	for (i = 0; i < KHBPF_NR_COUNTERS; i++) {
+		if (i >= nr_counters)
+			break;
+		khbpf_vctr_in(&ck->ctr[i], &sr->r[i], sr->ok[i]);
+	}
 }
 
 SEC("tp_btf/sched_switch")
 int BPF_PROG(khbpf_sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
 	     unsigned int prev_state)
 {
+	struct khbpf_span_clock *ck_prev = NULL, *ck_next = NULL;
 	struct khbpf_task_state *st = NULL;
+	struct switch_readings sr;
+	bool next_target = true;
 	__u64 now = 0;
 
 	if (is_target(prev)) {
@@ -322,15 +421,26 @@ int BPF_PROG(khbpf_sched_switch, bool preempt, struct task_struct *prev, struct 
 			}
 		}
 		if (spans_enabled && prev_state != TASK_DEAD)
-			span_clock_out(prev, &now);
+			ck_prev = span_clock_of(prev);
 	}
 	if (kernel_queue_ts && !spans_enabled)
 		return 0;
 	if (!is_target(next))
-		return 0;
-	if (spans_enabled)
-		span_clock_in(next, &now);
-	if (kernel_queue_ts)
+		next_target = false;
+	else if (spans_enabled)
+		ck_next = span_clock_of(next);
+	if (ck_prev) {
+		switch_read(&sr);
+		span_clock_out(ck_prev, &sr);
+		now = sr.now;
+	}
+	if (ck_next) {
+		if (!now || !ck_prev)
+			switch_read(&sr);
+		span_clock_in(ck_next, &sr);
+		now = sr.now;
+	}
+	if (kernel_queue_ts || !next_target)
 		return 0;
 
 	st = state_of(next);
@@ -453,33 +563,59 @@ int khbpf_iter_task(struct bpf_iter__task *ctx)
 	return 0;
 }
 
+/*
+ * The span programs get `current` from bpf_get_current_task_btf(), a
+ * trusted BTF pointer: its fields are plain loads (still CO-RE relocated),
+ * no bpf_probe_read_kernel() call each. That is most of a span's cost.
+ */
 static __always_inline __u64 switches(struct task_struct *task)
 {
-	return BPF_CORE_READ(task, nvcsw) + BPF_CORE_READ(task, nivcsw);
+	return task->nvcsw + task->nivcsw;
 }
 
 /*
- * The current thread's ledger readings and the time, taken together. A
- * uprobe program can be preempted (it only disables migration), so a
- * reading that a context switch cut in two is taken again.
+ * The current thread's ledger and counter readings and the time, taken
+ * together. A uprobe program can be preempted (it only disables migration),
+ * so a reading that a context switch cut in two is taken again.
  */
-static __always_inline __u64 ledger_now(struct task_struct *task, const struct khbpf_span_clock *ck,
-					struct khbpf_span_ledger *l)
+static __always_inline __u64 ledger_now(struct task_struct *task, struct khbpf_span_clock *ck,
+					struct khbpf_span_ledger *l, struct khbpf_vreading *hw)
 {
-	__u64 pcount, now = 0, before;
-	int i;
+	__u64 now = 0, before;
+	struct khbpf_ctr_read r;
+	bool skewed;
+	int i, j;
 
-	for (i = 0; i < 3; i++) {
+	for (i = 0; i < READ_TRIES; i++) {
 		before = switches(task);
 		now = bpf_ktime_get_ns();
+		if (ck->switched_out > ck->switched_in) {
+			/* Running, yet the last thing seen was a switch-out. */
+			ck->clock_gaps++;
+			__sync_fetch_and_add(&span_clock_gaps, 1);
+			ck->switched_in = now;
+		}
 		l->on_cpu_ns = ck->oncpu_acc + (now > ck->switched_in ? now - ck->switched_in : 0);
-		read_sched_info(task, &l->run_delay_ns, &pcount);
-		l->nvcsw = BPF_CORE_READ(task, nvcsw);
-		l->nivcsw = BPF_CORE_READ(task, nivcsw);
-		l->migrations = BPF_CORE_READ(task, se.nr_migrations);
-		if (switches(task) == before)
+		for (j = 0; j < KHBPF_NR_COUNTERS; j++) {
+			if (j >= nr_counters)
+				break;
+			khbpf_vctr_now(&ck->ctr[j], &r, counter_read(j, &r), &hw[j]);
+		}
+		skewed = read_skewed(now);
+		if (bpf_core_field_exists(task->sched_info))
+			l->run_delay_ns = task->sched_info.run_delay;
+		else
+			l->run_delay_ns = 0;
+		l->nvcsw = task->nvcsw;
+		l->nivcsw = task->nivcsw;
+		l->migrations = task->se.nr_migrations;
+		if (switches(task) == before && !skewed)
 			break;
 	}
+	if (skewed)
+		__sync_fetch_and_add(&span_counter_skews, 1);
+	for (j = 0; skewed && j < KHBPF_NR_COUNTERS; j++)
+		hw[j].ok = 0;
 	return now;
 }
 
@@ -526,28 +662,44 @@ int BPF_KPROBE(khbpf_span_enter)
 	 * set, so a switch in between is not charged to it (span_clock_out).
 	 */
 	if (ck->spans_open++ == 0) {
+		struct khbpf_ctr_read r;
 		__u64 before;
-		int i;
+		int i, j;
 
-		for (i = 0; i < 3; i++) {
+		bool skewed = false;
+
+		for (i = 0; i < READ_TRIES; i++) {
 			before = switches(task);
 			ck->switched_in = bpf_ktime_get_ns();
-			if (switches(task) == before)
+			for (j = 0; j < KHBPF_NR_COUNTERS; j++) {
+				if (j >= nr_counters)
+					break;
+				khbpf_vctr_in(&ck->ctr[j], &r, counter_read(j, &r));
+			}
+			skewed = read_skewed(ck->switched_in);
+			if (switches(task) == before && !skewed)
 				break;
 		}
+		if (skewed)
+			__sync_fetch_and_add(&span_counter_skews, 1);
+		for (j = 0; skewed && j < KHBPF_NR_COUNTERS; j++)
+			ck->ctr[j].in_valid = 0;
 	}
 	f = &ss->frames[depth & (KHBPF_SPAN_DEPTH - 1)];
 	f->span_id = __sync_fetch_and_add(&next_span_id, 1) + 1;
 	f->child_ns = 0;
 	f->metric = (__u32)bpf_get_attach_cookie(ctx);
-	f->start_ns = ledger_now(task, ck, &f->at_start);
+	f->start_ns = ledger_now(task, ck, &f->at_start, f->hw);
+	f->clock_gaps = ck->clock_gaps;
 	ss->depth = depth + 1;
 	return 0;
 }
 
 static __always_inline void span_aggregate(__u32 tid, __u32 metric, __u64 incl, __u64 excl,
-					   const struct khbpf_span_ledger *l)
+					   const struct khbpf_span_ledger *l, __u32 flags,
+					   const struct khbpf_span_hw *hw)
 {
+	__u32 i, any = 0;
 	struct khbpf_span_key key = { .tid = tid, .metric = metric };
 	struct khbpf_span_agg *a;
 
@@ -568,7 +720,19 @@ static __always_inline void span_aggregate(__u32 tid, __u32 metric, __u64 incl, 
 	a->calls++;
 	a->inclusive_ns += incl;
 	a->exclusive_ns += excl;
-	a->ledger.on_cpu_ns += l->on_cpu_ns;
+	if (flags & KHBPF_SPAN_F_CLOCK_GAP)
+		a->clock_gap_calls++;
+	else
+		a->ledger.on_cpu_ns += l->on_cpu_ns;
+	for (i = 0; i < KHBPF_NR_COUNTERS; i++) {
+		if (i >= nr_counters)
+			break;
+		if (hw[i].status == KHBPF_VCTR_OK) {
+			any = 1;
+			a->hw_sum[i] += hw[i].end - hw[i].begin;
+		}
+	}
+	a->hw_calls += any;
 	a->ledger.run_delay_ns += l->run_delay_ns;
 	a->ledger.nvcsw += l->nvcsw;
 	a->ledger.nivcsw += l->nivcsw;
@@ -581,13 +745,15 @@ int BPF_KRETPROBE(khbpf_span_exit)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 	__u32 metric = (__u32)bpf_get_attach_cookie(ctx);
+	struct khbpf_vreading now_hw[KHBPF_NR_COUNTERS] = {};
+	struct khbpf_span_hw hw[KHBPF_NR_COUNTERS] = {};
 	struct khbpf_span_ledger now_l, l;
 	struct khbpf_span_event *e;
 	struct khbpf_span_clock *ck;
 	struct khbpf_span_state *ss;
 	struct khbpf_span_frame *f;
 	__u64 now, incl, excl, parent_id = 0;
-	__u32 depth, idx, i, tid = task->pid;
+	__u32 depth, idx, i, flags = 0, tid = task->pid;
 
 	ss = bpf_task_storage_get(&span_state, task, NULL, 0);
 	ck = bpf_map_lookup_elem(&span_clock, &tid);
@@ -616,7 +782,16 @@ int BPF_KRETPROBE(khbpf_span_exit)
 	if (idx != depth - 1)
 		__sync_fetch_and_add(&span_unwound, depth - 1 - idx);
 	f = &ss->frames[idx & (KHBPF_SPAN_DEPTH - 1)];
-	now = ledger_now(task, ck, &now_l);
+	now = ledger_now(task, ck, &now_l, now_hw);
+	if (ck->clock_gaps != f->clock_gaps)
+		flags |= KHBPF_SPAN_F_CLOCK_GAP;
+	for (i = 0; i < KHBPF_NR_COUNTERS; i++) {
+		if (i >= nr_counters)
+			break;
+		hw[i].begin = f->hw[i].value;
+		hw[i].end = now_hw[i].value;
+		hw[i].status = khbpf_vctr_status(&f->hw[i], &now_hw[i]);
+	}
 	incl = sub0(now, f->start_ns);
 	excl = sub0(incl, f->child_ns);
 	l.on_cpu_ns = sub0(now_l.on_cpu_ns, f->at_start.on_cpu_ns);
@@ -635,7 +810,7 @@ int BPF_KRETPROBE(khbpf_span_exit)
 	if (!ck->spans_open)
 		ck->switched_in = 0;
 
-	span_aggregate(task->pid, metric, incl, excl, &l);
+	span_aggregate(task->pid, metric, incl, excl, &l, flags, hw);
 
 	if (__sync_fetch_and_add(&span_records, 1) >= max_spans) {
 		__sync_fetch_and_add(&span_sampled_out, 1);
@@ -654,9 +829,18 @@ int BPF_KRETPROBE(khbpf_span_exit)
 	e->tid = task->pid;
 	e->metric = metric;
 	e->depth = idx;
-	e->flags = 0;
+	e->flags = flags;
 	e->ledger = l;
-	bpf_ringbuf_submit(e, 0);
+	__builtin_memcpy(e->hw, hw, sizeof(hw));
+	/*
+	 * Waking the reader costs more than the rest of the span (an irq_work
+	 * and a wakeup per record); wake it once a quarter of the buffer is
+	 * waiting, the loader also drains on its timer and at the end.
+	 */
+	bpf_ringbuf_submit(e, bpf_ringbuf_query(&span_events, BPF_RB_AVAIL_DATA) >=
+					      KHBPF_SPAN_RINGBUF_BYTES / 4 ?
+				      BPF_RB_FORCE_WAKEUP :
+				      BPF_RB_NO_WAKEUP);
 	return 0;
 }
 

@@ -365,6 +365,40 @@ static void test_evidence__span_hardware_deltas(void **state)
 	assert_gap(span_hardware__instructions(&hw), EV_GAP_PERMISSION_DENIED);
 }
 
+/* From the in-kernel totals: exact sums, whatever happened to the records. */
+static void test_evidence__span_aggregation_from_totals(void **state)
+{
+	struct span_hw_total t[] = {
+		{ "parse", 7, true, 1000000, 999998, 3000000, 1000000 },
+		{ "parse", 5, true, 10, 0, 0, 0 }, /* every reading a gap */
+		{ "decode", 7, true, 4, 4, UINT64_MAX, 8 },
+	};
+	struct span_hw_aggregation agg;
+
+	(void)state;
+	assert_int_equal(span_hw_aggregation__from_totals(&agg, t, 3), 0);
+	assert_int_equal(agg.span_count, 1000014);
+	assert_int_equal(agg.run.span_count, 1000002);
+	assert_int_equal(agg.run.cycles, UINT64_MAX); /* saturates, never wraps */
+	assert_int_equal(agg.nr_stages, 2);
+	assert_string_equal(agg.stages[1].metric_id, "parse");
+	assert_int_equal(agg.stages[1].sum.span_count, 999998);
+	assert_recorded(agg.stages[1].sum.cpi_milli, 3000);
+	assert_int_equal(agg.nr_threads, 2);
+	assert_int_equal(agg.threads[0].thread_id, 5);
+	assert_int_equal(agg.threads[0].sum.span_count, 0);
+	assert_gap(agg.threads[0].sum.cpi_milli, EV_GAP_UNAVAILABLE);
+	span_hw_aggregation__free(&agg);
+
+	/* No counters at all: the calls are counted, nothing joins. */
+	t[0].hardware = t[1].hardware = t[2].hardware = false;
+	assert_int_equal(span_hw_aggregation__from_totals(&agg, t, 3), 0);
+	assert_int_equal(agg.span_count, 1000014);
+	assert_int_equal(agg.nr_stages + agg.nr_threads, 0);
+	assert_int_equal(agg.run.span_count, 0);
+	span_hw_aggregation__free(&agg);
+}
+
 static void test_evidence__span_aggregation_by_stage_and_thread(void **state)
 {
 	struct ev_u64 g = ev_u64__gap(EV_GAP_UNSUPPORTED);
@@ -447,6 +481,7 @@ int main(void)
 		cmocka_unit_test(test_evidence__utilization_sum_saturates),
 		cmocka_unit_test(test_evidence__span_hardware_deltas),
 		cmocka_unit_test(test_evidence__span_aggregation_by_stage_and_thread),
+		cmocka_unit_test(test_evidence__span_aggregation_from_totals),
 		cmocka_unit_test(test_evidence__capability_detail),
 	};
 

@@ -131,7 +131,7 @@ collector_for(const struct held *h, const struct sched_collector_opts *o, struct
 	size_t nr_sites = 0, i;
 
 	assert_int_equal(spanfind__discover("/", h->pid, NULL, 0, false, &sites, &nr_sites), 0);
-	assert_int_equal(nr_sites, 9);
+	assert_int_equal(nr_sites, 10);
 	assert_int_equal(sched_collector__open(&c, o), 0);
 	assert_int_equal(sched_collector__add_target(c, h->pid), 0);
 	assert_int_equal(sched_collector__attach(c), 0);
@@ -146,7 +146,8 @@ collector_for(const struct held *h, const struct sched_collector_opts *o, struct
 	return c;
 }
 
-static void run_spanned(char *threads, char *iterations, uint64_t max_spans, struct events *ev,
+static void run_spanned(char *threads, char *iterations, uint64_t max_spans,
+			enum sched_counters counters, struct events *ev,
 			struct sched_collector_stats *st, struct metric_table *mt,
 			struct span_agg_entry **aggs, size_t *nr_aggs, char *line, size_t linelen)
 {
@@ -154,6 +155,7 @@ static void run_spanned(char *threads, char *iterations, uint64_t max_spans, str
 		.sz = sizeof(o),
 		.spans = true,
 		.max_spans = max_spans,
+		.counters = counters,
 		.on_span = on_span,
 		.on_span_ctx = ev,
 	};
@@ -187,8 +189,8 @@ static void test_span_probes__exact_counts_and_nesting(void **state)
 	(void)state;
 	require_or_skip(geteuid() == 0, "uprobes need root");
 	assert_non_null(ev.v);
-	run_spanned((char *)"3", (char *)"4", 0, &ev, &st, &mt, &aggs, &nr_aggs, line,
-		    sizeof(line));
+	run_spanned((char *)"3", (char *)"4", 0, SCHED_COUNTERS_NONE, &ev, &st, &mt, &aggs,
+		    &nr_aggs, line, sizeof(line));
 
 	for (i = 0; i < nr_aggs; i++) {
 		calls[aggs[i].key.metric] += aggs[i].agg.calls;
@@ -248,6 +250,14 @@ static void test_span_probes__exact_counts_and_nesting(void **state)
 		if (p)
 			assert_int_equal(p->tid, e->tid);
 		/*
+		 * On-CPU time fits inside the span, unless a switch-in was
+		 * missed: then the span says so and the miss is counted.
+		 */
+		if (e->flags & KHBPF_SPAN_F_CLOCK_GAP)
+			assert_true(st.span_clock_gaps > 0);
+		else
+			assert_true(e->ledger.on_cpu_ns <= e->inclusive_ns);
+		/*
 		 * usleep(1000) inside: a voluntary switch, unless the vCPU lost
 		 * the whole millisecond to the hypervisor before the kernel's
 		 * do_nanosleep() checked its timer (seen here): then no switch
@@ -273,11 +283,11 @@ static void test_span_probes__sampled_out_counted(void **state)
 
 	(void)state;
 	require_or_skip(geteuid() == 0, "uprobes need root");
-	run_spanned((char *)"2", (char *)"5", 25, &ev, &st, &mt, &aggs, &nr_aggs, line,
-		    sizeof(line));
+	run_spanned((char *)"2", (char *)"5", 25, SCHED_COUNTERS_NONE, &ev, &st, &mt, &aggs,
+		    &nr_aggs, line, sizeof(line));
 	for (i = 0; i < nr_aggs; i++)
 		total += aggs[i].agg.calls;
-	assert_int_equal(total, 2 * 5 * (7 + 5));
+	assert_int_equal(total, 2 * 5 * (8 + 5));
 	assert_int_equal(st.span_records, total);
 	assert_int_equal(ev.nr, 25);
 	assert_int_equal(st.span_sampled_out, total - 25);
@@ -333,12 +343,98 @@ static void test_span_probes__open_span_reported(void **state)
 	sched_collector__destroy(c);
 }
 
+/*
+ * Per-span counters, with per-CPU software cpu-clock events standing in for
+ * the PMU: a span's virtual cpu-clock delta counts only the thread's own
+ * time on a CPU, so it must equal the span's on-CPU time from the
+ * scheduler ledger, also for spans that slept, were preempted or migrated.
+ * At each edge (span entry/exit, switch-out/in) the counter is read just
+ * after the timestamp; the gap between the two varies, up to ~1.5 us on a
+ * CPU just out of idle (measured here), so each edge pair may differ by
+ * that much. Spans of 1 ms or more on a CPU must agree within 1%.
+ */
+static void test_span_probes__counters_follow_the_thread(void **state)
+{
+	struct metric_table mt = { .nr = 0 };
+	struct sched_collector_stats st;
+	struct span_agg_entry *aggs;
+	struct events ev = { calloc(MAX_EVENTS, sizeof(struct khbpf_span_event)), 0 };
+	uint64_t migrated = 0, switched = 0, sum[KHBPF_NR_COUNTERS] = { 0 }, hw_calls = 0;
+	uint64_t not_ok = 0;
+	char line[512];
+	size_t nr_aggs, i, k;
+
+	(void)state;
+	require_or_skip(geteuid() == 0, "uprobes need root");
+	assert_non_null(ev.v);
+	/* Three threads on this 2-CPU machine: spins get preempted. */
+	run_spanned((char *)"3", (char *)"4", 0, SCHED_COUNTERS_SW_CPU_CLOCK, &ev, &st, &mt, &aggs,
+		    &nr_aggs, line, sizeof(line));
+	assert_int_equal(st.nr_counters, KHBPF_NR_COUNTERS);
+	assert_true(st.counter_cpus >= 1);
+	assert_int_equal(ev.nr, st.span_records);
+	for (i = 0; i < ev.nr; i++) {
+		const struct khbpf_span_event *e = &ev.v[i];
+		uint64_t on = e->ledger.on_cpu_ns;
+
+		if (e->flags & KHBPF_SPAN_F_CLOCK_GAP)
+			continue;
+		/*
+		 * Software events never multiplex; a reading is only given up
+		 * when the hypervisor kept stealing the vCPU between the time
+		 * and the counter (counted), and then the span is a gap.
+		 */
+		if (e->hw[0].status != KHBPF_VCTR_OK || e->hw[1].status != KHBPF_VCTR_OK) {
+			assert_true(st.span_counter_skews > 0);
+			assert_true(e->hw[0].status == KHBPF_VCTR_NO_READING ||
+				    e->hw[0].status == KHBPF_VCTR_BROKEN);
+			not_ok++;
+			continue;
+		}
+		for (k = 0; k < KHBPF_NR_COUNTERS; k++) {
+			uint64_t d = e->hw[k].end - e->hw[k].begin;
+			uint64_t diff = d > on ? d - on : on - d;
+
+			if (diff > on / 100 + 1500 * (1 + e->ledger.nvcsw + e->ledger.nivcsw))
+				fail_msg("%s span %llu: cpu-clock delta %llu, on-CPU %llu",
+					 mt.names[e->metric], (unsigned long long)e->span_id,
+					 (unsigned long long)d, (unsigned long long)on);
+			if (on >= 1000000)
+				assert_true(diff <= on / 100);
+			sum[k] += d;
+		}
+		hw_calls++;
+		if (e->ledger.migrations && on >= 1000000)
+			migrated++;
+		if (e->ledger.nvcsw + e->ledger.nivcsw)
+			switched++;
+	}
+	/* Given-up readings are rare: at most 2% of the spans. */
+	assert_true(not_ok * 50 <= ev.nr);
+	/* stage-migrate moves itself on every call; stage-sleep always sleeps. */
+	if (sysconf(_SC_NPROCESSORS_ONLN) >= 2)
+		assert_true(migrated >= 12);
+	assert_true(switched >= 12);
+	/* The in-kernel totals hold the same sums as the records. */
+	for (i = 0; i < nr_aggs; i++) {
+		hw_calls -= aggs[i].agg.hw_calls;
+		for (k = 0; k < KHBPF_NR_COUNTERS; k++)
+			sum[k] -= aggs[i].agg.hw_sum[k];
+	}
+	assert_int_equal(hw_calls, 0);
+	assert_int_equal(sum[0], 0);
+	assert_int_equal(sum[1], 0);
+	free(aggs);
+	free(ev.v);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_span_probes__exact_counts_and_nesting),
 		cmocka_unit_test(test_span_probes__sampled_out_counted),
 		cmocka_unit_test(test_span_probes__open_span_reported),
+		cmocka_unit_test(test_span_probes__counters_follow_the_thread),
 	};
 
 	return cmocka_run_group_tests_name("span_probes", tests, NULL, NULL);

@@ -30,7 +30,7 @@
 
 #define FIXTURES "tests/fixtures/spanfind"
 #define SPANNED "build/workloads/spanned"
-#define NR_STAGES 9
+#define NR_STAGES 10
 
 static char *fx; /* compiled fixtures */
 static char repo[PATH_MAX];
@@ -40,11 +40,11 @@ static const char *const ccs[] = { "gcc", "clang" };
 /* In source order, which is note order; the C names are the metrics with '_'. */
 static const char *const stage_metrics[NR_STAGES] = {
 	"stage-inner", "stage-middle", "stage-outer", "stage-recurse", "stage-sib-a",
-	"stage-sib-b", "stage-sleep",  "stage-spin",  "stage-hold",
+	"stage-sib-b", "stage-sleep",  "stage-spin",  "stage-migrate", "stage-hold",
 };
 static const char *const stage_symbols[NR_STAGES] = {
 	"stage_inner", "stage_middle", "stage_outer", "stage_recurse", "stage_sib_a",
-	"stage_sib_b", "stage_sleep",  "stage_spin",  "stage_hold",
+	"stage_sib_b", "stage_sleep",  "stage_spin",  "stage_migrate", "stage_hold",
 };
 
 /* Runs argv with stdout into out (NULL: inherited); the exit status, -1 if killed. */
@@ -1166,7 +1166,7 @@ static void test_spanfind__discover_live(void **state)
 		out,
 		"{\"stage-outer\": 2, \"stage-middle\": 2, \"stage-inner\": 2, \"stage-recurse\": 10, "
 		"\"stage-sib-a\": 2, \"stage-sib-b\": 2, \"stage-sleep\": 2, \"stage-spin\": 2, "
-		"\"stage-hold\": 0}\n");
+		"\"stage-migrate\": 2, \"stage-hold\": 0}\n");
 }
 
 /* The counts the span tests compare with: N*M each, stage-recurse 5*N*M. */
@@ -1187,7 +1187,7 @@ static void test_spanfind__workload_counts(void **state)
 		line,
 		"{\"stage-outer\": 12, \"stage-middle\": 12, \"stage-inner\": 12, \"stage-recurse\": 60, "
 		"\"stage-sib-a\": 12, \"stage-sib-b\": 12, \"stage-sleep\": 12, \"stage-spin\": 12, "
-		"\"stage-hold\": 0}\n");
+		"\"stage-migrate\": 12, \"stage-hold\": 0}\n");
 	assert_int_equal(RUN(NULL, SPANNED, "--threads", "0"), 2);
 	assert_int_equal(RUN(NULL, SPANNED, "--iterations", "x"), 2);
 	assert_int_equal(RUN(NULL, SPANNED, "--bogus"), 2);

@@ -43,6 +43,10 @@ void cmd_attach_help(FILE *f)
 		"      --no-annotations  ignore KHBPF_SPAN annotations in the target\n"
 		"      --max-spans N     span records kept (default 100000); every call still\n"
 		"                        counts in the per-metric totals\n"
+		"      --counter-events E  per-span counters: 'hw' (cycles and instructions,\n"
+		"                        the default), 'none', or 'sw-cpu-clock' (a test aid for\n"
+		"                        machines without a PMU: software cpu-clock ns stand in\n"
+		"                        for both cycles and instructions)\n"
 		"  -h, --help            this help\n\n"
 		"Examples:\n"
 		"  sudo khbpf attach --pid 1234 --duration 10\n"
@@ -69,11 +73,16 @@ void cmd_run_help(FILE *f)
 		"      --no-bpf          read /proc at the window's ends instead of BPF\n"
 		"      --max-exited N    exited-thread records kept in the kernel (default 65536)\n"
 		"      --max-threads N   threads listed in the document (default 65536)\n"
-		"      --span SYM[=metric]  also measure calls of SYM (glob) in CMD's executable;\n"
-		"                        repeatable\n"
+		"      --span [OBJ:]SYM[=metric]  also measure calls of SYM (glob) in CMD or\n"
+		"                        a library it links (OBJ: a path or a name such as\n"
+		"                        libc.so.6); repeatable\n"
 		"      --no-annotations  ignore KHBPF_SPAN annotations in CMD\n"
 		"      --max-spans N     span records kept (default 100000); every call still\n"
 		"                        counts in the per-metric totals\n"
+		"      --counter-events E  per-span counters: 'hw' (cycles and instructions,\n"
+		"                        the default), 'none', or 'sw-cpu-clock' (a test aid for\n"
+		"                        machines without a PMU: software cpu-clock ns stand in\n"
+		"                        for both cycles and instructions)\n"
 		"  -h, --help            this help\n\n"
 		"Examples:\n"
 		"  sudo khbpf run -- make -j2\n"
@@ -161,10 +170,16 @@ static int collect(const char *cmd, int argc, char **argv, enum target_mode mode
 		{ "span", required_argument, NULL, 'S' },
 		{ "no-annotations", no_argument, NULL, 'A' },
 		{ "max-spans", required_argument, NULL, 'X' },
+		{ "counter-events", required_argument, NULL, 'C' },
 		{ "help", no_argument, NULL, 'h' },
 		{},
 	};
-	struct session_opts so = { .sz = sizeof(so), .mode = mode, .log = stderr };
+	struct session_opts so = {
+		.sz = sizeof(so),
+		.mode = mode,
+		.log = stderr,
+		.span_counters = SCHED_COUNTERS_HW,
+	};
 	struct span_request reqs[MAX_SPAN_ARGS];
 	char req_buf[MAX_SPAN_ARGS][512];
 	bool json = false, text = false, have_pid = false;
@@ -257,6 +272,21 @@ static int collect(const char *cmd, int argc, char **argv, enum target_mode mode
 			so.max_spans = n;
 			break;
 		}
+		case 'C':
+			if (!strcmp(optarg, "hw")) {
+				so.span_counters = SCHED_COUNTERS_HW;
+			} else if (!strcmp(optarg, "none")) {
+				so.span_counters = SCHED_COUNTERS_NONE;
+			} else if (!strcmp(optarg, "sw-cpu-clock")) {
+				so.span_counters = SCHED_COUNTERS_SW_CPU_CLOCK;
+			} else {
+				cli__error(
+					cmd,
+					"--counter-events '%s': expected hw, none or sw-cpu-clock",
+					optarg);
+				return CLI_EXIT_USAGE;
+			}
+			break;
 		case 'h':
 			if (mode == TARGET_MODE_RUN)
 				cmd_run_help(stdout);

@@ -195,6 +195,7 @@ static struct json_object *span_metric_json(const struct span_metric *m, int *er
 	add(obj, "inclusive_ns", evjson__u64(m->inclusive_ns), err);
 	add(obj, "exclusive_ns", evjson__u64(m->exclusive_ns), err);
 	add(obj, "unfinished", evjson__u64(m->unfinished), err);
+	add(obj, "scheduler", evjson__span_ledger(&m->ledger), err);
 	for (i = 0; hist && i < m->nr_buckets; i++) {
 		struct json_object *b = json_object_new_object();
 
@@ -204,6 +205,20 @@ static struct json_object *span_metric_json(const struct span_metric *m, int *er
 		push(hist, b, err);
 	}
 	add(obj, "histogram", hist, err);
+	return obj;
+}
+
+static struct json_object *span_counters_json(const struct span_counters_info *c, int *err)
+{
+	struct json_object *obj = versioned(err);
+
+	add(obj, "requested", evjson__string(c->requested ? c->requested : "none"), err);
+	add(obj, "cycles_event", evjson__string(c->cycles_event ? c->cycles_event : "none"), err);
+	add(obj, "instructions_event",
+	    evjson__string(c->instructions_event ? c->instructions_event : "none"), err);
+	add(obj, "cpus", evjson__u64(c->cpus), err);
+	if (c->detail[0])
+		add(obj, "detail", evjson__string(c->detail), err);
 	return obj;
 }
 
@@ -289,6 +304,7 @@ struct json_object *evidence_doc__to_json(const struct evidence_doc *doc)
 		push(arr, os, &err);
 	}
 	add(obj, "open_spans", arr, &err);
+	add(obj, "span_counters", span_counters_json(&doc->span_counters, &err), &err);
 
 	add(obj, "overhead", named_json(doc->overhead, doc->nr_overhead, &err), &err);
 	add(obj, "loss", named_json(doc->loss, doc->nr_loss, &err), &err);

@@ -90,6 +90,7 @@ struct span_metric {
 	uint64_t inclusive_ns;
 	uint64_t exclusive_ns;
 	uint64_t unfinished;
+	struct span_ledger ledger; /* sums over the finished calls */
 	const struct log2_bucket *histogram;
 	size_t nr_buckets;
 };
@@ -109,6 +110,19 @@ struct span_probe {
 	char metric_id[SPAN_METRIC_ID_MAX];
 	bool attached;
 	char reason[256]; /* non-empty when !attached */
+};
+
+/*
+ * What per-span counter readings are made of (a khbpf addition:
+ * `span_counters`): with the sw-cpu-clock test aid, the spans' cycles and
+ * instructions fields hold software cpu-clock nanoseconds.
+ */
+struct span_counters_info {
+	const char *requested; /* "hw", "sw-cpu-clock" or "none" */
+	const char *cycles_event; /* what fills the cycles fields; NULL: "none" */
+	const char *instructions_event;
+	uint32_t cpus; /* CPUs whose events opened */
+	char detail[160]; /* why none opened, when requested */
 };
 
 /* overhead and loss are open objects of named exact counters. */
@@ -137,6 +151,7 @@ struct evidence_doc {
 	size_t nr_span_probes;
 	const struct open_span *open_spans;
 	size_t nr_open_spans;
+	struct span_counters_info span_counters;
 	const struct named_u64 *overhead;
 	size_t nr_overhead;
 	const struct named_u64 *loss;

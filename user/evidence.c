@@ -393,66 +393,59 @@ struct ev_u64 span_hardware__instructions(const struct span_hardware *hw)
 	return ev_u64__delta(hw->instructions_end, hw->instructions_begin);
 }
 
-static void span_hw_sum__add(struct span_hw_sum *sum, const struct span_hardware *hw)
-{
-	struct ev_u64 cycles = span_hardware__cycles(hw);
-	struct ev_u64 instructions = span_hardware__instructions(hw);
-
-	if (cycles.recorded)
-		sum->cycles = sat_add(sum->cycles, cycles.value);
-	if (instructions.recorded)
-		sum->instructions = sat_add(sum->instructions, instructions.value);
-	if (cycles.recorded || instructions.recorded)
-		sum->span_count = sat_add(sum->span_count, 1);
-}
-
 static void span_hw_sum__finish(struct span_hw_sum *sum)
 {
 	sum->cpi_milli = milli_ratio_ev(sum->cycles, sum->instructions);
 }
 
-static int span_ptr_by_metric(const void *a, const void *b)
+static void span_hw_sum__add_total(struct span_hw_sum *sum, const struct span_hw_total *t)
 {
-	const struct span_record *x = *(const struct span_record *const *)a;
-	const struct span_record *y = *(const struct span_record *const *)b;
+	sum->span_count = sat_add(sum->span_count, t->with_counters);
+	sum->cycles = sat_add(sum->cycles, t->cycles);
+	sum->instructions = sat_add(sum->instructions, t->instructions);
+}
+
+static int total_ptr_by_metric(const void *a, const void *b)
+{
+	const struct span_hw_total *x = *(const struct span_hw_total *const *)a;
+	const struct span_hw_total *y = *(const struct span_hw_total *const *)b;
 
 	return strcmp(x->metric_id, y->metric_id);
 }
 
-static int span_ptr_by_thread(const void *a, const void *b)
+static int total_ptr_by_thread(const void *a, const void *b)
 {
-	const struct span_record *x = *(const struct span_record *const *)a;
-	const struct span_record *y = *(const struct span_record *const *)b;
+	const struct span_hw_total *x = *(const struct span_hw_total *const *)a;
+	const struct span_hw_total *y = *(const struct span_hw_total *const *)b;
 
 	return x->thread_id < y->thread_id ? -1 : x->thread_id > y->thread_id;
 }
 
-int span_hw_aggregation__compute(struct span_hw_aggregation *out, const struct span_record *spans,
-				 size_t nr_spans)
+int span_hw_aggregation__from_totals(struct span_hw_aggregation *out,
+				     const struct span_hw_total *totals, size_t nr)
 {
-	const struct span_record **v = NULL;
+	const struct span_hw_total **v = NULL;
 	size_t i, n = 0;
 	int err = 0;
 
 	memset(out, 0, sizeof(*out));
-	out->span_count = nr_spans;
-	/* Spans without recorded hardware join nothing, as in the seed. */
-	v = calloc(nr_spans ? nr_spans : 1, sizeof(*v));
-	out->stages = calloc(nr_spans ? nr_spans : 1, sizeof(*out->stages));
-	out->threads = calloc(nr_spans ? nr_spans : 1, sizeof(*out->threads));
+	v = calloc(nr ? nr : 1, sizeof(*v));
+	out->stages = calloc(nr ? nr : 1, sizeof(*out->stages));
+	out->threads = calloc(nr ? nr : 1, sizeof(*out->threads));
 	if (!v || !out->stages || !out->threads) {
 		err = -ENOMEM;
 		goto cleanup;
 	}
-	for (i = 0; i < nr_spans; i++) {
-		if (spans[i].hardware_recorded)
-			v[n++] = &spans[i];
+	for (i = 0; i < nr; i++) {
+		out->span_count = sat_add(out->span_count, totals[i].calls);
+		if (totals[i].hardware)
+			v[n++] = &totals[i];
 	}
 	for (i = 0; i < n; i++)
-		span_hw_sum__add(&out->run, &v[i]->hardware);
+		span_hw_sum__add_total(&out->run, v[i]);
 	span_hw_sum__finish(&out->run);
 
-	qsort(v, n, sizeof(*v), span_ptr_by_metric);
+	qsort(v, n, sizeof(*v), total_ptr_by_metric);
 	for (i = 0; i < n; i++) {
 		struct stage_hardware *st;
 
@@ -461,17 +454,17 @@ int span_hw_aggregation__compute(struct span_hw_aggregation *out, const struct s
 			st = &out->stages[out->nr_stages++];
 			snprintf(st->metric_id, sizeof(st->metric_id), "%s", v[i]->metric_id);
 		}
-		span_hw_sum__add(&out->stages[out->nr_stages - 1].sum, &v[i]->hardware);
+		span_hw_sum__add_total(&out->stages[out->nr_stages - 1].sum, v[i]);
 	}
 	for (i = 0; i < out->nr_stages; i++)
 		span_hw_sum__finish(&out->stages[i].sum);
 
-	qsort(v, n, sizeof(*v), span_ptr_by_thread);
+	qsort(v, n, sizeof(*v), total_ptr_by_thread);
 	for (i = 0; i < n; i++) {
 		if (!out->nr_threads ||
 		    out->threads[out->nr_threads - 1].thread_id != v[i]->thread_id)
 			out->threads[out->nr_threads++].thread_id = v[i]->thread_id;
-		span_hw_sum__add(&out->threads[out->nr_threads - 1].sum, &v[i]->hardware);
+		span_hw_sum__add_total(&out->threads[out->nr_threads - 1].sum, v[i]);
 	}
 	for (i = 0; i < out->nr_threads; i++)
 		span_hw_sum__finish(&out->threads[i].sum);
@@ -480,6 +473,36 @@ cleanup:
 	free(v);
 	if (err)
 		span_hw_aggregation__free(out);
+	return err;
+}
+
+int span_hw_aggregation__compute(struct span_hw_aggregation *out, const struct span_record *spans,
+				 size_t nr_spans)
+{
+	struct span_hw_total *t = calloc(nr_spans ? nr_spans : 1, sizeof(*t));
+	size_t i;
+	int err;
+
+	if (!t) {
+		memset(out, 0, sizeof(*out));
+		return -ENOMEM;
+	}
+	for (i = 0; i < nr_spans; i++) {
+		struct ev_u64 cycles = span_hardware__cycles(&spans[i].hardware);
+		struct ev_u64 instructions = span_hardware__instructions(&spans[i].hardware);
+
+		t[i].metric_id = spans[i].metric_id;
+		t[i].thread_id = spans[i].thread_id;
+		t[i].calls = 1;
+		t[i].hardware = spans[i].hardware_recorded;
+		if (!t[i].hardware)
+			continue;
+		t[i].with_counters = cycles.recorded || instructions.recorded;
+		t[i].cycles = cycles.recorded ? cycles.value : 0;
+		t[i].instructions = instructions.recorded ? instructions.value : 0;
+	}
+	err = span_hw_aggregation__from_totals(out, t, nr_spans);
+	free(t);
 	return err;
 }
 

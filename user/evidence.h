@@ -303,6 +303,15 @@ struct span_hardware {
 
 #define SPAN_METRIC_ID_MAX 64
 
+/* khbpf addition: what the scheduler did while spans were open. */
+struct span_ledger {
+	struct ev_u64 on_cpu_ns; /* a gap when a switch-in was missed in between */
+	uint64_t run_delay_ns;
+	uint64_t voluntary_switches;
+	uint64_t involuntary_switches;
+	uint64_t migrations;
+};
+
 struct span_record {
 	uint64_t span_id;
 	struct ev_u64 parent_span_id;
@@ -316,13 +325,8 @@ struct span_record {
 	bool hardware_recorded;
 	enum ev_gap hardware_reason;
 	struct span_hardware hardware;
-	/* khbpf addition: what the scheduler did while the span was open. */
 	bool has_ledger;
-	uint64_t on_cpu_ns;
-	uint64_t run_delay_ns;
-	uint64_t voluntary_switches;
-	uint64_t involuntary_switches;
-	uint64_t migrations;
+	struct span_ledger ledger;
 };
 
 /* Inclusive deltas of one span's readings; gaps propagate like ev_u64__delta. */
@@ -354,6 +358,26 @@ struct span_hw_aggregation {
 	struct thread_hardware *threads; /* owned; sorted by thread_id */
 	size_t nr_threads;
 };
+
+/*
+ * Exact totals of one (metric, thread): every call, and the sums of the
+ * recorded counter deltas over the calls that had any (with_counters).
+ * Without hardware readings at all (no counters) the totals join no stage
+ * or thread; with readings that were all gaps, they join with a count of 0.
+ */
+struct span_hw_total {
+	const char *metric_id;
+	uint64_t thread_id;
+	bool hardware;
+	uint64_t calls;
+	uint64_t with_counters;
+	uint64_t cycles;
+	uint64_t instructions;
+};
+
+/* The aggregation from totals (not records, which may be sampled out). */
+int span_hw_aggregation__from_totals(struct span_hw_aggregation *out,
+				     const struct span_hw_total *totals, size_t nr);
 
 /* Returns 0 or -ENOMEM. */
 int span_hw_aggregation__compute(struct span_hw_aggregation *out, const struct span_record *spans,

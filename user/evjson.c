@@ -402,17 +402,22 @@ struct json_object *evjson__span_record(const struct span_record *s)
 	} else {
 		add(obj, "hardware", evjson__gap(s->hardware_reason), &err);
 	}
-	if (s->has_ledger) {
-		struct json_object *l = version_object(&err);
+	if (s->has_ledger)
+		add(obj, "scheduler", evjson__span_ledger(&s->ledger), &err);
+	return finish(obj, err);
+}
 
-		add(l, "source", json_object_new_string(ev_source__name(EV_SRC_BPF_UPROBE)), &err);
-		add(l, "on_cpu_ns", evjson__u64(s->on_cpu_ns), &err);
-		add(l, "run_delay_ns", evjson__u64(s->run_delay_ns), &err);
-		add(l, "voluntary_context_switches", evjson__u64(s->voluntary_switches), &err);
-		add(l, "involuntary_context_switches", evjson__u64(s->involuntary_switches), &err);
-		add(l, "cpu_migrations", evjson__u64(s->migrations), &err);
-		add(obj, "scheduler", l, &err);
-	}
+struct json_object *evjson__span_ledger(const struct span_ledger *l)
+{
+	int err = 0;
+	struct json_object *obj = version_object(&err);
+
+	add(obj, "source", json_object_new_string(ev_source__name(EV_SRC_BPF_UPROBE)), &err);
+	add(obj, "on_cpu_ns", evjson__ev_u64(l->on_cpu_ns), &err);
+	add(obj, "run_delay_ns", evjson__u64(l->run_delay_ns), &err);
+	add(obj, "voluntary_context_switches", evjson__u64(l->voluntary_switches), &err);
+	add(obj, "involuntary_context_switches", evjson__u64(l->involuntary_switches), &err);
+	add(obj, "cpu_migrations", evjson__u64(l->migrations), &err);
 	return finish(obj, err);
 }
 

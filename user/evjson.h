@@ -41,6 +41,8 @@ struct json_object *evjson__utilization(const struct utilization_evidence *u);
 struct json_object *evjson__topology(const struct topology_evidence *t);
 struct json_object *evjson__span_hw_aggregation(const struct span_hw_aggregation *agg);
 struct json_object *evjson__span_record(const struct span_record *s);
+/* A span's (or a metric's summed) scheduler ledger, source bpf-uprobe. */
+struct json_object *evjson__span_ledger(const struct span_ledger *l);
 struct json_object *evjson__hardware_run(const struct hardware_run *h);
 
 /* Add key → value to obj; value NULL (ENOMEM) makes it return -ENOMEM. */

@@ -27,7 +27,7 @@ const struct perfcount_event perfcount_hw_events[8] = {
 	{ PERF_TYPE_HARDWARE, PERF_COUNT_HW_STALLED_CYCLES_BACKEND },
 };
 
-static enum ev_gap perf_errno_gap(int err)
+enum ev_gap perfcount__errno_gap(int err)
 {
 	switch (-err) {
 	case ENOENT:
@@ -115,7 +115,7 @@ int perfcount__read(struct perfcount *p, struct perfcount_value *values, size_t 
 		memset(v, 0, sizeof(*v));
 		if (p->open_err[e]) {
 			v->err = p->open_err[e];
-			v->reason = perf_errno_gap(v->err);
+			v->reason = perfcount__errno_gap(v->err);
 			continue;
 		}
 		for (t = 0; t < p->nr_tids; t++) {
@@ -144,6 +144,20 @@ int perfcount__read(struct perfcount *p, struct perfcount_value *values, size_t 
 		}
 	}
 	return 0;
+}
+
+int perfcount__open_cpu(const struct perfcount_event *ev, int cpu)
+{
+	struct perf_event_attr attr = {
+		.size = sizeof(attr),
+		.type = ev->type,
+		.config = ev->config,
+		.read_format = PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING,
+		.exclude_hv = 1,
+	};
+	long fd = syscall(__NR_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+
+	return fd < 0 ? -errno : (int)fd;
 }
 
 void perfcount__destroy(struct perfcount *p)

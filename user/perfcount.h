@@ -49,6 +49,14 @@ int perfcount__open(struct perfcount **out, const pid_t *tids, size_t nr_tids,
 int perfcount__read(struct perfcount *p, struct perfcount_value *values, size_t nr);
 void perfcount__destroy(struct perfcount *p);
 
+/*
+ * One counting event for everything on `cpu` (pid -1), for a
+ * BPF_MAP_TYPE_PERF_EVENT_ARRAY. Returns the fd or -errno.
+ */
+int perfcount__open_cpu(const struct perfcount_event *ev, int cpu);
+/* The gap a perf_event_open() error means (ENOENT: no such PMU event → unsupported). */
+enum ev_gap perfcount__errno_gap(int err);
+
 /* The HardwareCounterSet's events, in counter_set field order (8 events). */
 extern const struct perfcount_event perfcount_hw_events[8];
 

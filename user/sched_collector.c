@@ -7,6 +7,9 @@
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
 
+#include <linux/perf_event.h>
+
+#include "perfcount.h"
 #include "sched.skel.h"
 #include "sched_collector.h"
 #include "topology.h"
@@ -26,7 +29,92 @@ struct sched_collector {
 	uint32_t max_exited;
 	bool sched_info;
 	uint64_t not_final;
+	int *counter_fds; /* nr_counter_cpus * KHBPF_NR_COUNTERS; -1 where not open */
+	uint32_t nr_counter_cpus;
+	uint32_t nr_counters;
+	uint32_t counter_cpus;
+	int counters_err;
 };
+
+static const struct perfcount_event counter_events_hw[KHBPF_NR_COUNTERS] = {
+	[KHBPF_CTR_CYCLES] = { PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES },
+	[KHBPF_CTR_INSTRUCTIONS] = { PERF_TYPE_HARDWARE, PERF_COUNT_HW_INSTRUCTIONS },
+};
+
+static const struct perfcount_event counter_events_sw[KHBPF_NR_COUNTERS] = {
+	[KHBPF_CTR_CYCLES] = { PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CPU_CLOCK },
+	[KHBPF_CTR_INSTRUCTIONS] = { PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CPU_CLOCK },
+};
+
+/*
+ * Per-CPU counting events for span readings, opened before load so the
+ * programs know whether to read them. A CPU whose events do not open (it is
+ * offline) stays empty: reads there fail and those spans' readings are gaps.
+ */
+static int counters_open(struct sched_collector *c, enum sched_counters which)
+{
+	const struct perfcount_event *ev =
+		which == SCHED_COUNTERS_SW_CPU_CLOCK ? counter_events_sw : counter_events_hw;
+	int n = libbpf_num_possible_cpus();
+	uint32_t cpu, i;
+
+	if (n <= 0)
+		return n ? n : -ENODEV;
+	c->nr_counter_cpus = (uint32_t)n;
+	c->counter_fds = malloc((size_t)n * KHBPF_NR_COUNTERS * sizeof(int));
+	if (!c->counter_fds)
+		return -ENOMEM;
+	for (cpu = 0; cpu < c->nr_counter_cpus; cpu++) {
+		int *fds = &c->counter_fds[cpu * KHBPF_NR_COUNTERS];
+		bool all = true;
+
+		for (i = 0; i < KHBPF_NR_COUNTERS; i++) {
+			fds[i] = perfcount__open_cpu(&ev[i], (int)cpu);
+			if (fds[i] < 0) {
+				/* Offline CPUs (ENODEV) say nothing about the PMU. */
+				if (fds[i] != -ENODEV && !c->counters_err)
+					c->counters_err = fds[i];
+				all = false;
+			}
+		}
+		c->counter_cpus += all;
+	}
+	if (!c->counter_cpus) {
+		if (!c->counters_err)
+			c->counters_err = -ENODEV;
+		return 0;
+	}
+	c->counters_err = 0;
+	c->nr_counters = KHBPF_NR_COUNTERS;
+	return 0;
+}
+
+static int counters_fill(struct sched_collector *c)
+{
+	uint32_t k;
+	int err;
+
+	for (k = 0; c->nr_counters && k < c->nr_counter_cpus * KHBPF_NR_COUNTERS; k++) {
+		if (c->counter_fds[k] < 0)
+			continue;
+		err = bpf_map__update_elem(c->skel->maps.counters, &k, sizeof(k),
+					   &c->counter_fds[k], sizeof(int), BPF_ANY);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+static void counters_close(struct sched_collector *c)
+{
+	uint32_t k;
+
+	for (k = 0; c->counter_fds && k < c->nr_counter_cpus * KHBPF_NR_COUNTERS; k++)
+		if (c->counter_fds[k] >= 0)
+			close(c->counter_fds[k]);
+	free(c->counter_fds);
+	c->counter_fds = NULL;
+}
 
 /* CONFIG_SCHED_INFO: does task_struct have sched_info (run_delay, pcount)? */
 static bool kernel_has_sched_info(void)
@@ -91,6 +179,14 @@ int sched_collector__open(struct sched_collector **out, const struct sched_colle
 							       opts->max_span_keys);
 		c->on_span = opts->on_span;
 		c->on_span_ctx = opts->on_span_ctx;
+		if (opts->counters != SCHED_COUNTERS_NONE)
+			err = err ?: counters_open(c, opts->counters);
+		c->skel->rodata->nr_counters = c->nr_counters;
+		if (c->nr_counters)
+			err = err   ?:
+				      bpf_map__set_max_entries(c->skel->maps.counters,
+							       c->nr_counter_cpus *
+								       KHBPF_NR_COUNTERS);
 	} else {
 		/* Without spans the span maps stay at one entry: no memory. */
 		err = err ?: bpf_map__set_max_entries(c->skel->maps.span_agg, 1);
@@ -100,6 +196,7 @@ int sched_collector__open(struct sched_collector **out, const struct sched_colle
 	if (err)
 		goto cleanup;
 	err = sched_bpf__load(c->skel);
+	err = err ?: counters_fill(c);
 	if (err)
 		goto cleanup;
 
@@ -373,6 +470,11 @@ int sched_collector__stats(struct sched_collector *c, struct sched_collector_sta
 	out->span_state_failures = c->skel->bss->span_state_failures;
 	out->span_clock_overflow = c->skel->bss->span_clock_overflow;
 	out->span_events_delivered = c->delivered;
+	out->span_clock_gaps = c->skel->bss->span_clock_gaps;
+	out->span_counter_skews = c->skel->bss->span_counter_skews;
+	out->nr_counters = c->nr_counters;
+	out->counters_err = c->counters_err;
+	out->counter_cpus = c->counter_cpus;
 	out->max_exited = c->max_exited;
 	out->sched_info = c->sched_info;
 	bpf_object__for_each_program(prog, c->skel->obj) {
@@ -526,6 +628,7 @@ void sched_collector__destroy(struct sched_collector *c)
 	ring_buffer__free(c->rb);
 	sched_collector__detach(c);
 	sched_bpf__destroy(c->skel);
+	counters_close(c);
 	if (c->stats_fd >= 0)
 		close(c->stats_fd);
 	free(c);

@@ -18,6 +18,14 @@
 struct sched_collector;
 struct host_topology;
 
+/* What the per-CPU counter slots of span readings hold. */
+enum sched_counters {
+	SCHED_COUNTERS_NONE,
+	SCHED_COUNTERS_HW, /* cycles, instructions */
+	/* Test aid: software cpu-clock (ns) in both slots, for machines without a PMU. */
+	SCHED_COUNTERS_SW_CPU_CLOCK,
+};
+
 struct sched_collector_opts {
 	size_t sz;
 	bool trace_all; /* every task but the idle task */
@@ -34,6 +42,7 @@ struct sched_collector_opts {
 	bool spans;
 	uint64_t max_spans; /* records through the ring buffer; 0 → default */
 	uint32_t max_span_keys; /* (thread, metric) aggregates; 0 → default */
+	enum sched_counters counters; /* per-span counter readings (spans only) */
 	/* Called for each span record as it is drained; may be NULL. */
 	void (*on_span)(void *ctx, const struct khbpf_span_event *e);
 	void *on_span_ctx;
@@ -75,6 +84,12 @@ struct sched_collector_stats {
 	uint64_t span_state_failures;
 	uint64_t span_clock_overflow;
 	uint64_t span_events_delivered; /* records the loader received */
+	uint64_t span_clock_gaps; /* missed switch-ins (spans across one: on-CPU is a gap) */
+	uint64_t span_counter_skews; /* counter readings given up (those spans: gaps) */
+	/* Per-span counters: slots in use (0: none) and why not, -errno. */
+	uint32_t nr_counters;
+	int counters_err;
+	uint32_t counter_cpus; /* CPUs whose counters opened */
 };
 
 struct span_agg_entry {

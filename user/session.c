@@ -447,6 +447,7 @@ static void setup_collector(struct session *s)
 	if (span_run__usable(&s->spans)) {
 		co.spans = true;
 		co.max_spans = s->opts.max_spans;
+		co.counters = s->opts.span_counters;
 		co.on_span = span_run__on_event;
 		co.on_span_ctx = &s->spans;
 	}
@@ -606,6 +607,9 @@ static int wait_loop(struct session *s)
 
 			if (read(s->timerfd, &ticks, sizeof(ticks)) == sizeof(ticks))
 				sample_frequency(s);
+			/* Span records wake the loader only in bulk: collect the rest here. */
+			if (s->coll)
+				sched_collector__drain_spans(s->coll);
 		}
 		if (target_exited(s, &pfd[1])) {
 			s->end_reason = END_REASON_TARGET_EXIT;
@@ -811,16 +815,29 @@ static int build_document(struct session *s)
 	doc->hardware = hw;
 
 	if (s->spans.nr_sites) {
-		/*
-		 * Per-span cycles/instructions are not read yet: without a PMU
-		 * that is "unsupported" anyway; with one, the gap is honest.
-		 */
-		enum ev_gap hw_gap = s->counters_avail == AVAIL_AVAILABLE ?
-					     EV_GAP_UNAVAILABLE :
-					     collector_availability__gap(s->counters_avail);
+		enum ev_gap hw_gap = s->opts.span_counters == SCHED_COUNTERS_NONE ?
+					     EV_GAP_COLLECTOR_DISABLED :
+					     perfcount__errno_gap(s->stats.counters_err);
 
-		err = span_run__document(&s->spans, s->start_mono, hw_gap, doc,
-					 &hw->span_aggregation);
+		struct span_counters_info *sc = &doc->span_counters;
+
+		sc->requested = s->opts.span_counters == SCHED_COUNTERS_HW ? "hw" :
+				s->opts.span_counters == SCHED_COUNTERS_SW_CPU_CLOCK ?
+									     "sw-cpu-clock" :
+									     "none";
+		sc->cpus = s->stats.counter_cpus;
+		if (s->stats.nr_counters) {
+			bool sw = s->opts.span_counters == SCHED_COUNTERS_SW_CPU_CLOCK;
+
+			sc->cycles_event = sw ? "sw-cpu-clock" : "hw-cpu-cycles";
+			sc->instructions_event = sw ? "sw-cpu-clock" : "hw-instructions";
+		} else if (s->opts.span_counters != SCHED_COUNTERS_NONE && s->use_bpf) {
+			snprintf(sc->detail, sizeof(sc->detail),
+				 "per-CPU perf_event_open failed: %s",
+				 strerror(-s->stats.counters_err));
+		}
+		err = span_run__document(&s->spans, s->start_mono, s->stats.nr_counters > 0, hw_gap,
+					 doc, &hw->span_aggregation);
 		if (err)
 			return err;
 		hw->span_aggregation_recorded = s->spans.nr_attached > 0;
@@ -856,6 +873,8 @@ static int build_document(struct session *s)
 	LOSS("span_aggregates_overflow", s->stats.span_agg_overflow);
 	LOSS("span_state_failures", s->stats.span_state_failures);
 	LOSS("span_clock_overflow", s->stats.span_clock_overflow);
+	LOSS("span_clock_missed_switch_ins", s->stats.span_clock_gaps);
+	LOSS("span_counter_reads_skewed", s->stats.span_counter_skews);
 	/* A run the kernel skipped (the program was busy on that CPU) may miss an event. */
 	for (i = 0; i < s->stats.nr_progs; i++) {
 		snprintf(s->loss_names[i], sizeof(s->loss_names[0]), "%s_recursion_misses",

@@ -13,6 +13,7 @@
 #include <sys/types.h>
 
 #include "document.h"
+#include "sched_collector.h"
 #include "spanfind.h"
 
 struct session;
@@ -35,6 +36,7 @@ struct session_opts {
 	size_t nr_span_reqs;
 	bool no_annotations; /* ignore KHBPF_SPAN notes */
 	uint64_t max_spans; /* span records kept; 0 → default */
+	enum sched_counters span_counters; /* per-span counter readings */
 };
 
 #define SESSION_DEFAULT_MAX_THREADS 65536

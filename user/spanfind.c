@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "khbpf/span.h"
@@ -909,11 +910,13 @@ int spanfind__mapped_objects(const char *root, pid_t pid, char ***objects, size_
 	return 0;
 }
 
+/* pid 0: a command not started yet (run mode); its objects are host paths. */
 static int object_open_path(char *out, const char *root, pid_t pid, const char *object)
 {
-	return fsutil__path(out, PATH_MAX, root, "/proc/%d/root%s", (int)pid, object) < 0 ?
-		       -ENAMETOOLONG :
-		       0;
+	int n = pid ? fsutil__path(out, PATH_MAX, root, "/proc/%d/root%s", (int)pid, object) :
+		      fsutil__path(out, PATH_MAX, root, "%s", object);
+
+	return n < 0 ? -ENAMETOOLONG : 0;
 }
 
 /* Index of the mapped object that is the process's executable, or -1. */
@@ -923,6 +926,8 @@ static ssize_t main_object(const char *root, pid_t pid, char **objects, size_t n
 	struct stat exe, st;
 	size_t i;
 
+	if (!pid)
+		return nr ? 0 : -1; /* the command comes first in its list */
 	if (fsutil__path(path, sizeof(path), root, "/proc/%d/exe", (int)pid) < 0 ||
 	    stat(path, &exe))
 		return -1;
@@ -1078,9 +1083,15 @@ static int resolve_request(struct site_vec *vec, const char *root, pid_t pid, ch
 		copy_str(s->symbol, sizeof(s->symbol), req->symbol);
 		if (req->metric)
 			copy_str(s->metric, sizeof(s->metric), req->metric);
-		site_fail(s, -ENOENT,
-			  "%s is not mapped by process %d, so '%s' cannot be probed there", want,
-			  (int)pid, req->symbol);
+		if (pid)
+			site_fail(s, -ENOENT,
+				  "%s is not mapped by process %d, so '%s' cannot be probed there",
+				  want, (int)pid, req->symbol);
+		else
+			site_fail(
+				s, -ENOENT,
+				"%s is not among the command's libraries as ld.so resolves them (a library it dlopen()s later is not known before it runs; give its path or use `attach`), so '%s' cannot be probed there",
+				want, req->symbol);
 		goto out;
 	}
 	for (i = 0; i < nr && !err; i++) {
@@ -1102,26 +1113,28 @@ out:
 	return err;
 }
 
-int spanfind__discover(const char *root, pid_t pid, const struct span_request *reqs, size_t nr_reqs,
-		       bool no_annotations, struct span_site **sites, size_t *nr)
+static int requests_valid(const struct span_request *reqs, size_t nr_reqs)
 {
-	struct site_vec vec = { 0 };
-	char **objects = NULL;
-	size_t nr_objects = 0, i;
-	ssize_t main_idx;
-	int err;
+	size_t i;
 
-	if (!sites || !nr || (nr_reqs && !reqs))
-		return -EINVAL;
 	for (i = 0; i < nr_reqs; i++)
 		if (!reqs[i].symbol || !*reqs[i].symbol ||
 		    (reqs[i].metric && !metric_valid(reqs[i].metric)) ||
 		    (reqs[i].object && !*reqs[i].object))
 			return -EINVAL;
+	return 0;
+}
 
-	err = spanfind__mapped_objects(root, pid, &objects, &nr_objects);
-	if (err)
-		return err;
+/* Notes of every object, then each request among them; pid 0: host paths. */
+static int discover_in(const char *root, pid_t pid, char **objects, size_t nr_objects,
+		       const struct span_request *reqs, size_t nr_reqs, bool no_annotations,
+		       struct span_site **sites, size_t *nr)
+{
+	struct site_vec vec = { 0 };
+	ssize_t main_idx;
+	size_t i;
+	int err = 0;
+
 	for (i = 0; !no_annotations && i < nr_objects; i++) {
 		err = annotations_of(&vec, root, pid, objects[i]);
 		if (err)
@@ -1136,7 +1149,188 @@ int spanfind__discover(const char *root, pid_t pid, const struct span_request *r
 	err = vec_hand_over(&vec, sites, nr);
 out:
 	free(vec.v);
+	return err;
+}
+
+int spanfind__discover(const char *root, pid_t pid, const struct span_request *reqs, size_t nr_reqs,
+		       bool no_annotations, struct span_site **sites, size_t *nr)
+{
+	char **objects = NULL;
+	size_t nr_objects = 0;
+	int err;
+
+	if (!sites || !nr || (nr_reqs && !reqs) || pid <= 0)
+		return -EINVAL;
+	err = requests_valid(reqs, nr_reqs);
+	err = err ?: spanfind__mapped_objects(root, pid, &objects, &nr_objects);
+	if (err)
+		return err;
+	err = discover_in(root, pid, objects, nr_objects, reqs, nr_reqs, no_annotations, sites, nr);
 	spanfind__free_objects(objects, nr_objects);
+	return err;
+}
+
+int spanfind__discover_list(const char *root, char **objects, size_t nr_objects,
+			    const struct span_request *reqs, size_t nr_reqs, bool no_annotations,
+			    struct span_site **sites, size_t *nr)
+{
+	int err;
+
+	if (!sites || !nr || (nr_reqs && !reqs) || !nr_objects)
+		return -EINVAL;
+	err = requests_valid(reqs, nr_reqs);
+	return err   ?:
+		       discover_in(root, 0, objects, nr_objects, reqs, nr_reqs, no_annotations,
+				   sites, nr);
+}
+
+/* PT_INTERP of the ELF file at path: 1 with it in out, 0 without one, -errno. */
+static int elf_interp(const char *path, char *out, size_t size)
+{
+	char reason[256];
+	struct elf_file f;
+	size_t i, n;
+	int err, found = 0;
+
+	err = elf_file__open(&f, path, path, reason, sizeof(reason));
+	if (err)
+		return err;
+	if (elf_getphdrnum(f.elf, &n)) {
+		elf_file__close(&f);
+		return -EINVAL;
+	}
+	for (i = 0; i < n && !found; i++) {
+		GElf_Phdr ph;
+		Elf_Data *d;
+
+		if (!gelf_getphdr(f.elf, (int)i, &ph) || ph.p_type != PT_INTERP)
+			continue;
+		d = elf_getdata_rawchunk(f.elf, (int64_t)ph.p_offset, ph.p_filesz, ELF_T_BYTE);
+		if (!d || !d->d_size || ((const char *)d->d_buf)[d->d_size - 1] ||
+		    d->d_size > size) {
+			err = -EINVAL;
+			break;
+		}
+		memcpy(out, d->d_buf, d->d_size);
+		found = 1;
+	}
+	elf_file__close(&f);
+	return err ?: found;
+}
+
+/* One line of `ld.so --list`: "\tname => /path (0x...)" or "\t/path (0x...)". */
+static int needed_line(char *line, char ***objects, size_t *nr)
+{
+	char *p = strstr(line, " => "), *end, **grown;
+	size_t i;
+
+	p = p ? p + 4 : line + strspn(line, " \t");
+	if (*p != '/')
+		return 0; /* the vDSO, or "not found" */
+	end = strstr(p, " (0x");
+	if (!end)
+		end = p + strcspn(p, "\n");
+	*end = '\0';
+	for (i = 0; i < *nr; i++)
+		if (!strcmp((*objects)[i], p))
+			return 0;
+	if (*nr == SPANFIND_OBJECTS_MAX)
+		return -E2BIG;
+	grown = realloc(*objects, (*nr + 1) * sizeof(*grown));
+	if (!grown)
+		return -ENOMEM;
+	*objects = grown;
+	grown[*nr] = strdup(p);
+	if (!grown[*nr])
+		return -ENOMEM;
+	(*nr)++;
+	return 0;
+}
+
+int spanfind__needed_objects(const char *exe, char ***objects, size_t *nr, char *reason,
+			     size_t size)
+{
+	char interp[PATH_MAX], line[PATH_MAX + 64];
+	int fds[2], status, err;
+	struct stat st;
+	FILE *out;
+	pid_t child;
+
+	*objects = NULL;
+	*nr = 0;
+	snprintf(line, sizeof(line), "%s", exe);
+	if (line[0] != '/')
+		return -EINVAL;
+	err = needed_line(line, objects, nr);
+	if (err)
+		goto fail;
+	err = elf_interp(exe, interp, sizeof(interp));
+	/* Static, or not ELF (a script): nothing more is loaded by ld.so. */
+	if (err == 0 || err == -ENOEXEC)
+		return 0;
+	if (err < 0) {
+		snprintf(reason, size, "cannot read the ELF interpreter of %s", exe);
+		goto fail;
+	}
+	err = 0;
+	/*
+	 * The loader itself resolves the libraries (its own search order,
+	 * ld.so.cache, LD_LIBRARY_PATH); `--list` maps them and exits without
+	 * running any of their code. Only a root-owned loader nobody else can
+	 * write is run, as a malicious PT_INTERP would run as khbpf.
+	 */
+	if (stat(interp, &st) || st.st_uid != 0 || (st.st_mode & (S_IWGRP | S_IWOTH))) {
+		snprintf(
+			reason, size,
+			"the ELF interpreter %s of %s is not a root-owned file that only root can write; its libraries are not searched",
+			interp, exe);
+		err = -EPERM;
+		goto fail;
+	}
+	if (pipe2(fds, O_CLOEXEC)) {
+		err = -errno;
+		goto fail;
+	}
+	child = fork();
+	if (child < 0) {
+		err = -errno;
+		close(fds[0]);
+		close(fds[1]);
+		goto fail;
+	}
+	if (!child) {
+		int null = open("/dev/null", O_WRONLY);
+
+		dup2(fds[1], STDOUT_FILENO);
+		if (null >= 0)
+			dup2(null, STDERR_FILENO);
+		execl(interp, interp, "--list", exe, (char *)NULL);
+		_exit(127);
+	}
+	close(fds[1]);
+	out = fdopen(fds[0], "r");
+	if (!out) {
+		err = -errno;
+		close(fds[0]);
+	}
+	while (out && !err && fgets(line, sizeof(line), out))
+		err = needed_line(line, objects, nr);
+	if (out)
+		fclose(out);
+	if (waitpid(child, &status, 0) != child || !WIFEXITED(status) || WEXITSTATUS(status)) {
+		if (!err) {
+			snprintf(reason, size,
+				 "%s --list %s failed; its libraries are not searched", interp,
+				 exe);
+			err = -ECHILD;
+		}
+	}
+	if (!err)
+		return 0;
+fail:
+	spanfind__free_objects(*objects, *nr);
+	*objects = NULL;
+	*nr = 0;
 	return err;
 }
 

@@ -136,6 +136,27 @@ void spanfind__free_objects(char **objects, size_t nr);
 int spanfind__discover(const char *root, pid_t pid, const struct span_request *reqs, size_t nr_reqs,
 		       bool no_annotations, struct span_site **sites, size_t *nr);
 
+/*
+ * As spanfind__discover, for a command not started yet (run mode): objects
+ * are host paths, objects[0] the executable (what a request without OBJECT
+ * means), and none need be mapped by anyone.
+ */
+int spanfind__discover_list(const char *root, char **objects, size_t nr_objects,
+			    const struct span_request *reqs, size_t nr_reqs, bool no_annotations,
+			    struct span_site **sites, size_t *nr);
+
+/*
+ * The absolute executable path exe, then the shared libraries its dynamic
+ * loader will map at start, as that loader resolves them (`PT_INTERP
+ * --list exe`; only a root-owned interpreter nobody else can write is
+ * run). A static executable or a script gives exe alone. Libraries the
+ * program dlopen()s later are not known. Returns 0; -EPERM (untrusted
+ * interpreter), -ECHILD (the loader failed), -EINVAL, -ENOMEM, with a
+ * reason; then *objects is NULL. Free with spanfind__free_objects.
+ */
+int spanfind__needed_objects(const char *exe, char ***objects, size_t *nr, char *reason,
+			     size_t size);
+
 void spanfind__free(struct span_site *sites, size_t nr);
 
 #endif /* KHBPF_SPANFIND_H */

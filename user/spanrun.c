@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include <errno.h>
 #include <inttypes.h>
-#include <libgen.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,59 +30,37 @@ static void site_error(struct span_site *s, int err, const char *what, const cha
 	snprintf(s->reason, sizeof(s->reason), "%.120s: %.120s", what, why);
 }
 
-/* A site that only carries an error, for a request run mode cannot resolve. */
-static int push_error_site(struct span_site **sites, size_t *nr, const struct span_request *q,
-			   const char *why)
-{
-	struct span_site *grown = realloc(*sites, (*nr + 1) * sizeof(**sites));
-	struct span_site *s;
-
-	if (!grown)
-		return -ENOMEM;
-	*sites = grown;
-	s = &grown[(*nr)++];
-	memset(s, 0, sizeof(*s));
-	snprintf(s->object, sizeof(s->object), "%s", q->object ? q->object : "");
-	snprintf(s->symbol, sizeof(s->symbol), "%s", q->symbol);
-	snprintf(s->metric, sizeof(s->metric), "%s", q->metric ? q->metric : "");
-	site_error(s, -EOPNOTSUPP, q->object ? q->object : q->symbol, why);
-	return 0;
-}
-
-/* run: the executable is known before it runs; its libraries are not mapped yet. */
+/*
+ * run: the command is not started yet. Its executable and the libraries its
+ * loader will map are known (spanfind__needed_objects); uprobes on them
+ * attach by inode, before anything is mapped.
+ */
 static int discover_exe(struct span_run *r, const struct span_run_opts *o)
 {
-	char copy[PATH_MAX];
-	const char *base;
-	size_t i;
+	char *self[1] = { (char *)o->exe }, **objects = NULL, reason[256] = "";
+	size_t nr = 0;
 	int err;
 
-	snprintf(copy, sizeof(copy), "%s", o->exe);
-	base = basename(copy);
-	if (!o->no_annotations) {
-		err = spanfind__notes(o->exe, o->exe, &r->sites, &r->nr_sites);
-		/* A script or a non-ELF command simply has no annotations. */
-		if (err == -ENOEXEC && r->nr_sites && r->sites[r->nr_sites - 1].err == -ENOEXEC)
-			r->nr_sites--;
-		else if (err == -ENOMEM)
-			return err;
-	}
-	for (i = 0; i < o->nr_reqs; i++) {
-		const struct span_request *q = &o->reqs[i];
+	err = spanfind__needed_objects(o->exe, &objects, &nr, reason, sizeof(reason));
+	if (err == -ENOMEM)
+		return err;
+	if (err) {
+		/* The executable alone; say why its libraries were not searched. */
+		struct span_site *grown = realloc(r->sites, (r->nr_sites + 1) * sizeof(*grown));
 
-		if (q->object && strcmp(q->object, o->exe) && strcmp(q->object, base)) {
-			err = push_error_site(
-				&r->sites, &r->nr_sites, q,
-				"with `run`, spans resolve in the command's executable only; use `attach` for libraries");
-		} else {
-			err = spanfind__symbols(o->exe, o->exe, q->symbol, q->metric, &r->sites,
-						&r->nr_sites);
-			err = err == -ENOMEM ? err : 0;
-		}
-		if (err)
-			return err;
+		if (!grown)
+			return -ENOMEM;
+		r->sites = grown;
+		memset(&grown[r->nr_sites], 0, sizeof(*grown));
+		snprintf(grown[r->nr_sites].object, sizeof(grown->object), "%s", o->exe);
+		grown[r->nr_sites].err = err;
+		snprintf(grown[r->nr_sites].reason, sizeof(grown->reason), "%s", reason);
+		r->nr_sites++;
 	}
-	return 0;
+	err = spanfind__discover_list("/", err ? self : objects, err ? 1 : nr, o->reqs, o->nr_reqs,
+				      o->no_annotations, &r->sites, &r->nr_sites);
+	spanfind__free_objects(objects, nr);
+	return err;
 }
 
 int span_run__discover(struct span_run *r, const struct span_run_opts *o)
@@ -206,8 +183,58 @@ static int record_cmp(const void *a, const void *b)
 	return x->span_id < y->span_id ? -1 : x->span_id > y->span_id;
 }
 
-int span_run__document(struct span_run *r, uint64_t start_mono_ns, enum ev_gap hw_reason,
-		       struct evidence_doc *doc, struct span_hw_aggregation *agg)
+static void span_hw_field(const struct khbpf_span_hw *h, struct ev_u64 *begin, struct ev_u64 *end)
+{
+	/* No reading, multiplexed or an uncounted stint: nothing exact to say. */
+	if (h->status != KHBPF_VCTR_OK) {
+		*begin = ev_u64__gap(EV_GAP_UNAVAILABLE);
+		*end = ev_u64__gap(EV_GAP_UNAVAILABLE);
+		return;
+	}
+	*begin = ev_u64__recorded(h->begin);
+	*end = ev_u64__recorded(h->end);
+}
+
+static void ledger_from(struct span_ledger *out, const struct khbpf_span_ledger *l, bool clock_gap)
+{
+	out->on_cpu_ns =
+		clock_gap ? ev_u64__gap(EV_GAP_UNAVAILABLE) : ev_u64__recorded(l->on_cpu_ns);
+	out->run_delay_ns = l->run_delay_ns;
+	out->voluntary_switches = l->nvcsw;
+	out->involuntary_switches = l->nivcsw;
+	out->migrations = l->migrations;
+}
+
+/* The exact hardware aggregation, from the in-kernel totals. */
+static int span_run__hw_aggregation(const struct span_run *r, bool counters,
+				    struct span_hw_aggregation *agg)
+{
+	struct span_hw_total *t = calloc(r->nr_aggs ? r->nr_aggs : 1, sizeof(*t));
+	size_t i;
+	int err;
+
+	if (!t)
+		return -ENOMEM;
+	for (i = 0; i < r->nr_aggs; i++) {
+		const struct span_agg_entry *a = &r->aggs[i];
+
+		t[i].metric_id =
+			a->key.metric < r->nr_metrics ? r->metrics[a->key.metric] : "unknown";
+		t[i].thread_id = a->key.tid;
+		t[i].calls = a->agg.calls;
+		t[i].hardware = counters;
+		t[i].with_counters = a->agg.hw_calls;
+		t[i].cycles = a->agg.hw_sum[KHBPF_CTR_CYCLES];
+		t[i].instructions = a->agg.hw_sum[KHBPF_CTR_INSTRUCTIONS];
+	}
+	err = span_hw_aggregation__from_totals(agg, t, r->nr_aggs);
+	free(t);
+	return err;
+}
+
+int span_run__document(struct span_run *r, uint64_t start_mono_ns, bool counters,
+		       enum ev_gap hw_reason, struct evidence_doc *doc,
+		       struct span_hw_aggregation *agg)
 {
 	size_t i, j, nb = 0;
 
@@ -249,19 +276,24 @@ int span_run__document(struct span_run *r, uint64_t start_mono_ns, enum ev_gap h
 		s->task_id = ev_u64__gap(EV_GAP_UNAVAILABLE);
 		s->worker_id = ev_u64__gap(EV_GAP_UNAVAILABLE);
 		s->hardware_reason = hw_reason;
+		if (counters) {
+			s->hardware_recorded = true;
+			span_hw_field(&e->hw[KHBPF_CTR_CYCLES], &s->hardware.cycles_begin,
+				      &s->hardware.cycles_end);
+			span_hw_field(&e->hw[KHBPF_CTR_INSTRUCTIONS],
+				      &s->hardware.instructions_begin,
+				      &s->hardware.instructions_end);
+		}
 		s->has_ledger = true;
-		s->on_cpu_ns = e->ledger.on_cpu_ns;
-		s->run_delay_ns = e->ledger.run_delay_ns;
-		s->voluntary_switches = e->ledger.nvcsw;
-		s->involuntary_switches = e->ledger.nivcsw;
-		s->migrations = e->ledger.migrations;
+		ledger_from(&s->ledger, &e->ledger, e->flags & KHBPF_SPAN_F_CLOCK_GAP);
 	}
 	r->nr_records = r->nr_events;
 	qsort(r->records, r->nr_records, sizeof(*r->records), record_cmp);
 
 	for (i = 0; i < r->nr_metrics; i++) {
 		struct span_metric *m = &r->doc_metrics[i];
-		uint64_t hist[KHBPF_RQ_SLOTS] = { 0 };
+		uint64_t hist[KHBPF_RQ_SLOTS] = { 0 }, gaps = 0;
+		struct khbpf_span_ledger l = { 0 };
 		size_t k;
 
 		snprintf(m->metric_id, sizeof(m->metric_id), "%s", r->metrics[i]);
@@ -273,9 +305,16 @@ int span_run__document(struct span_run *r, uint64_t start_mono_ns, enum ev_gap h
 			m->calls += a->agg.calls;
 			m->inclusive_ns += a->agg.inclusive_ns;
 			m->exclusive_ns += a->agg.exclusive_ns;
+			l.on_cpu_ns += a->agg.ledger.on_cpu_ns;
+			l.run_delay_ns += a->agg.ledger.run_delay_ns;
+			l.nvcsw += a->agg.ledger.nvcsw;
+			l.nivcsw += a->agg.ledger.nivcsw;
+			l.migrations += a->agg.ledger.migrations;
+			gaps += a->agg.clock_gap_calls;
 			for (k = 0; k < KHBPF_RQ_SLOTS; k++)
 				hist[k] += a->agg.hist[k];
 		}
+		ledger_from(&m->ledger, &l, gaps > 0);
 		for (j = 0; j < r->nr_open; j++)
 			m->unfinished += r->open[j].metric == i;
 		m->histogram = &r->buckets[nb];
@@ -309,7 +348,7 @@ int span_run__document(struct span_run *r, uint64_t start_mono_ns, enum ev_gap h
 	doc->nr_span_probes = r->nr_sites;
 	doc->open_spans = r->doc_open;
 	doc->nr_open_spans = r->nr_open;
-	return span_hw_aggregation__compute(agg, r->records, r->nr_records);
+	return span_run__hw_aggregation(r, counters, agg);
 }
 
 /* Upper bound of the bucket holding the q-th (per mille) call. */

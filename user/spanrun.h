@@ -64,11 +64,13 @@ void span_run__on_event(void *ctx, const struct khbpf_span_event *e);
 int span_run__finish(struct span_run *r, struct sched_collector *c);
 /*
  * Build the document's span parts; start_ns of records counts from
- * start_mono_ns (CLOCK_MONOTONIC, as bpf_ktime_get_ns). hw_reason is the gap
- * every span's hardware carries.
+ * start_mono_ns (CLOCK_MONOTONIC, as bpf_ktime_get_ns). With counters, each
+ * span's hardware holds its readings (a field is a gap when its status is
+ * not KHBPF_VCTR_OK); without, every span's hardware is the gap hw_reason.
  */
-int span_run__document(struct span_run *r, uint64_t start_mono_ns, enum ev_gap hw_reason,
-		       struct evidence_doc *doc, struct span_hw_aggregation *agg);
+int span_run__document(struct span_run *r, uint64_t start_mono_ns, bool counters,
+		       enum ev_gap hw_reason, struct evidence_doc *doc,
+		       struct span_hw_aggregation *agg);
 /* The per-metric table of the text summary, sorted by exclusive time. */
 void span_run__print(const struct span_run *r, FILE *f);
 void span_run__free(struct span_run *r);

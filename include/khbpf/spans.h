@@ -8,6 +8,7 @@
 #endif
 
 #include "khbpf/sched.h"
+#include "khbpf/vcounter.h"
 
 /* Open spans per thread; deeper ones are counted in span_depth_overflow. */
 #define KHBPF_SPAN_DEPTH 32
@@ -29,7 +30,14 @@
 struct khbpf_span_clock {
 	__u64 oncpu_acc; /* on-CPU ns accumulated at switch-outs */
 	__u64 switched_in; /* bpf_ktime_get_ns() at the last switch-in */
+	__u64 switched_out; /* ... and at the last switch-out */
 	__u64 spans_open; /* frames open on this thread */
+	/*
+	 * Switch-ins that were not seen (the switch-out came first): the
+	 * on-CPU time of a span across one is unknown, so it is a gap.
+	 */
+	__u64 clock_gaps;
+	struct khbpf_vctr ctr[KHBPF_NR_COUNTERS];
 };
 
 /* The scheduler ledger of one span: what happened while it was open. */
@@ -47,7 +55,9 @@ struct khbpf_span_frame {
 	__u64 child_ns; /* inclusive time of direct children */
 	__u32 metric;
 	__u32 pad;
+	__u64 clock_gaps; /* the thread's clock_gaps at entry */
 	struct khbpf_span_ledger at_start; /* absolute readings at entry */
+	struct khbpf_vreading hw[KHBPF_NR_COUNTERS]; /* virtual counters at entry */
 };
 
 /* Task storage: a thread's open spans. */
@@ -55,6 +65,17 @@ struct khbpf_span_state {
 	__u32 depth; /* frames in use */
 	__u32 overflow; /* entries deeper than KHBPF_SPAN_DEPTH not pushed */
 	struct khbpf_span_frame frames[KHBPF_SPAN_DEPTH];
+};
+
+/* khbpf_span_event.flags */
+#define KHBPF_SPAN_F_CLOCK_GAP 1 /* ledger.on_cpu_ns is unknown (a switch-in was missed) */
+
+/* A span's counter readings (virtual, the thread's own) and their status. */
+struct khbpf_span_hw {
+	__u64 begin;
+	__u64 end;
+	__u32 status; /* KHBPF_VCTR_*; without counters configured the loader ignores it */
+	__u32 pad;
 };
 
 /* One finished span, through the ring buffer. */
@@ -67,8 +88,9 @@ struct khbpf_span_event {
 	__u32 tid;
 	__u32 metric;
 	__u32 depth; /* 0 for a root span */
-	__u32 flags;
+	__u32 flags; /* KHBPF_SPAN_F_* */
 	struct khbpf_span_ledger ledger;
+	struct khbpf_span_hw hw[KHBPF_NR_COUNTERS];
 };
 
 struct khbpf_span_key {
@@ -81,15 +103,24 @@ struct khbpf_span_agg {
 	__u64 calls;
 	__u64 inclusive_ns;
 	__u64 exclusive_ns;
-	struct khbpf_span_ledger ledger;
+	struct khbpf_span_ledger ledger; /* on_cpu_ns over the calls without a clock gap */
+	__u64 clock_gap_calls; /* calls whose on-CPU time is unknown */
+	__u64 hw_calls; /* calls with at least one recorded counter delta */
+	__u64 hw_sum[KHBPF_NR_COUNTERS]; /* recorded deltas, per counter */
 	__u64 hist[KHBPF_RQ_SLOTS]; /* inclusive duration, log2 ns (khbpf_rq_slot) */
 };
 
 #ifndef __BPF__
 _Static_assert(sizeof(struct khbpf_span_ledger) == 40, "khbpf_span_ledger layout");
-_Static_assert(sizeof(struct khbpf_span_frame) == 72, "khbpf_span_frame layout");
-_Static_assert(sizeof(struct khbpf_span_event) == 56 + 40, "khbpf_span_event layout");
-_Static_assert(sizeof(struct khbpf_span_agg) == 24 + 40 + 8 * KHBPF_RQ_SLOTS,
+_Static_assert(sizeof(struct khbpf_span_clock) == 40 + 56 * KHBPF_NR_COUNTERS,
+	       "khbpf_span_clock layout");
+_Static_assert(sizeof(struct khbpf_span_frame) == 80 + 32 * KHBPF_NR_COUNTERS,
+	       "khbpf_span_frame layout");
+_Static_assert(sizeof(struct khbpf_span_hw) == 24, "khbpf_span_hw layout");
+_Static_assert(sizeof(struct khbpf_span_event) == 56 + 40 + 24 * KHBPF_NR_COUNTERS,
+	       "khbpf_span_event layout");
+_Static_assert(sizeof(struct khbpf_span_agg) ==
+		       24 + 40 + 16 + 8 * KHBPF_NR_COUNTERS + 8 * KHBPF_RQ_SLOTS,
 	       "khbpf_span_agg layout");
 #endif
 

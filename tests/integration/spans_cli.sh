@@ -43,11 +43,27 @@ cp "$TMP/out" "$TMP/truth.json"
 "$PYTHON" tests/validate_schema.py "$SCHEMA" "$TMP/doc.json" >/dev/null || fail "schema"
 check_counts "$TMP/doc.json" "$TMP/truth.json"
 json_check "$TMP/doc.json" \
-	"len(d['span_probes']) == 9 and all(p['status'] == 'attached' for p in d['span_probes'])" \
+	"len(d['span_probes']) == 10 and all(p['status'] == 'attached' for p in d['span_probes'])" \
 	"d['hardware']['value']['span_aggregation']['value']['run']['span_count'] == len(d['events']['spans'])" \
 	"[c['availability'] for c in d['collectors'] if c['collector'] == 'span-probes'] == ['available']" \
 	"all(s['hardware'] == {'status': 'unavailable', 'reason': 'unsupported'} for s in d['events']['spans'])" \
 	"d['loss']['span_depth_overflow']['value'] == 0"
+
+json_check "$TMP/doc.json" \
+	"d['span_counters']['requested'] == 'hw' and d['span_counters']['cpus'] == 0" \
+	"'perf_event_open' in d['span_counters']['detail']"
+
+# The counter path for real, with software cpu-clock standing in for the PMU:
+# every span carries readings, and the exact totals count every call.
+expect_exit 0 timeout 60 "$KHBPF" run --counter-events=sw-cpu-clock -o "$TMP/docc.json" -- "$W" --threads 2 --iterations 2
+"$PYTHON" tests/validate_schema.py "$SCHEMA" "$TMP/docc.json" >/dev/null || fail "schema (counters)"
+json_check "$TMP/docc.json" \
+	"d['span_counters']['cycles_event'] == 'sw-cpu-clock' and d['span_counters']['cpus'] >= 1" \
+	"all(s['hardware']['status'] == 'recorded' for s in d['events']['spans'])" \
+	"all(s['hardware']['value']['cycles_end']['status'] == 'recorded' for s in d['events']['spans'])" \
+	"d['hardware']['value']['span_aggregation']['value']['run']['spans_with_counters'] == sum(m['calls'] for m in d['span_metrics'])" \
+	"d['hardware']['value']['span_aggregation']['value']['run']['cpi_milli']['status'] == 'recorded'"
+expect_exit 2 "$KHBPF" run --counter-events=bogus -- true
 
 # Stripped: the notes survive strip --strip-all; the same spans, no symbol names.
 cp "$W" "$TMP/spanned-stripped"
@@ -98,7 +114,7 @@ json_check "$TMP/doc6.json" \
 	"[(o['metric_id'], o['thread_id']) for o in d['open_spans']] == [('stage-hold', $held)]" \
 	"0 < d['open_spans'][0]['start_ns'] < d['window']['wall_ns']" \
 	"[(m['calls'], m['unfinished']) for m in d['span_metrics'] if m['metric_id'] == 'stage-hold'] == [(0, 1)]" \
-	"sum(m['calls'] for m in d['span_metrics']) == 12"
+	"sum(m['calls'] for m in d['span_metrics']) == 13"
 
 # --span on a program nobody here wrote: CPython calling libc's getpid()
 # exactly 1000 times (os.getpid() is one libc call each) inside the window.
@@ -128,6 +144,20 @@ wait "$py"
 json_check "$TMP/doc7.json" \
 	"[(m['metric_id'], m['calls']) for m in d['span_metrics']] == [('getpid', 1000)]" \
 	"[p['object'].endswith('/libc.so.6') and p['status'] == 'attached' for p in d['span_probes']] == [True]"
+
+# run: a library of the command, resolved before it starts (as its loader
+# resolves it), probed from its first instruction: CPython's own 1000 calls.
+expect_exit 0 timeout 60 "$KHBPF" run --span 'libc.so.6:getppid=getppid' -o "$TMP/doc8.json" -- \
+	"$PYTHON" -c 'import os
+for _ in range(1000): os.getppid()'
+json_check "$TMP/doc8.json" \
+	"[(m['metric_id'], m['calls']) for m in d['span_metrics']] == [('getppid', 1000)]" \
+	"[p['object'].endswith('/libc.so.6') and p['status'] == 'attached' for p in d['span_probes']] == [True]"
+# ... and a library it does not link: reported, with the reason.
+expect_exit 0 timeout 60 "$KHBPF" run --span 'libsqlite3.so.0:sqlite3_open' -o "$TMP/doc9.json" -- true
+json_check "$TMP/doc9.json" \
+	"[p['status'] for p in d['span_probes']] == ['failed']" \
+	"'not among the command' in d['span_probes'][0]['reason']"
 
 expect_exit 2 "$KHBPF" run --span 'x=Bad_Metric' -- true
 expect_one_line_error

@@ -7,6 +7,8 @@
  *	stage-sib-a, then stage-sib-b                  siblings
  *	stage-sleep                                    usleep(1000) inside
  *	stage-spin                                     ~3 ms on the CPU
+ *	stage-migrate                                  moves itself to another CPU
+ *	                                               (sched_setaffinity), ~2 ms on it
  * so every stage is called N*M times, stage-recurse 5*N*M. The calls are
  * counted as they happen and printed at the end as one JSON line on stdout,
  *	{"stage-outer": 20, ..., "stage-recurse": 100, ...}
@@ -22,6 +24,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,7 +40,7 @@
 
 /* Each thread counts into its own struct: no shared writes, no races. */
 struct counts {
-	unsigned long outer, middle, inner, recurse, sib_a, sib_b, sleep, spin;
+	unsigned long outer, middle, inner, recurse, sib_a, sib_b, sleep, spin, migrate;
 };
 
 /* Keeps a call from being a tail call, so each span has its own frame. */
@@ -47,6 +50,7 @@ struct counts {
 int stage_outer(struct counts *c, int x);
 int stage_sib_a(struct counts *c, int x);
 int stage_spin(struct counts *c);
+int stage_migrate(struct counts *c);
 
 KHBPF_SPAN(stage_inner, "stage-inner")
 static int stage_inner(struct counts *c, int x)
@@ -132,6 +136,34 @@ int stage_spin(struct counts *c)
 	return loops;
 }
 
+/*
+ * On a machine with one allowed CPU there is nowhere to go: the span then
+ * just spins. Otherwise sched_setaffinity() to a CPU other than the current
+ * one makes the kernel move the thread before the call returns.
+ */
+KHBPF_SPAN(stage_migrate, "stage-migrate")
+int stage_migrate(struct counts *c)
+{
+	cpu_set_t orig, to;
+	int cpu = sched_getcpu(), i, moved = 0;
+
+	c->migrate++;
+	if (sched_getaffinity(0, sizeof(orig), &orig))
+		return 0;
+	for (i = 0; i < CPU_SETSIZE; i++) {
+		if (i == cpu || !CPU_ISSET(i, &orig))
+			continue;
+		CPU_ZERO(&to);
+		CPU_SET(i, &to);
+		moved = !sched_setaffinity(0, sizeof(to), &to);
+		break;
+	}
+	spin_for(2000000);
+	if (moved)
+		sched_setaffinity(0, sizeof(orig), &orig);
+	return moved;
+}
+
 struct worker {
 	pthread_t thread;
 	unsigned long iterations;
@@ -157,6 +189,8 @@ static void *worker_main(void *arg)
 		v += stage_sleep(&w->counts);
 		KEEP(v);
 		v += stage_spin(&w->counts) & 1;
+		KEEP(v);
+		v += stage_migrate(&w->counts);
 		KEEP(v);
 	}
 	w->sink = v;
@@ -242,6 +276,7 @@ int main(int argc, char **argv)
 		sum.sib_b += w[i].counts.sib_b;
 		sum.sleep += w[i].counts.sleep;
 		sum.spin += w[i].counts.spin;
+		sum.migrate += w[i].counts.migrate;
 	}
 	free(w);
 	if (hold) {
@@ -252,12 +287,13 @@ int main(int argc, char **argv)
 	n = nthreads * iterations;
 	printf("{\"stage-outer\": %lu, \"stage-middle\": %lu, \"stage-inner\": %lu, "
 	       "\"stage-recurse\": %lu, \"stage-sib-a\": %lu, \"stage-sib-b\": %lu, "
-	       "\"stage-sleep\": %lu, \"stage-spin\": %lu, \"stage-hold\": %lu}\n",
+	       "\"stage-sleep\": %lu, \"stage-spin\": %lu, \"stage-migrate\": %lu, "
+	       "\"stage-hold\": %lu}\n",
 	       sum.outer, sum.middle, sum.inner, sum.recurse, sum.sib_a, sum.sib_b, sum.sleep,
-	       sum.spin, held);
+	       sum.spin, sum.migrate, held);
 	if (sum.outer != n || sum.middle != n || sum.inner != n ||
 	    sum.recurse != n * RECURSE_DEPTH || sum.sib_a != n || sum.sib_b != n ||
-	    sum.sleep != n || sum.spin != n) {
+	    sum.sleep != n || sum.spin != n || sum.migrate != n) {
 		fprintf(stderr, "spanned: call counts differ from the expected %lu per stage\n", n);
 		return 1;
 	}
