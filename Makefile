@@ -4,6 +4,8 @@
 #   make                 build build/khbpf
 #   make check           build, then run every test (unit, sanitized unit, integration)
 #   make format-check    clang-format (kernel style) over every C file
+#   make build/workloads/rust-spanned   the Rust span example (needs rustc;
+#                        not in `all`: tests/integration/spans_rust.sh builds it)
 #   make V=1             show the commands
 #   make SANITIZE=address,undefined   build user code and tests with sanitizers
 #   VMLINUX_BTF=/path    kernel BTF used to generate build/vmlinux.h
@@ -27,6 +29,8 @@ BPFTOOL ?= bpftool
 PKG_CONFIG ?= pkg-config
 PYTHON ?= /usr/bin/python3
 CLANG_FORMAT ?= clang-format
+# rustc from PATH, else rustup's default place; empty when there is none.
+RUSTC ?= $(firstword $(shell command -v rustc 2>/dev/null) $(wildcard $(HOME)/.cargo/bin/rustc))
 
 SANITIZE ?=
 ifneq ($(SANITIZE),)
@@ -134,6 +138,13 @@ build/workloads/%: tests/workloads/%.c $(wildcard tests/workloads/*.h) | $(DEPS_
 	$(Q)$(CC) -O2 -g -std=gnu11 $(WARN) -pthread $< -o $@
 
 workloads: $(WORKLOADS)
+
+# Not in WORKLOADS (tests/workloads/*.c): rustc may be missing here.
+build/workloads/rust-spanned: tests/workloads/rust/spanned.rs
+	$(Q)test -n "$(RUSTC)" || { echo "khbpf: no rustc in PATH or $(HOME)/.cargo/bin; set RUSTC=/path/to/rustc" >&2; exit 1; }
+	$(call msg,RUSTC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(RUSTC) -O --edition 2021 $< -o $@
 
 unit-tests: $(TESTS) $(KHBPF)
 
