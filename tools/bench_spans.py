@@ -456,7 +456,16 @@ def main():
     print(text)
 
 
+def interrupted(signum, frame):
+    raise BenchError(f"stopped by {signal.Signals(signum).name}")
+
+
 if __name__ == "__main__":
+    # The per-run `finally` blocks end the workload and the tool on any exit.
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, interrupted)
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        signal.signal(signal.SIGINT, interrupted)
     try:
         main()
     except (BenchError, subprocess.CalledProcessError) as e:
