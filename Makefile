@@ -80,7 +80,7 @@ WORKLOADS := $(patsubst tests/workloads/%.c,build/workloads/%,$(wildcard tests/w
 
 C_FILES := $(wildcard bpf/*.c bpf/*.h user/*.c user/*.h include/khbpf/*.h tests/*.c tests/*.h tests/workloads/*.c tests/workloads/*.h tools/*.c)
 
-.PHONY: all check unit-tests workloads demo bench format format-check clean deps
+.PHONY: all check unit-tests workloads demo bench bench-spans format format-check clean deps
 all: $(KHBPF)
 
 deps: $(DEPS_STAMP)
@@ -137,6 +137,13 @@ build/workloads/%: tests/workloads/%.c $(wildcard tests/workloads/*.h) | $(DEPS_
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) -O2 -g -std=gnu11 $(WARN) -pthread $< -o $@
 
+# The span benchmark's workload needs clang: its KHBPF_SPAN site must start
+# with the one 5-byte NOP that kernels from 6.18 probe the optimized way.
+build/workloads/spanbench: tests/workloads/spanbench.c $(wildcard tests/workloads/*.h) include/khbpf/span.h | $(DEPS_STAMP)
+	$(call msg,CLANG,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CLANG) -O2 -g -std=gnu11 $(WARN) -pthread $< -o $@
+
 workloads: $(WORKLOADS)
 
 # Not in WORKLOADS (tests/workloads/*.c): rustc may be missing here.
@@ -159,10 +166,17 @@ build/tools/%: tools/%.c $(SKELS) | $(DEPS_STAMP)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(ALL_CFLAGS) $(PC_CFLAGS) $< $(LDLIBS) -o $@
 
-# Overhead against peers (runqlat) and an empty program; see BENCHMARKS.md.
-bench: $(KHBPF) build/tools/bench-empty
+# Overhead against peers (runqlat, bpftrace) and empty programs; see BENCHMARKS.md.
+BENCH_SPANS_DEPS := $(KHBPF) build/tools/bench-span-floor build/workloads/spanbench
+bench: $(KHBPF) build/tools/bench-empty $(BENCH_SPANS_DEPS)
 	$(Q)tools/install-deps.sh --with-bench
 	$(Q)tools/bench-sched.sh
+	$(Q)tools/bench-spans.sh
+
+# The span part of `make bench` alone.
+bench-spans: $(BENCH_SPANS_DEPS)
+	$(Q)tools/install-deps.sh --with-bench
+	$(Q)tools/bench-spans.sh
 
 # The first of the README's two commands: khbpf on the bundled demo workload.
 demo: $(KHBPF) build/workloads/demo
