@@ -579,17 +579,21 @@ static __always_inline __u64 switches(struct task_struct *task)
  * so a reading that a context switch cut in two is taken again.
  */
 static __always_inline __u64 ledger_now(struct task_struct *task, struct khbpf_span_clock *ck,
-					struct khbpf_span_ledger *l, struct khbpf_vreading *hw)
+					struct khbpf_span_ledger *l, struct khbpf_vreading *hw,
+					bool start)
 {
 	__u64 now = 0, before;
 	struct khbpf_ctr_read r;
 	bool skewed;
-	int i, j;
+	int i, j, ok;
 
 	for (i = 0; i < READ_TRIES; i++) {
 		before = switches(task);
 		now = bpf_ktime_get_ns();
-		if (ck->switched_out > ck->switched_in) {
+		if (start) {
+			/* The thread's first open span starts its clock here. */
+			ck->switched_in = now;
+		} else if (ck->switched_out > ck->switched_in) {
 			/* Running, yet the last thing seen was a switch-out. */
 			ck->clock_gaps++;
 			__sync_fetch_and_add(&span_clock_gaps, 1);
@@ -599,7 +603,10 @@ static __always_inline __u64 ledger_now(struct task_struct *task, struct khbpf_s
 		for (j = 0; j < KHBPF_NR_COUNTERS; j++) {
 			if (j >= nr_counters)
 				break;
-			khbpf_vctr_now(&ck->ctr[j], &r, counter_read(j, &r), &hw[j]);
+			ok = counter_read(j, &r);
+			if (start)
+				khbpf_vctr_in(&ck->ctr[j], &r, ok);
+			khbpf_vctr_now(&ck->ctr[j], &r, ok, &hw[j]);
 		}
 		skewed = read_skewed(now);
 		if (bpf_core_field_exists(task->sched_info))
@@ -614,8 +621,11 @@ static __always_inline __u64 ledger_now(struct task_struct *task, struct khbpf_s
 	}
 	if (skewed)
 		__sync_fetch_and_add(&span_counter_skews, 1);
-	for (j = 0; skewed && j < KHBPF_NR_COUNTERS; j++)
+	for (j = 0; skewed && j < KHBPF_NR_COUNTERS; j++) {
 		hw[j].ok = 0;
+		if (start)
+			ck->ctr[j].in_valid = 0;
+	}
 	return now;
 }
 
@@ -623,6 +633,8 @@ static __always_inline __u64 sub0(__u64 a, __u64 b)
 {
 	return a > b ? a - b : 0;
 }
+
+#define SPAN_WAKEUP_EVERY 1024
 
 /* Attached per span site with the metric index as the uprobe's cookie. */
 SEC("uprobe")
@@ -633,6 +645,7 @@ int BPF_KPROBE(khbpf_span_enter)
 	struct khbpf_span_state *ss;
 	struct khbpf_span_frame *f;
 	__u32 depth, tid = task->pid;
+	bool start;
 
 	ss = bpf_task_storage_get(&span_state, task, NULL, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!ss) {
@@ -661,35 +674,12 @@ int BPF_KPROBE(khbpf_span_enter)
 	 * First open span: start the thread's clock. switched_in stays 0 until
 	 * set, so a switch in between is not charged to it (span_clock_out).
 	 */
-	if (ck->spans_open++ == 0) {
-		struct khbpf_ctr_read r;
-		__u64 before;
-		int i, j;
-
-		bool skewed = false;
-
-		for (i = 0; i < READ_TRIES; i++) {
-			before = switches(task);
-			ck->switched_in = bpf_ktime_get_ns();
-			for (j = 0; j < KHBPF_NR_COUNTERS; j++) {
-				if (j >= nr_counters)
-					break;
-				khbpf_vctr_in(&ck->ctr[j], &r, counter_read(j, &r));
-			}
-			skewed = read_skewed(ck->switched_in);
-			if (switches(task) == before && !skewed)
-				break;
-		}
-		if (skewed)
-			__sync_fetch_and_add(&span_counter_skews, 1);
-		for (j = 0; skewed && j < KHBPF_NR_COUNTERS; j++)
-			ck->ctr[j].in_valid = 0;
-	}
+	start = ck->spans_open++ == 0;
 	f = &ss->frames[depth & (KHBPF_SPAN_DEPTH - 1)];
 	f->span_id = __sync_fetch_and_add(&next_span_id, 1) + 1;
 	f->child_ns = 0;
 	f->metric = (__u32)bpf_get_attach_cookie(ctx);
-	f->start_ns = ledger_now(task, ck, &f->at_start, f->hw);
+	f->start_ns = ledger_now(task, ck, &f->at_start, f->hw, start);
 	f->clock_gaps = ck->clock_gaps;
 	ss->depth = depth + 1;
 	return 0;
@@ -754,6 +744,7 @@ int BPF_KRETPROBE(khbpf_span_exit)
 	struct khbpf_span_frame *f;
 	__u64 now, incl, excl, parent_id = 0;
 	__u32 depth, idx, i, flags = 0, tid = task->pid;
+	__u64 rec;
 
 	ss = bpf_task_storage_get(&span_state, task, NULL, 0);
 	ck = bpf_map_lookup_elem(&span_clock, &tid);
@@ -782,7 +773,7 @@ int BPF_KRETPROBE(khbpf_span_exit)
 	if (idx != depth - 1)
 		__sync_fetch_and_add(&span_unwound, depth - 1 - idx);
 	f = &ss->frames[idx & (KHBPF_SPAN_DEPTH - 1)];
-	now = ledger_now(task, ck, &now_l, now_hw);
+	now = ledger_now(task, ck, &now_l, now_hw, false);
 	if (ck->clock_gaps != f->clock_gaps)
 		flags |= KHBPF_SPAN_F_CLOCK_GAP;
 	for (i = 0; i < KHBPF_NR_COUNTERS; i++) {
@@ -812,7 +803,8 @@ int BPF_KRETPROBE(khbpf_span_exit)
 
 	span_aggregate(task->pid, metric, incl, excl, &l, flags, hw);
 
-	if (__sync_fetch_and_add(&span_records, 1) >= max_spans) {
+	rec = __sync_fetch_and_add(&span_records, 1);
+	if (rec >= max_spans) {
 		__sync_fetch_and_add(&span_sampled_out, 1);
 		return 0;
 	}
@@ -834,11 +826,11 @@ int BPF_KRETPROBE(khbpf_span_exit)
 	__builtin_memcpy(e->hw, hw, sizeof(hw));
 	/*
 	 * Waking the reader costs more than the rest of the span (an irq_work
-	 * and a wakeup per record); wake it once a quarter of the buffer is
-	 * waiting, the loader also drains on its timer and at the end.
+	 * and a wakeup per record); wake it every SPAN_WAKEUP_EVERY records
+	 * (152 KiB, well inside the 4 MiB buffer), the loader also drains on
+	 * its timer and at the end.
 	 */
-	bpf_ringbuf_submit(e, bpf_ringbuf_query(&span_events, BPF_RB_AVAIL_DATA) >=
-					      KHBPF_SPAN_RINGBUF_BYTES / 4 ?
+	bpf_ringbuf_submit(e, (rec & (SPAN_WAKEUP_EVERY - 1)) == SPAN_WAKEUP_EVERY - 1 ?
 				      BPF_RB_FORCE_WAKEUP :
 				      BPF_RB_NO_WAKEUP);
 	return 0;

@@ -78,7 +78,7 @@ def round_a():
 
 def round_b():
     doc_path = f"{OUT}/b.json"
-    r = run([KHBPF, "run", "-o", doc_path, "--"] + PIPE)
+    r = run([KHBPF, "run", "--bpf-stats", "-o", doc_path, "--"] + PIPE)
     doc = json.load(open(doc_path))
     ov = doc["overhead"]
     return {"usecs_op": usecs_per_op(r.stdout),
@@ -124,7 +124,7 @@ def round_c():
 def round_d():
     sleeper = subprocess.Popen(["sleep", "600"])
     doc_path = f"{OUT}/d.json"
-    kh = subprocess.Popen([KHBPF, "attach", "--pid", str(sleeper.pid), "-o", doc_path],
+    kh = subprocess.Popen([KHBPF, "attach", "--bpf-stats", "--pid", str(sleeper.pid), "-o", doc_path],
                           stderr=subprocess.PIPE, text=True)
     try:
         line = kh.stderr.readline()
@@ -160,7 +160,7 @@ def loader_cost(seconds=10):
     """khbpf attach's own CPU while it waits, and its peak RSS."""
     sleeper = subprocess.Popen(["sleep", "600"])
     doc_path = f"{OUT}/g.json"
-    kh = subprocess.Popen([KHBPF, "attach", "--pid", str(sleeper.pid), "-o", doc_path],
+    kh = subprocess.Popen([KHBPF, "attach", "--bpf-stats", "--pid", str(sleeper.pid), "-o", doc_path],
                           stderr=subprocess.PIPE, text=True)
     tick = os.sysconf("SC_CLK_TCK")
 

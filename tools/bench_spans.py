@@ -224,7 +224,8 @@ def run_floor(site, calls):
 def run_khbpf(site, calls, max_spans):
     w = Workload(site, calls)
     doc_path, err_path = f"{TMP}/khbpf.json", f"{TMP}/khbpf.err"
-    cmd = [KHBPF, "attach", "--pid", str(w.pid), "--max-spans", str(max_spans), "-o", doc_path]
+    cmd = [KHBPF, "attach", "--bpf-stats", "--pid", str(w.pid), "--max-spans", str(max_spans),
+           "-o", doc_path]
     if site == "plain":
         cmd += ["--no-annotations", "--span", f"{SITES[site]}={METRIC[site]}"]
     k = None

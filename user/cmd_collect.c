@@ -43,6 +43,9 @@ void cmd_attach_help(FILE *f)
 		"      --no-annotations  ignore KHBPF_SPAN annotations in the target\n"
 		"      --max-spans N     span records kept (default 100000); every call still\n"
 		"                        counts in the per-metric totals\n"
+		"      --bpf-stats       time khbpf's BPF programs (kernel.bpf_stats_enabled for\n"
+		"                        the window: every BPF program on the host pays ~20 ns\n"
+		"                        per run meanwhile); without it `overhead` holds gaps\n"
 		"      --counter-events E  per-span counters: 'hw' (cycles and instructions,\n"
 		"                        the default), 'none', or 'sw-cpu-clock' (a test aid for\n"
 		"                        machines without a PMU: software cpu-clock ns stand in\n"
@@ -79,6 +82,9 @@ void cmd_run_help(FILE *f)
 		"      --no-annotations  ignore KHBPF_SPAN annotations in CMD\n"
 		"      --max-spans N     span records kept (default 100000); every call still\n"
 		"                        counts in the per-metric totals\n"
+		"      --bpf-stats       time khbpf's BPF programs (kernel.bpf_stats_enabled for\n"
+		"                        the window: every BPF program on the host pays ~20 ns\n"
+		"                        per run meanwhile); without it `overhead` holds gaps\n"
 		"      --counter-events E  per-span counters: 'hw' (cycles and instructions,\n"
 		"                        the default), 'none', or 'sw-cpu-clock' (a test aid for\n"
 		"                        machines without a PMU: software cpu-clock ns stand in\n"
@@ -171,6 +177,7 @@ static int collect(const char *cmd, int argc, char **argv, enum target_mode mode
 		{ "no-annotations", no_argument, NULL, 'A' },
 		{ "max-spans", required_argument, NULL, 'X' },
 		{ "counter-events", required_argument, NULL, 'C' },
+		{ "bpf-stats", no_argument, NULL, 'B' },
 		{ "help", no_argument, NULL, 'h' },
 		{},
 	};
@@ -272,6 +279,9 @@ static int collect(const char *cmd, int argc, char **argv, enum target_mode mode
 			so.max_spans = n;
 			break;
 		}
+		case 'B':
+			so.bpf_stats = true;
+			break;
 		case 'C':
 			if (!strcmp(optarg, "hw")) {
 				so.span_counters = SCHED_COUNTERS_HW;

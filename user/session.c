@@ -437,7 +437,7 @@ static void setup_collector(struct session *s)
 		.sz = sizeof(co),
 		.max_exited = s->opts.max_exited,
 		.topo = &s->topo,
-		.run_stats = true,
+		.run_stats = s->opts.bpf_stats,
 	};
 	int err;
 
@@ -889,7 +889,8 @@ static int build_document(struct session *s)
 
 	for (i = 0; i < s->stats.nr_progs; i++) {
 		const struct sched_prog_stats *p = &s->stats.progs[i];
-		enum ev_gap g = EV_GAP_UNAVAILABLE;
+		/* Run-time stats are opt-in (--bpf-stats): they cost every BPF program on the host. */
+		enum ev_gap g = s->opts.bpf_stats ? EV_GAP_UNAVAILABLE : EV_GAP_COLLECTOR_DISABLED;
 
 		snprintf(s->overhead_names[2 * i], sizeof(s->overhead_names[0]), "%s_run_cnt",
 			 p->name);

@@ -37,6 +37,7 @@ struct session_opts {
 	bool no_annotations; /* ignore KHBPF_SPAN notes */
 	uint64_t max_spans; /* span records kept; 0 → default */
 	enum sched_counters span_counters; /* per-span counter readings */
+	bool bpf_stats; /* BPF run-time stats (system-wide) for the window */
 };
 
 #define SESSION_DEFAULT_MAX_THREADS 65536

@@ -33,7 +33,7 @@ run_window() { # MODE-FLAGS...
 }
 
 # BPF: exact, plus the three born-and-exited helper threads.
-run_window
+run_window --bpf-stats
 "$PYTHON" "$CMP" totals "$TMP/doc.json" || fail "totals"
 json_check "$TMP/doc.json" \
 	"d['window']['end_reason'] == 'duration'" \
@@ -42,6 +42,7 @@ json_check "$TMP/doc.json" \
 	"all(t['scheduler']['voluntary_context_switches']['value']['value'] >= 1 for t in d['threads'] if t['born'])" \
 	"[c['availability'] for c in d['collectors'] if c['collector'] == 'scheduler-activity'] == ['available']" \
 	"d['overhead']['khbpf_sched_switch_run_cnt']['value'] > 0" \
+	"d['overhead']['khbpf_sched_switch_run_time_ns']['status'] == 'recorded'" \
 	"d['hardware']['value']['utilization']['exited_threads'] == 0" \
 	"d['hardware']['value']['counters']['cycles']['source'] == 'perf-event-open'"
 
