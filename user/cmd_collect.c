@@ -19,6 +19,19 @@
 #define MAX_SECONDS 31536000ULL /* a year: larger durations are typos */
 #define MAX_SPAN_ARGS 64
 
+/* The options attach and run share, after their own. */
+#define COLLECT_COMMON_HELP                                                                 \
+	"      --max-spans N     span records kept (default 100000); every call still\n"    \
+	"                        counts in the per-metric totals\n"                         \
+	"      --bpf-stats       time khbpf's BPF programs (BPF_ENABLE_STATS for the\n"     \
+	"                        window: every BPF program on the host then pays two\n"     \
+	"                        clock reads per run); without it `overhead` holds gaps\n"  \
+	"      --counter-events E  per-span counters: 'hw' (cycles and instructions,\n"     \
+	"                        the default), 'none', or 'sw-cpu-clock' (a test aid for\n" \
+	"                        machines without a PMU: software cpu-clock ns stand in\n"  \
+	"                        for both cycles and instructions)\n"                       \
+	"  -h, --help            this help\n\n"
+
 void cmd_attach_help(FILE *f)
 {
 	fprintf(f,
@@ -40,17 +53,7 @@ void cmd_attach_help(FILE *f)
 		"      --max-threads N   threads listed in the document (default 65536)\n"
 		"      --span [OBJ:]SYM[=metric]  also measure calls of SYM (glob; OBJ a path or\n"
 		"                        a library name such as libc.so.6); repeatable\n"
-		"      --no-annotations  ignore KHBPF_SPAN annotations in the target\n"
-		"      --max-spans N     span records kept (default 100000); every call still\n"
-		"                        counts in the per-metric totals\n"
-		"      --bpf-stats       time khbpf's BPF programs (kernel.bpf_stats_enabled for\n"
-		"                        the window: every BPF program on the host pays ~20 ns\n"
-		"                        per run meanwhile); without it `overhead` holds gaps\n"
-		"      --counter-events E  per-span counters: 'hw' (cycles and instructions,\n"
-		"                        the default), 'none', or 'sw-cpu-clock' (a test aid for\n"
-		"                        machines without a PMU: software cpu-clock ns stand in\n"
-		"                        for both cycles and instructions)\n"
-		"  -h, --help            this help\n\n"
+		"      --no-annotations  ignore KHBPF_SPAN annotations in the target\n" COLLECT_COMMON_HELP
 		"Examples:\n"
 		"  sudo khbpf attach --pid 1234 --duration 10\n"
 		"  sudo khbpf attach --pid 1234 -d 5 --span 'libc.so.6:malloc=malloc'\n"
@@ -79,17 +82,7 @@ void cmd_run_help(FILE *f)
 		"      --span [OBJ:]SYM[=metric]  also measure calls of SYM (glob) in CMD or\n"
 		"                        a library it links (OBJ: a path or a name such as\n"
 		"                        libc.so.6); repeatable\n"
-		"      --no-annotations  ignore KHBPF_SPAN annotations in CMD\n"
-		"      --max-spans N     span records kept (default 100000); every call still\n"
-		"                        counts in the per-metric totals\n"
-		"      --bpf-stats       time khbpf's BPF programs (kernel.bpf_stats_enabled for\n"
-		"                        the window: every BPF program on the host pays ~20 ns\n"
-		"                        per run meanwhile); without it `overhead` holds gaps\n"
-		"      --counter-events E  per-span counters: 'hw' (cycles and instructions,\n"
-		"                        the default), 'none', or 'sw-cpu-clock' (a test aid for\n"
-		"                        machines without a PMU: software cpu-clock ns stand in\n"
-		"                        for both cycles and instructions)\n"
-		"  -h, --help            this help\n\n"
+		"      --no-annotations  ignore KHBPF_SPAN annotations in CMD\n" COLLECT_COMMON_HELP
 		"Examples:\n"
 		"  sudo khbpf run -- make -j2\n"
 		"  sudo khbpf run --span 'parse_*' -o spans.json -- ./my-server\n"
