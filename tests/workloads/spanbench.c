@@ -26,7 +26,6 @@
 #include "workload.h"
 
 /* Keeps the compiler from folding the calls or their results away. */
-#define KEEP(v) __asm__ volatile("" : "+r"(v) : : "memory")
 
 /* Non-static, so both are in the symbol table by these names. */
 unsigned long bench_annotated(unsigned long *count, unsigned long x);
@@ -45,19 +44,6 @@ __attribute__((noinline, used)) unsigned long bench_plain(unsigned long *count, 
 	(*count)++;
 	KEEP(x);
 	return x * 3 + 1;
-}
-
-static int parse_ulong(const char *s, unsigned long min, unsigned long max, unsigned long *out)
-{
-	char *end;
-
-	if (!s || *s < '0' || *s > '9')
-		return -EINVAL;
-	errno = 0;
-	*out = strtoul(s, &end, 10);
-	if (errno || *end || *out < min || *out > max)
-		return -EINVAL;
-	return 0;
 }
 
 static int usage(void)

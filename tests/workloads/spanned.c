@@ -43,9 +43,6 @@ struct counts {
 	unsigned long outer, middle, inner, recurse, sib_a, sib_b, sleep, spin, migrate;
 };
 
-/* Keeps a call from being a tail call, so each span has its own frame. */
-#define KEEP(v) __asm__ volatile("" : "+r"(v) : : "memory")
-
 /* Non-static spans have prototypes for -Wmissing-prototypes. */
 int stage_outer(struct counts *c, int x);
 int stage_sib_a(struct counts *c, int x);
@@ -195,19 +192,6 @@ static void *worker_main(void *arg)
 	}
 	w->sink = v;
 	return NULL;
-}
-
-static int parse_ulong(const char *s, unsigned long min, unsigned long max, unsigned long *out)
-{
-	char *end;
-
-	if (!s || *s < '0' || *s > '9')
-		return -EINVAL;
-	errno = 0;
-	*out = strtoul(s, &end, 10);
-	if (errno || *end || *out < min || *out > max)
-		return -EINVAL;
-	return 0;
 }
 
 KHBPF_SPAN(stage_hold, "stage-hold")

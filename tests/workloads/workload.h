@@ -8,11 +8,30 @@
 #define KHBPF_WORKLOAD_H
 
 #include <errno.h>
+#include <stdlib.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <time.h>
 #include <unistd.h>
+
+/* Keeps a call from being a tail call, so each span has its own frame. */
+#define KEEP(v) __asm__ volatile("" : "+r"(v) : : "memory")
+
+/* A decimal argument in [min, max]; -EINVAL otherwise. */
+static inline int parse_ulong(const char *s, unsigned long min, unsigned long max,
+			      unsigned long *out)
+{
+	char *end;
+
+	if (!s || *s < '0' || *s > '9')
+		return -EINVAL;
+	errno = 0;
+	*out = strtoul(s, &end, 10);
+	if (errno || *end || *out < min || *out > max)
+		return -EINVAL;
+	return 0;
+}
 
 /* Set by the main thread when the run's time is up. */
 static atomic_bool stop;
