@@ -58,7 +58,7 @@ __u64 storage_failures = 0; /* task storage could not be created */
 __u64 exited_overflow = 0; /* exited map full: record lost */
 __u64 final_unmatched = 0; /* final switch without an exit record */
 __u64 iter_write_errors = 0; /* bpf_seq_write failed */
-__u64 next_span_id = 0;
+__u64 span_threads = 0; /* thread slots handed out (span ids) */
 __u64 span_records = 0; /* records attempted (emitted + dropped + sampled out) */
 __u64 span_ringbuf_drops = 0; /* ring buffer full */
 __u64 span_sampled_out = 0; /* beyond max_spans */
@@ -67,7 +67,6 @@ __u64 span_unwound = 0; /* frames closed because a return skipped them (longjmp)
 __u64 span_unmatched = 0; /* a return with no open frame */
 __u64 span_agg_overflow = 0; /* span_agg full: the call is in no aggregate */
 __u64 span_state_failures = 0;
-__u64 span_clock_overflow = 0; /* span_clock full: that thread's spans have no on-CPU */
 __u64 span_clock_gaps = 0; /* missed switch-ins seen (the spans across them are flagged) */
 __u64 span_counter_skews = 0; /* counter readings given up: never read close to the time */
 
@@ -98,13 +97,6 @@ struct {
 	__type(key, struct khbpf_span_key);
 	__type(value, struct khbpf_span_agg);
 } span_agg SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, KHBPF_DEFAULT_SPAN_THREADS);
-	__type(key, __u32);
-	__type(value, struct khbpf_span_clock);
-} span_clock SEC(".maps");
 
 /* A zeroed aggregate to create entries from: too large for the BPF stack. */
 struct {
@@ -311,10 +303,9 @@ static __always_inline bool read_skewed(__u64 t0)
 /* The span clock of a target thread with open spans, or NULL. */
 static __always_inline struct khbpf_span_clock *span_clock_of(struct task_struct *p)
 {
-	__u32 tid = p->pid;
-	struct khbpf_span_clock *ck = bpf_map_lookup_elem(&span_clock, &tid);
+	struct khbpf_span_state *ss = bpf_task_storage_get(&span_state, p, NULL, 0);
 
-	return ck && ck->spans_open ? ck : NULL;
+	return ss && ss->clock.spans_open ? &ss->clock : NULL;
 }
 
 /*
@@ -516,11 +507,6 @@ int BPF_PROG(khbpf_sched_process_exit, struct task_struct *p)
 
 	if (!is_target(p))
 		return 0;
-	if (spans_enabled) {
-		__u32 tid = p->pid;
-
-		bpf_map_delete_elem(&span_clock, &tid);
-	}
 	r = bpf_map_lookup_elem(&scratch, &zero);
 	if (!r)
 		return 0;
@@ -644,7 +630,7 @@ int BPF_KPROBE(khbpf_span_enter)
 	struct khbpf_span_clock *ck;
 	struct khbpf_span_state *ss;
 	struct khbpf_span_frame *f;
-	__u32 depth, tid = task->pid;
+	__u32 depth;
 	bool start;
 
 	ss = bpf_task_storage_get(&span_state, task, NULL, BPF_LOCAL_STORAGE_GET_F_CREATE);
@@ -652,17 +638,16 @@ int BPF_KPROBE(khbpf_span_enter)
 		__sync_fetch_and_add(&span_state_failures, 1);
 		return 0;
 	}
-	ck = bpf_map_lookup_elem(&span_clock, &tid);
-	if (!ck) {
-		struct khbpf_span_clock zero = {};
+	if (!ss->slot) {
+		__u64 slot = __sync_fetch_and_add(&span_threads, 1) + 1;
 
-		bpf_map_update_elem(&span_clock, &tid, &zero, BPF_NOEXIST);
-		ck = bpf_map_lookup_elem(&span_clock, &tid);
-		if (!ck) {
-			__sync_fetch_and_add(&span_clock_overflow, 1);
+		if (slot > KHBPF_SPAN_MAX_SLOT) {
+			__sync_fetch_and_add(&span_state_failures, 1);
 			return 0;
 		}
+		ss->slot = slot;
 	}
+	ck = &ss->clock;
 	depth = ss->depth;
 	if (depth >= KHBPF_SPAN_DEPTH || ss->overflow) {
 		/* Pushed nowhere; the matching return pops the overflow count. */
@@ -676,7 +661,8 @@ int BPF_KPROBE(khbpf_span_enter)
 	 */
 	start = ck->spans_open++ == 0;
 	f = &ss->frames[depth & (KHBPF_SPAN_DEPTH - 1)];
-	f->span_id = __sync_fetch_and_add(&next_span_id, 1) + 1;
+	f->span_id = ((__u64)ss->slot << KHBPF_SPAN_SEQ_BITS) |
+		     (++ss->seq & ((1ULL << KHBPF_SPAN_SEQ_BITS) - 1));
 	f->child_ns = 0;
 	f->metric = (__u32)bpf_get_attach_cookie(ctx);
 	f->start_ns = ledger_now(task, ck, &f->at_start, f->hw, start);
@@ -743,13 +729,13 @@ int BPF_KRETPROBE(khbpf_span_exit)
 	struct khbpf_span_state *ss;
 	struct khbpf_span_frame *f;
 	__u64 now, incl, excl, parent_id = 0;
-	__u32 depth, idx, i, flags = 0, tid = task->pid;
+	__u32 depth, idx, i, flags = 0;
 	__u64 rec;
 
 	ss = bpf_task_storage_get(&span_state, task, NULL, 0);
-	ck = bpf_map_lookup_elem(&span_clock, &tid);
-	if (!ss || !ck)
+	if (!ss)
 		return 0;
+	ck = &ss->clock;
 	if (ss->overflow) {
 		ss->overflow--;
 		return 0;
@@ -808,7 +794,8 @@ int BPF_KRETPROBE(khbpf_span_exit)
 		__sync_fetch_and_add(&span_sampled_out, 1);
 		return 0;
 	}
-	e = bpf_ringbuf_reserve(&span_events, sizeof(*e), 0);
+	e = bpf_ringbuf_reserve(&span_events, nr_counters ? sizeof(*e) : KHBPF_SPAN_EVENT_NOHW_SIZE,
+				0);
 	if (!e) {
 		__sync_fetch_and_add(&span_ringbuf_drops, 1);
 		return 0;
@@ -823,7 +810,8 @@ int BPF_KRETPROBE(khbpf_span_exit)
 	e->depth = idx;
 	e->flags = flags;
 	e->ledger = l;
-	__builtin_memcpy(e->hw, hw, sizeof(hw));
+	if (nr_counters)
+		__builtin_memcpy(e->hw, hw, sizeof(hw));
 	/*
 	 * Waking the reader costs more than the rest of the span (an irq_work
 	 * and a wakeup per record); wake it every SPAN_WAKEUP_EVERY records

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
- * bench-span-floor [--stats] --pid PID BINARY FUNCTION: attach an empty
- * uprobe and an empty uretprobe (bpf/bench_span.bpf.c) to FUNCTION of
+ * bench-span-floor [--stats] [--clock] --pid PID BINARY FUNCTION: attach an
+ * empty uprobe and an empty uretprobe (bpf/bench_span.bpf.c) to FUNCTION of
  * BINARY for process PID, print "ready", and hold them until stdin closes.
+ * With --clock the pair only reads the time, once at each end.
  * With --stats, BPF run-time stats are on (BPF_ENABLE_STATS) while they are
  * held, and at the end it prints
  *	{"enter_run_cnt": N, "enter_run_time_ns": N, "exit_run_cnt": N, "exit_run_time_ns": N}
@@ -21,8 +22,9 @@
 
 static int usage(void)
 {
-	fprintf(stderr, "bench-span-floor: usage: bench-span-floor [--stats] --pid PID BINARY "
-			"FUNCTION\n");
+	fprintf(stderr,
+		"bench-span-floor: usage: bench-span-floor [--stats] [--clock] --pid PID BINARY "
+		"FUNCTION\n");
 	return 2;
 }
 
@@ -49,15 +51,20 @@ static int prog_stats(struct bpf_program *prog, struct bpf_prog_info *info)
 
 int main(int argc, char **argv)
 {
+	struct bpf_program *pin, *pout;
 	struct bpf_link *in = NULL, *out = NULL;
 	struct bench_span_bpf *skel = NULL;
 	struct bpf_prog_info ii, oi;
 	int a = 1, pid = 0, stats_fd = -1, err = 1;
-	bool stats = false;
+	bool stats = false, clock = false;
 	char *end, buf[64];
 
 	if (a < argc && !strcmp(argv[a], "--stats")) {
 		stats = true;
+		a++;
+	}
+	if (a < argc && !strcmp(argv[a], "--clock")) {
+		clock = true;
 		a++;
 	}
 	if (a + 1 < argc && !strcmp(argv[a], "--pid")) {
@@ -83,8 +90,10 @@ int main(int argc, char **argv)
 		fprintf(stderr, "bench-span-floor: cannot load: %s\n", strerror(errno));
 		goto cleanup;
 	}
-	in = attach(skel->progs.khbpf_floor_in, pid, argv[a], argv[a + 1], false);
-	out = in ? attach(skel->progs.khbpf_floor_out, pid, argv[a], argv[a + 1], true) : NULL;
+	pin = clock ? skel->progs.khbpf_clock_in : skel->progs.khbpf_floor_in;
+	pout = clock ? skel->progs.khbpf_clock_out : skel->progs.khbpf_floor_out;
+	in = attach(pin, pid, argv[a], argv[a + 1], false);
+	out = in ? attach(pout, pid, argv[a], argv[a + 1], true) : NULL;
 	if (!out)
 		goto cleanup;
 	printf("ready\n");
@@ -92,8 +101,7 @@ int main(int argc, char **argv)
 	while (read(STDIN_FILENO, buf, sizeof(buf)) > 0)
 		;
 	if (stats) {
-		if (prog_stats(skel->progs.khbpf_floor_in, &ii) ||
-		    prog_stats(skel->progs.khbpf_floor_out, &oi)) {
+		if (prog_stats(pin, &ii) || prog_stats(pout, &oi)) {
 			fprintf(stderr, "bench-span-floor: program info: %s\n", strerror(errno));
 			goto cleanup;
 		}

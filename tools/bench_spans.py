@@ -7,21 +7,25 @@ N times in a tight loop and prints the loop's time. Two sites:
   annotated  KHBPF_SPAN: starts with one 5-byte NOP (checked with objdump)
   plain      the same body, an ordinary first instruction (--span SYMBOL)
 
-and, for each site, five configurations, interleaved round by round:
+and, for each site, nine configurations, interleaved round by round:
 
   A   no probe
   F   the floor: an empty uprobe and an empty uretprobe (bench-span-floor)
+  C   the clock floor: the pair reads the time once at each end and keeps
+      the difference (bench-span-floor --clock), what any span timer pays
   K   `khbpf attach --pid`, every call a span record (--max-spans N)
   KA  `khbpf attach --pid --max-spans 1`: past the record cap, aggregates only
   B   bpftrace: uprobe stores a per-tid timestamp, uretprobe adds the
       duration to a histogram and deletes the timestamp
+  FS, KS, KAS  F, K and KA again with BPF run-time stats on
 
 ns per span = (probed loop time - round's unprobed loop time) / N. Every
 probed run is checked: khbpf's span_metrics, bpftrace's histogram and the
-floor's run counts must each count exactly N. BPF program time comes from
-run-time stats: khbpf enables them for its window and reports them in the
-document's `overhead`; the floor holds them too (bench-span-floor --stats),
-so both pay the same accounting. bpftrace runs as its users run it, without.
+floor's run counts must each count exactly N. The cost ratios compare runs
+without run-time stats, as bpftrace runs: the stats are a tax on every BPF
+program (two clock reads per run). BPF program time comes from the stats
+runs (khbpf --bpf-stats reports it in the document's `overhead`,
+bench-span-floor --stats prints it) and is set against those runs' own cost.
 """
 import json
 import os
@@ -48,8 +52,10 @@ FLOOR = "build/tools/bench-span-floor"
 WORKLOAD = os.path.realpath("build/workloads/spanbench")
 SITES = {"annotated": "bench_annotated", "plain": "bench_plain"}
 METRIC = {"annotated": "bench-annotated", "plain": "bench-plain"}
-CONFIGS = ["A", "F", "K", "KA", "B"]
-NAMES = {"F": "empty uprobe+uretprobe", "K": "khbpf (records)",
+CONFIGS = ["A", "F", "C", "K", "KA", "B", "FS", "KS", "KAS"]
+COST = ["F", "C", "K", "KA", "B"]  # the cost table, without run-time stats
+STATS = {"F": "FS", "K": "KS", "KA": "KAS"}  # the same with them
+NAMES = {"F": "empty uprobe+uretprobe", "C": "clock-only pair", "K": "khbpf (records)",
          "KA": "khbpf --max-spans 1", "B": "bpftrace"}
 TMP = None  # a scratch directory for documents and tool output (in /dev/shm)
 OFFSET = {}  # site -> the function's file offset, where the uprobes go
@@ -195,11 +201,13 @@ def run_none(site, calls):
     return {"elapsed_ns": r["elapsed_ns"]}
 
 
-def run_floor(site, calls):
+def run_floor(site, calls, stats=False, clock=False):
     w = Workload(site, calls)
     f = None
     try:
-        f = subprocess.Popen([FLOOR, "--stats", "--pid", str(w.pid), WORKLOAD, SITES[site]],
+        f = subprocess.Popen([FLOOR] + (["--stats"] if stats else []) +
+                             (["--clock"] if clock else []) +
+                             ["--pid", str(w.pid), WORKLOAD, SITES[site]],
                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         if f.stdout.readline().strip() != "ready":
             raise BenchError("bench-span-floor did not start")
@@ -207,7 +215,7 @@ def run_floor(site, calls):
         ids = held_progs(f.pid)
         elapsed = w.go()
         f.stdin.close()
-        st = json.loads(f.stdout.readline())
+        st = json.loads(f.stdout.readline()) if stats else None
         if f.wait(timeout=10) != 0:
             raise BenchError(f"bench-span-floor exited with {f.returncode}")
     finally:
@@ -215,17 +223,19 @@ def run_floor(site, calls):
         if f:
             stop(f)
     wait_gone(ids, "bench-span-floor")
+    if not stats:
+        return {"elapsed_ns": elapsed}
     if st["enter_run_cnt"] != calls or st["exit_run_cnt"] != calls:
         raise BenchError(f"floor programs ran {st['enter_run_cnt']}/{st['exit_run_cnt']} "
                          f"times, expected {calls}")
     return {"elapsed_ns": elapsed, "prog_ns": st["enter_run_time_ns"] + st["exit_run_time_ns"]}
 
 
-def run_khbpf(site, calls, max_spans):
+def run_khbpf(site, calls, max_spans, stats=False):
     w = Workload(site, calls)
     doc_path, err_path = f"{TMP}/khbpf.json", f"{TMP}/khbpf.err"
-    cmd = [KHBPF, "attach", "--bpf-stats", "--pid", str(w.pid), "--max-spans", str(max_spans),
-           "-o", doc_path]
+    cmd = [KHBPF, "attach"] + (["--bpf-stats"] if stats else []) + [
+        "--pid", str(w.pid), "--max-spans", str(max_spans), "-o", doc_path]
     if site == "plain":
         cmd += ["--no-annotations", "--span", f"{SITES[site]}={METRIC[site]}"]
     k = None
@@ -257,6 +267,8 @@ def run_khbpf(site, calls, max_spans):
     if kept != min(calls, max_spans):
         raise BenchError(f"khbpf kept {kept} span records, expected {min(calls, max_spans)} "
                          f"({ev['dropped_span_events']} dropped by a full ring buffer)")
+    if not stats:
+        return {"elapsed_ns": elapsed}
     ov = d["overhead"]
     cnt = [ov[f"khbpf_span_{p}_run_cnt"]["value"] for p in ("enter", "exit")]
     if cnt != [calls, calls]:
@@ -305,12 +317,15 @@ def run_bpftrace(site, calls):
 def run_config(cfg, site, calls):
     if cfg == "A":
         return run_none(site, calls)
-    if cfg == "F":
-        return run_floor(site, calls)
-    if cfg == "K":
-        return run_khbpf(site, calls, calls)
-    if cfg == "KA":
-        return run_khbpf(site, calls, 1)
+    stats = cfg.endswith("S")
+    if cfg.startswith("F"):
+        return run_floor(site, calls, stats)
+    if cfg == "C":
+        return run_floor(site, calls, clock=True)
+    if cfg.startswith("KA"):
+        return run_khbpf(site, calls, 1, stats)
+    if cfg.startswith("K"):
+        return run_khbpf(site, calls, calls, stats)
     return run_bpftrace(site, calls)
 
 
@@ -379,12 +394,15 @@ def main():
     span = {s: {c: [(r["elapsed_ns"] - a["elapsed_ns"]) / calls[s]
                     for r, a in zip(rounds[s][c], rounds[s]["A"])]
                 for c in CONFIGS[1:]} for s in SITES}
-    prog = {s: {c: [r["prog_ns"] / calls[s] for r in rounds[s][c]] for c in ("F", "K", "KA")}
+    prog = {s: {c: [r["prog_ns"] / calls[s] for r in rounds[s][STATS[c]]] for c in STATS}
             for s in SITES}
 
     def ratio(xs, ys):
         return med_iqr([x / y if y > 0 else float("inf") for x, y in zip(xs, ys)])
 
+    # What the clock reads alone cost over the empty pair: a bound under any
+    # span timer's ratio to the floor (not a goal).
+    clock_floor = {s: ratio(span[s]["C"], span[s]["F"]) for s in SITES}
     goals = []  # (text, {config: (median, iqr)}, goal, unit)
     for s in SITES:
         goals.append((f"khbpf / bpftrace, {s}",
@@ -397,13 +415,15 @@ def main():
                   0.45, "x"))
     for s in SITES:
         goals.append((f"BPF program time / span cost, {s}",
-                      {k: ratio(prog[s][k], span[s][k]) for k in ("K", "KA")}, 0.15, "%"))
+                      {k: ratio(prog[s][k], span[s][STATS[k]]) for k in ("K", "KA")}, 0.15,
+                      "%"))
 
     summary = {
         "rounds": ROUNDS, "calls": calls, "first_instruction": insn,
         "unprobed_ns_per_call": {s: med_iqr([r["elapsed_ns"] / calls[s] for r in rounds[s]["A"]])
                                  for s in SITES},
         "ns_per_span": {s: {c: med_iqr(v) for c, v in span[s].items()} for s in SITES},
+        "clock_only_over_empty_pair": clock_floor,
         "bpf_prog_ns_per_span": {s: {c: med_iqr(v) for c, v in prog[s].items()} for s in SITES},
         "goals": [{"goal": g, "target": t, "unit": u,
                    "value": {NAMES[k]: v for k, v in vals.items()},
@@ -426,23 +446,25 @@ def main():
         "(probed loop - unprobed loop) / N.",
         "",
         "| site (first instruction) | unprobed ns/call | " +
-        " | ".join(NAMES[c] for c in CONFIGS[1:]) + " |",
-        "| --- | --- | --- | --- | --- | --- |",
+        " | ".join(NAMES[c] for c in COST) + " |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
     ]
     for s in SITES:
         u = summary["unprobed_ns_per_call"][s]
         lines.append(f"| {s} (`{insn[s][1]}`) | {u[0]:.1f} | " +
-                     " | ".join(fmt(summary["ns_per_span"][s][c]) for c in CONFIGS[1:]) + " |")
+                     " | ".join(fmt(summary["ns_per_span"][s][c]) for c in COST) + " |")
     lines += [
         "",
-        "BPF program time per span (enter + exit, run-time stats), ns:",
+        "With BPF run-time stats on (`--bpf-stats`, `bench-span-floor --stats`): ns per span, "
+        "and BPF program time per span (enter + exit), ns:",
         "",
-        "| site | " + " | ".join(NAMES[c] for c in ("F", "K", "KA")) + " |",
+        "| site | " + " | ".join(f"{NAMES[c]}: span / programs" for c in STATS) + " |",
         "| --- | --- | --- | --- |",
     ]
     for s in SITES:
-        lines.append(f"| {s} | " + " | ".join(fmt(summary["bpf_prog_ns_per_span"][s][c])
-                                              for c in ("F", "K", "KA")) + " |")
+        lines.append(f"| {s} | " + " | ".join(
+            f"{fmt(summary['ns_per_span'][s][STATS[c]])} / "
+            f"{fmt(summary['bpf_prog_ns_per_span'][s][c])}" for c in STATS) + " |")
     lines += [
         "",
         f"| goal (ratio in the same round) | {NAMES['K']} | {NAMES['KA']} | target |",
@@ -452,6 +474,9 @@ def main():
         cells = [f"{fmt(vals[k], u)} {verdict(vals[k][0], t)}" for k in ("K", "KA")]
         target = f"<= {t * 100:.0f}%" if u == "%" else f"<= {t}"
         lines.append(f"| {g} | {cells[0]} | {cells[1]} | {target} |")
+    lines += ["", "Clock-only pair / empty pair (same round; a bound under any span timer's "
+              "ratio to the empty pair): " +
+              ", ".join(f"{s} {fmt(clock_floor[s], 'x')}" for s in SITES)]
     text = "\n".join(lines) + "\n"
     open(f"{OUT}/spans.md", "w").write(text)
     print(text)

@@ -22,6 +22,7 @@ struct sched_collector {
 	struct bpf_link **span_links;
 	size_t nr_span_links;
 	uint64_t delivered;
+	uint64_t malformed; /* ring buffer records of an unexpected size */
 	void (*on_span)(void *ctx, const struct khbpf_span_event *e);
 	void *on_span_ctx;
 	int stats_fd;
@@ -191,7 +192,6 @@ int sched_collector__open(struct sched_collector **out, const struct sched_colle
 		/* Without spans the span maps stay at one entry: no memory. */
 		err = err ?: bpf_map__set_max_entries(c->skel->maps.span_agg, 1);
 		err = err ?: bpf_map__set_max_entries(c->skel->maps.span_events, 4096);
-		err = err ?: bpf_map__set_max_entries(c->skel->maps.span_clock, 1);
 	}
 	if (err)
 		goto cleanup;
@@ -468,8 +468,8 @@ int sched_collector__stats(struct sched_collector *c, struct sched_collector_sta
 	out->span_unmatched = c->skel->bss->span_unmatched;
 	out->span_agg_overflow = c->skel->bss->span_agg_overflow;
 	out->span_state_failures = c->skel->bss->span_state_failures;
-	out->span_clock_overflow = c->skel->bss->span_clock_overflow;
 	out->span_events_delivered = c->delivered;
+	out->span_events_malformed = c->malformed;
 	out->span_clock_gaps = c->skel->bss->span_clock_gaps;
 	out->span_counter_skews = c->skel->bss->span_counter_skews;
 	out->nr_counters = c->nr_counters;
@@ -517,9 +517,16 @@ int sched_collector__prog_ids(struct sched_collector *c, uint32_t *ids, int max,
 static int span_event_cb(void *ctx, void *data, size_t size)
 {
 	struct sched_collector *c = ctx;
+	struct khbpf_span_event full;
 
-	if (size < sizeof(struct khbpf_span_event))
+	if (size == KHBPF_SPAN_EVENT_NOHW_SIZE && !c->nr_counters) {
+		memcpy(&full, data, size);
+		memset(full.hw, 0, sizeof(full.hw));
+		data = &full;
+	} else if (size != sizeof(full)) {
+		c->malformed++;
 		return 0;
+	}
 	c->delivered++;
 	if (c->on_span)
 		c->on_span(c->on_span_ctx, data);

@@ -82,8 +82,8 @@ struct sched_collector_stats {
 	uint64_t span_unmatched;
 	uint64_t span_agg_overflow;
 	uint64_t span_state_failures;
-	uint64_t span_clock_overflow;
 	uint64_t span_events_delivered; /* records the loader received */
+	uint64_t span_events_malformed; /* ... of an unexpected size, not used */
 	uint64_t span_clock_gaps; /* missed switch-ins (spans across one: on-CPU is a gap) */
 	uint64_t span_counter_skews; /* counter readings given up (those spans: gaps) */
 	/* Per-span counters: slots in use (0: none) and why not, -errno. */

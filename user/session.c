@@ -872,7 +872,7 @@ static int build_document(struct session *s)
 	LOSS("span_returns_unmatched", s->stats.span_unmatched);
 	LOSS("span_aggregates_overflow", s->stats.span_agg_overflow);
 	LOSS("span_state_failures", s->stats.span_state_failures);
-	LOSS("span_clock_overflow", s->stats.span_clock_overflow);
+	LOSS("span_records_malformed", s->stats.span_events_malformed);
 	LOSS("span_clock_missed_switch_ins", s->stats.span_clock_gaps);
 	LOSS("span_counter_reads_skewed", s->stats.span_counter_skews);
 	/* A run the kernel skipped (the program was busy on that CPU) may miss an event. */

@@ -18,14 +18,20 @@
 #define KHBPF_DEFAULT_SPAN_KEYS 65536
 #define KHBPF_DEFAULT_MAX_SPANS 100000
 #define KHBPF_SPAN_RINGBUF_BYTES (4u << 20)
-/* Threads with a span clock (--max-span-threads); overflow counted. */
-#define KHBPF_DEFAULT_SPAN_THREADS 65536
+/*
+ * Span ids are (thread slot << KHBPF_SPAN_SEQ_BITS) | the thread's own span
+ * sequence: unique without a shared counter on every span. Threads past
+ * KHBPF_SPAN_MAX_SLOT get no spans (counted in span_state_failures).
+ */
+#define KHBPF_SPAN_SEQ_BITS 40
+#define KHBPF_SPAN_MAX_SLOT ((1u << (64 - KHBPF_SPAN_SEQ_BITS)) - 1)
 
 /*
- * A thread's on-CPU clock, kept while it has open spans. In a hash map, not
- * task storage: sched_switch must never miss a switch, and a task-storage
- * access fails while another on the same CPU is in progress (a uprobe
- * program preempted mid-access); hash lookups take no lock.
+ * A thread's on-CPU clock, kept while it has open spans, in the thread's
+ * span task storage. sched_switch only looks it up, never creates it: a
+ * lookup succeeds even while another task-storage access on the CPU holds
+ * the per-CPU busy count (a uprobe program preempted mid-access), creation
+ * would not (bpf_task_storage_trylock(), kernel/bpf/bpf_task_storage.c).
  */
 struct khbpf_span_clock {
 	__u64 oncpu_acc; /* on-CPU ns accumulated at switch-outs */
@@ -60,10 +66,14 @@ struct khbpf_span_frame {
 	struct khbpf_vreading hw[KHBPF_NR_COUNTERS]; /* virtual counters at entry */
 };
 
-/* Task storage: a thread's open spans. */
+/* Task storage: a thread's span clock and open spans. */
 struct khbpf_span_state {
+	struct khbpf_span_clock clock;
+	__u64 seq; /* spans begun by this thread */
+	__u32 slot; /* 1.. KHBPF_SPAN_MAX_SLOT, 0 until the first span */
 	__u32 depth; /* frames in use */
 	__u32 overflow; /* entries deeper than KHBPF_SPAN_DEPTH not pushed */
+	__u32 pad;
 	struct khbpf_span_frame frames[KHBPF_SPAN_DEPTH];
 };
 
@@ -92,6 +102,9 @@ struct khbpf_span_event {
 	struct khbpf_span_ledger ledger;
 	struct khbpf_span_hw hw[KHBPF_NR_COUNTERS];
 };
+
+/* Without counters configured a record stops before hw: less to write per span. */
+#define KHBPF_SPAN_EVENT_NOHW_SIZE __builtin_offsetof(struct khbpf_span_event, hw)
 
 struct khbpf_span_key {
 	__u32 tid;
