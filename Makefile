@@ -158,6 +158,7 @@ unit-tests: $(TESTS) $(KHBPF)
 # Unit tests twice (plain and ASan+UBSan), then the integration tests
 # against real BPF. tests/run.sh prints the closing "N passed, N failed".
 check: unit-tests workloads
+	$(Q)tools/install-deps.sh --with-prometheus
 	$(Q)$(MAKE) --no-print-directory SANITIZE=address,undefined unit-tests
 	$(Q)tests/run.sh build build/sanitize
 

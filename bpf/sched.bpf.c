@@ -48,6 +48,11 @@ const volatile bool spans_enabled = false;
 const volatile __u32 nr_counters = 0;
 /* Span records sent through the ring buffer; later ones are sampled out. */
 const volatile __u64 max_spans = KHBPF_DEFAULT_MAX_SPANS;
+/* serve: KHBPF_GROUP_*, and the --cgroup filters (kernfs id at its level). */
+const volatile __u32 group_by = KHBPF_GROUP_NONE;
+const volatile __u32 nr_cgroup_filters = 0;
+const volatile __u64 cgroup_filter_id[KHBPF_MAX_CGROUP_FILTERS] = {};
+const volatile __u32 cgroup_filter_level[KHBPF_MAX_CGROUP_FILTERS] = {};
 
 __u64 target_bits[KHBPF_TARGET_WORDS] = {};
 /* Set while the loader's baseline iteration runs: record each thread's stamps. */
@@ -69,6 +74,8 @@ __u64 span_agg_overflow = 0; /* span_agg full: the call is in no aggregate */
 __u64 span_state_failures = 0;
 __u64 span_clock_gaps = 0; /* missed switch-ins seen (the spans across them are flagged) */
 __u64 span_counter_skews = 0; /* counter readings given up: never read close to the time */
+__u64 groups_made = 0; /* entries created in `groups` */
+__u64 group_overflow = 0; /* switch-outs of a group `groups` had no room for (in group_spill) */
 
 struct {
 	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
@@ -127,6 +134,24 @@ struct {
 	__type(value, struct khbpf_cpu_topo);
 } cpu_topo SEC(".maps");
 
+/* Sized by the loader (--max-groups); the loader ages and evicts entries. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	/* Freed after an RCU grace period: a program never adds into a reused element. */
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, KHBPF_DEFAULT_MAX_GROUPS);
+	__type(key, struct khbpf_group_key);
+	__type(value, struct khbpf_group_acc);
+} groups SEC(".maps");
+
+/* What belonged to groups `groups` had no room for: nothing is dropped. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 2); /* [0] the spill, [1] a zero value to create entries from */
+	__type(key, __u32);
+	__type(value, struct khbpf_group_acc);
+} group_spill SEC(".maps");
+
 /* A record is too large for the 512-byte BPF stack. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -139,11 +164,33 @@ struct task_struct___pre514 {
 	long state;
 } __attribute__((preserve_access_index));
 
+/* In one of the --cgroup subtrees: that cgroup is the task's or an ancestor of it. */
+static __always_inline bool in_cgroup_filter(struct task_struct *p)
+{
+	struct cgroup *cg = BPF_CORE_READ(p, cgroups, dfl_cgrp), *anc = NULL;
+	int level = BPF_CORE_READ(cg, level);
+	__u32 i, l;
+
+	for (i = 0; i < KHBPF_MAX_CGROUP_FILTERS; i++) {
+		if (i >= nr_cgroup_filters)
+			break;
+		l = cgroup_filter_level[i];
+		if (l > level)
+			continue;
+		bpf_core_read(&anc, sizeof(anc), &cg->ancestors[l & 0xffff]);
+		if (anc && BPF_CORE_READ(anc, kn, id) == cgroup_filter_id[i])
+			return true;
+	}
+	return false;
+}
+
 static __always_inline bool is_target(struct task_struct *p)
 {
 	__u32 tgid = p->tgid;
 	__u32 idx = tgid >> 6;
 
+	if (nr_cgroup_filters)
+		return p->pid != 0 && in_cgroup_filter(p);
 	if (trace_all)
 		return p->pid != 0;
 	if (idx >= KHBPF_TARGET_WORDS)
@@ -216,6 +263,100 @@ static __always_inline void fold_waits(const struct khbpf_task_state *st, struct
 	} else {
 		b->unbinned_waits += arrivals;
 		b->unbinned_ns += delay;
+	}
+}
+
+/* The group of p in `groups`, made on first use; group_spill[0] when full. */
+static __always_inline struct khbpf_group_acc *group_of(struct task_struct *p)
+{
+	struct khbpf_group_key key = {};
+	struct khbpf_group_acc *a, *zero;
+	__u32 spill = 0, z = 1;
+
+	if (group_by == KHBPF_GROUP_CGROUP) {
+		key.id = BPF_CORE_READ(p, cgroups, dfl_cgrp, kn, id);
+	} else {
+		key.id = BPF_CORE_READ(p, tgid);
+		key.start_time = BPF_CORE_READ(p, group_leader, start_time);
+	}
+	a = bpf_map_lookup_elem(&groups, &key);
+	if (a)
+		return a;
+	zero = bpf_map_lookup_elem(&group_spill, &z);
+	if (zero && !bpf_map_update_elem(&groups, &key, zero, BPF_NOEXIST)) {
+		__sync_fetch_and_add(&groups_made, 1);
+		a = bpf_map_lookup_elem(&groups, &key);
+		if (a && group_by == KHBPF_GROUP_PROCESS)
+			BPF_CORE_READ_STR_INTO(&a->comm, p, group_leader, comm);
+	} else {
+		/* Made meanwhile on another CPU, or the map is full. */
+		a = bpf_map_lookup_elem(&groups, &key);
+	}
+	if (a)
+		return a;
+	__sync_fetch_and_add(&group_overflow, 1);
+	return bpf_map_lookup_elem(&group_spill, &spill);
+}
+
+/* Several CPUs add into one group at once: every add is atomic. */
+static __always_inline void group_bin_wait(struct khbpf_group_acc *a, __u64 delta)
+{
+	__sync_fetch_and_add(&a->b.wait_ns, delta);
+	__sync_fetch_and_add(&a->b.waits, 1);
+	__sync_fetch_and_add(&a->b.wait_hist[khbpf_rq_slot(delta)], 1);
+}
+
+static __always_inline __u64 delta0(__u64 now, __u64 last)
+{
+	return now > last ? now - last : 0;
+}
+
+/*
+ * prev's switch-out, into its group: the kernel's counters since its last
+ * switch-out (__schedule() updated them before the tracepoint), and, with
+ * sched_info, the waits that ended since (fold_waits' rule).
+ */
+static __always_inline void group_switch_out(struct task_struct *prev, bool dead)
+{
+	struct khbpf_task_counters k;
+	struct khbpf_task_state *st;
+	struct khbpf_group_acc *a;
+	__u64 arrivals;
+
+	st = dead ? bpf_task_storage_get(&task_state, prev, NULL, 0) : state_of(prev);
+	if (!st)
+		return;
+	a = group_of(prev);
+	if (!a)
+		return;
+	read_counters(prev, &k);
+	__sync_fetch_and_add(&a->k.nvcsw, delta0(k.nvcsw, st->last_nvcsw));
+	__sync_fetch_and_add(&a->k.nivcsw, delta0(k.nivcsw, st->last_nivcsw));
+	__sync_fetch_and_add(&a->k.nr_migrations, delta0(k.nr_migrations, st->last_migrations));
+	__sync_fetch_and_add(&a->k.sum_exec_runtime, delta0(k.sum_exec_runtime, st->last_runtime));
+	__sync_fetch_and_add(&a->switch_outs, 1);
+	st->last_nvcsw = k.nvcsw;
+	st->last_nivcsw = k.nivcsw;
+	st->last_migrations = k.nr_migrations;
+	st->last_runtime = k.sum_exec_runtime;
+	if (!kernel_queue_ts)
+		return;
+	/* last_run_delay/last_pcount move on in the per-thread fold (sched_switch). */
+	__sync_fetch_and_add(&a->k.run_delay, delta0(k.run_delay, st->last_run_delay));
+	__sync_fetch_and_add(&a->k.pcount, delta0(k.pcount, st->last_pcount));
+	if (k.pcount <= st->last_pcount)
+		return;
+	__sync_fetch_and_add(&a->b.switch_ins, k.pcount - st->last_pcount);
+	arrivals = k.pcount - st->last_pcount;
+	if (arrivals == 1) {
+		group_bin_wait(a, k.run_delay - st->last_run_delay);
+	} else {
+		__sync_fetch_and_add(&a->b.unbinned_waits, arrivals);
+		__sync_fetch_and_add(&a->b.unbinned_ns, delta0(k.run_delay, st->last_run_delay));
+	}
+	if (dead) {
+		st->last_run_delay = k.run_delay;
+		st->last_pcount = k.pcount;
 	}
 }
 
@@ -387,8 +528,11 @@ int BPF_PROG(khbpf_sched_switch, bool preempt, struct task_struct *prev, struct 
 	__u64 now = 0;
 
 	if (is_target(prev)) {
-		if (prev_state == TASK_DEAD) {
+		if (prev_state == TASK_DEAD)
 			final_switch(prev);
+		if (group_by)
+			group_switch_out(prev, prev_state == TASK_DEAD);
+		if (prev_state == TASK_DEAD) {
 		} else if (kernel_queue_ts) {
 			__u64 run_delay, pcount;
 
@@ -439,10 +583,22 @@ int BPF_PROG(khbpf_sched_switch, bool preempt, struct task_struct *prev, struct 
 		return 0;
 	st->b.switch_ins++;
 	if (st->enqueue_ts) {
+		__u64 wait;
+
 		if (!now)
 			now = bpf_ktime_get_ns();
-		bin_wait(&st->b, now > st->enqueue_ts ? now - st->enqueue_ts : 0);
+		wait = now > st->enqueue_ts ? now - st->enqueue_ts : 0;
+		bin_wait(&st->b, wait);
 		st->enqueue_ts = 0;
+		if (group_by) {
+			struct khbpf_group_acc *a = group_of(next);
+
+			if (a) {
+				__sync_fetch_and_add(&a->b.switch_ins, 1);
+				__sync_fetch_and_add(&a->k.run_delay, wait);
+				group_bin_wait(a, wait);
+			}
+		}
 	}
 	return 0;
 }
@@ -495,6 +651,15 @@ int BPF_PROG(khbpf_sched_migrate_task, struct task_struct *p, int dest_cpu)
 	st->b.migrations++;
 	if (cls < KHBPF_MIG_CLASSES)
 		st->b.mig_class[cls]++;
+	if (group_by) {
+		struct khbpf_group_acc *a = group_of(p);
+
+		if (a) {
+			__sync_fetch_and_add(&a->b.migrations, 1);
+			if (cls < KHBPF_MIG_CLASSES)
+				__sync_fetch_and_add(&a->b.mig_class[cls], 1);
+		}
+	}
 	return 0;
 }
 
@@ -532,11 +697,16 @@ int khbpf_iter_task(struct bpf_iter__task *ctx)
 	 * Baseline (before the tracepoints attach): start each thread's wait
 	 * accounting from now, so waits before the window are not folded in.
 	 */
-	if (iter_init_state && kernel_queue_ts) {
+	if (iter_init_state && (kernel_queue_ts || group_by)) {
 		struct khbpf_task_state *st = state_of(task);
 
-		if (st)
+		if (st) {
 			read_sched_info(task, &st->last_run_delay, &st->last_pcount);
+			st->last_nvcsw = task->nvcsw;
+			st->last_nivcsw = task->nivcsw;
+			st->last_migrations = task->se.nr_migrations;
+			st->last_runtime = task->se.sum_exec_runtime;
+		}
 	}
 	r = bpf_map_lookup_elem(&scratch, &zero);
 	if (!r)

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: MIT
+#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -456,4 +457,155 @@ int cgroup__cpu_quota(const char *root, pid_t pid, struct sev_u64 *out, char *cg
 		err = walk_levels(root, v1, mnt, cg_path, out);
 	free(mnt);
 	return err;
+}
+
+int cgroup__v2_mount(const char *root, char *out, size_t size)
+{
+	struct mountinfo_line m;
+	char *line = NULL;
+	size_t cap = 0;
+	int err = -ENOENT;
+	FILE *f;
+
+	f = open_under(root, MOUNTINFO, &err);
+	if (!f)
+		return err;
+	err = -ENOENT;
+	while (getline(&line, &cap, f) > 0) {
+		if (!mountinfo_line__parse(line, &m) || strcmp(m.fstype, "cgroup2") ||
+		    strcmp(m.root, "/"))
+			continue;
+		err = fsutil__path(out, size, root, "%s", m.point);
+		break;
+	}
+	free(line);
+	fclose(f);
+	return err < 0 ? err : 0;
+}
+
+int cgroup__v2_id(const char *mount, const char *path, uint64_t *id, uint32_t *level)
+{
+	char full[PATH_MAX];
+	const char *p;
+	struct stat st;
+	uint32_t depth = 0;
+
+	if (path[0] != '/' || strstr(path, "/../") || strstr(path, "/./"))
+		return -EINVAL;
+	if (snprintf(full, sizeof(full), "%s%s", mount, path) >= (int)sizeof(full))
+		return -ENAMETOOLONG;
+	if (stat(full, &st))
+		return -errno;
+	if (!S_ISDIR(st.st_mode))
+		return -ENOTDIR;
+	for (p = path; *p; p++) {
+		if (*p == '/' && p[1] && p[1] != '/')
+			depth++;
+	}
+	*id = (uint64_t)st.st_ino;
+	*level = depth;
+	return 0;
+}
+
+struct names_walk {
+	struct cgroup_name *v;
+	size_t nr, cap, max;
+	uint64_t dropped;
+	size_t prefix;
+};
+
+static int walk_dir(struct names_walk *w, char *path, size_t len)
+{
+	struct dirent *de;
+	struct stat st;
+	DIR *d;
+	int err = 0;
+
+	if (stat(path, &st))
+		return 0; /* removed meanwhile */
+	if (w->nr == w->max) {
+		w->dropped++;
+	} else {
+		if (w->nr == w->cap) {
+			size_t cap = w->cap ? w->cap * 2 : 64;
+			struct cgroup_name *grown = realloc(w->v, cap * sizeof(*w->v));
+
+			if (!grown)
+				return -ENOMEM;
+			w->v = grown;
+			w->cap = cap;
+		}
+		w->v[w->nr].id = (uint64_t)st.st_ino;
+		w->v[w->nr].path = strdup(len > w->prefix ? path + w->prefix : "/");
+		if (!w->v[w->nr].path)
+			return -ENOMEM;
+		w->nr++;
+	}
+	d = opendir(path);
+	if (!d)
+		return 0;
+	while (!err && (de = readdir(d))) {
+		size_t n = strlen(de->d_name);
+
+		if (de->d_type != DT_DIR || !strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if (len + 1 + n >= PATH_MAX) {
+			w->dropped++;
+			continue;
+		}
+		path[len] = '/';
+		memcpy(path + len + 1, de->d_name, n + 1);
+		err = walk_dir(w, path, len + 1 + n);
+		path[len] = '\0';
+	}
+	closedir(d);
+	return err;
+}
+
+static int name_cmp(const void *a, const void *b)
+{
+	const struct cgroup_name *x = a, *y = b;
+
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+int cgroup_names__scan(const char *mount, size_t max, struct cgroup_name **out, size_t *nr,
+		       uint64_t *dropped)
+{
+	struct names_walk w = { .max = max };
+	char path[PATH_MAX];
+	int err;
+
+	if (snprintf(path, sizeof(path), "%s", mount) >= (int)sizeof(path))
+		return -ENAMETOOLONG;
+	w.prefix = strlen(path);
+	while (w.prefix > 1 && path[w.prefix - 1] == '/')
+		path[--w.prefix] = '\0';
+	err = walk_dir(&w, path, w.prefix);
+	if (err) {
+		cgroup_names__free(w.v, w.nr);
+		return err;
+	}
+	if (w.nr)
+		qsort(w.v, w.nr, sizeof(*w.v), name_cmp);
+	*out = w.v;
+	*nr = w.nr;
+	*dropped = w.dropped;
+	return 0;
+}
+
+const struct cgroup_name *cgroup_names__find(const struct cgroup_name *v, size_t nr, uint64_t id)
+{
+	struct cgroup_name key = { .id = id };
+
+	return nr ? bsearch(&key, v, nr, sizeof(*v), name_cmp) : NULL;
+}
+
+void cgroup_names__free(struct cgroup_name *v, size_t nr)
+{
+	size_t i;
+
+	for (i = 0; i < nr; i++)
+		free(v[i].path);
+	free(v);
 }

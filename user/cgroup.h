@@ -4,6 +4,7 @@
 #define KHBPF_CGROUP_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "evidence.h"
@@ -39,5 +40,32 @@ const char *cgroup_mode__name(enum cgroup_mode mode);
  */
 int cgroup__cpu_quota(const char *root, pid_t pid, struct sev_u64 *out, char *cgroup_path,
 		      size_t path_size);
+
+/*
+ * The cgroup v2 hierarchy's mount point (its root "/" mount, e.g.
+ * /sys/fs/cgroup or, hybrid, /sys/fs/cgroup/unified), as seen under root.
+ * 0, -ENOENT when cgroup v2 is not mounted, or another -errno.
+ */
+int cgroup__v2_mount(const char *root, char *out, size_t size);
+
+/*
+ * A cgroup v2 path ("/system.slice/x.service") → the kernel's id for it (the
+ * directory's inode: kernfs node id on 64-bit) and its depth below the root.
+ */
+int cgroup__v2_id(const char *mount, const char *path, uint64_t *id, uint32_t *level);
+
+struct cgroup_name {
+	uint64_t id;
+	char *path; /* relative to the v2 root, starting with "/" */
+};
+
+/*
+ * Every cgroup under the v2 mount, at most max (the rest counted in
+ * *dropped), sorted by id for cgroup_names__find. Free with cgroup_names__free.
+ */
+int cgroup_names__scan(const char *mount, size_t max, struct cgroup_name **out, size_t *nr,
+		       uint64_t *dropped);
+const struct cgroup_name *cgroup_names__find(const struct cgroup_name *v, size_t nr, uint64_t id);
+void cgroup_names__free(struct cgroup_name *v, size_t nr);
 
 #endif /* KHBPF_CGROUP_H */

@@ -7,8 +7,46 @@
 #include <json-c/json.h>
 
 #include "cli.h"
+#include "fsutil.h"
 #include "evjson.h"
 #include "output.h"
+
+/* Seconds with up to 9 decimals → ns, exactly (no floating point). */
+int cli__parse_seconds(const char *s, uint64_t *ns)
+{
+	uint64_t whole = 0, frac = 0;
+	int digits = 0, frac_digits = 0;
+	const char *p = s;
+
+	for (; *p >= '0' && *p <= '9'; p++, digits++) {
+		whole = whole * 10 + (uint64_t)(*p - '0');
+		if (whole > CLI_MAX_SECONDS)
+			return -ERANGE;
+	}
+	if (*p == '.') {
+		for (p++; *p >= '0' && *p <= '9'; p++, frac_digits++) {
+			if (frac_digits == 9)
+				return -EINVAL;
+			frac = frac * 10 + (uint64_t)(*p - '0');
+		}
+	}
+	if (*p || (!digits && !frac_digits))
+		return -EINVAL;
+	while (frac_digits++ < 9)
+		frac *= 10;
+	*ns = whole * 1000000000ULL + frac;
+	return *ns ? 0 : -ERANGE;
+}
+
+int cli__parse_count(const char *s, uint64_t max, uint32_t *out)
+{
+	uint64_t v;
+
+	if (fsutil__parse_u64(s, &v) || v == 0 || v > max)
+		return -EINVAL;
+	*out = (uint32_t)v;
+	return 0;
+}
 
 void cli__error(const char *cmd, const char *fmt, ...)
 {

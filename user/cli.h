@@ -4,6 +4,7 @@
 #define KHBPF_CLI_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 
 struct json_object;
@@ -37,11 +38,20 @@ int cli__bad_option(const char *cmd, int c, char **argv);
  */
 int cli__emit_json(const char *cmd, struct json_object *obj, const char *path);
 
+/* a year: larger durations are typos */
+#define CLI_MAX_SECONDS 31536000ULL
+/* Seconds with up to 9 decimals → ns, exactly; > 0 and at most a year. 0/-errno. */
+int cli__parse_seconds(const char *s, uint64_t *ns);
+/* A count in 1..max. 0/-EINVAL. */
+int cli__parse_count(const char *s, uint64_t max, uint32_t *out);
+
 int cmd_probe(int argc, char **argv);
 void cmd_probe_help(FILE *f);
 int cmd_attach(int argc, char **argv);
 void cmd_attach_help(FILE *f);
 int cmd_run(int argc, char **argv);
 void cmd_run_help(FILE *f);
+int cmd_serve(int argc, char **argv);
+void cmd_serve_help(FILE *f);
 
 #endif /* KHBPF_CLI_H */

@@ -16,7 +16,6 @@
 #include "session.h"
 #include "spanfind.h"
 
-#define MAX_SECONDS 31536000ULL /* a year: larger durations are typos */
 #define MAX_SPAN_ARGS 64
 
 /* The options attach and run share, after their own. */
@@ -87,43 +86,6 @@ void cmd_run_help(FILE *f)
 		"  sudo khbpf run -- make -j2\n"
 		"  sudo khbpf run --span 'parse_*' -o spans.json -- ./my-server\n"
 		"  sudo khbpf run -o build.json -- ./my-server --port 8080\n");
-}
-
-/* Seconds with up to 9 decimals → ns, exactly (no floating point). */
-static int parse_seconds(const char *s, uint64_t *ns)
-{
-	uint64_t whole = 0, frac = 0;
-	int digits = 0, frac_digits = 0;
-	const char *p = s;
-
-	for (; *p >= '0' && *p <= '9'; p++, digits++) {
-		whole = whole * 10 + (uint64_t)(*p - '0');
-		if (whole > MAX_SECONDS)
-			return -ERANGE;
-	}
-	if (*p == '.') {
-		for (p++; *p >= '0' && *p <= '9'; p++, frac_digits++) {
-			if (frac_digits == 9)
-				return -EINVAL;
-			frac = frac * 10 + (uint64_t)(*p - '0');
-		}
-	}
-	if (*p || (!digits && !frac_digits))
-		return -EINVAL;
-	while (frac_digits++ < 9)
-		frac *= 10;
-	*ns = whole * 1000000000ULL + frac;
-	return *ns ? 0 : -ERANGE;
-}
-
-static int parse_count(const char *s, uint64_t max, uint32_t *out)
-{
-	uint64_t v;
-
-	if (fsutil__parse_u64(s, &v) || v == 0 || v > max)
-		return -EINVAL;
-	*out = (uint32_t)v;
-	return 0;
 }
 
 /* Fail before the window, not after it: the output directory must be writable. */
@@ -206,12 +168,14 @@ static int collect(const char *cmd, int argc, char **argv, enum target_mode mode
 			break;
 		case 'd':
 		case 'i':
-			err = parse_seconds(optarg, c == 'd' ? &so.duration_ns : &so.interval_ns);
+			err = cli__parse_seconds(optarg,
+						 c == 'd' ? &so.duration_ns : &so.interval_ns);
 			if (err) {
 				cli__error(
 					cmd,
 					"--%s '%s': expected seconds > 0 and <= %llu (e.g. 10 or 0.5)",
-					c == 'd' ? "duration" : "interval", optarg, MAX_SECONDS);
+					c == 'd' ? "duration" : "interval", optarg,
+					CLI_MAX_SECONDS);
 				return CLI_EXIT_USAGE;
 			}
 			break;
@@ -234,8 +198,8 @@ static int collect(const char *cmd, int argc, char **argv, enum target_mode mode
 			break;
 		case 'E':
 		case 'M':
-			if (parse_count(optarg, 1u << 24,
-					c == 'E' ? &so.max_exited : &so.max_threads)) {
+			if (cli__parse_count(optarg, 1u << 24,
+					     c == 'E' ? &so.max_exited : &so.max_threads)) {
 				cli__error(cmd, "--%s '%s': expected a count from 1 to %u",
 					   c == 'E' ? "max-exited" : "max-threads", optarg,
 					   1u << 24);
@@ -264,7 +228,7 @@ static int collect(const char *cmd, int argc, char **argv, enum target_mode mode
 		case 'X': {
 			uint32_t n;
 
-			if (parse_count(optarg, 1u << 24, &n)) {
+			if (cli__parse_count(optarg, 1u << 24, &n)) {
 				cli__error(cmd, "--max-spans '%s': expected a count from 1 to %u",
 					   optarg, 1u << 24);
 				return CLI_EXIT_USAGE;

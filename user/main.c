@@ -27,6 +27,8 @@ static const struct cli_command commands[] = {
 	{ "attach", "watch a running process's threads for a window", cmd_attach, cmd_attach_help },
 	{ "run", "run a command with the collector attached for its whole life", cmd_run,
 	  cmd_run_help },
+	{ "serve", "account every task per cgroup or process, for Prometheus", cmd_serve,
+	  cmd_serve_help },
 	{ "probe", "what each collector can do on this host, and why not", cmd_probe,
 	  cmd_probe_help },
 };

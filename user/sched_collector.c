@@ -170,6 +170,26 @@ int sched_collector__open(struct sched_collector **out, const struct sched_colle
 		nr_cpus = opts->topo->nr_cpu_ids;
 	err = bpf_map__set_max_entries(c->skel->maps.cpu_topo, nr_cpus);
 	err = err ?: bpf_map__set_max_entries(c->skel->maps.exited, c->max_exited);
+	if (opts && opts->group_by) {
+		uint32_t i;
+
+		if (opts->nr_cgroups > KHBPF_MAX_CGROUP_FILTERS) {
+			err = -E2BIG;
+			goto cleanup;
+		}
+		c->skel->rodata->group_by = opts->group_by;
+		c->skel->rodata->nr_cgroup_filters = opts->nr_cgroups;
+		for (i = 0; i < opts->nr_cgroups; i++) {
+			c->skel->rodata->cgroup_filter_id[i] = opts->cgroup_ids[i];
+			c->skel->rodata->cgroup_filter_level[i] = opts->cgroup_levels[i];
+		}
+		if (opts->max_groups)
+			err = err   ?:
+				      bpf_map__set_max_entries(c->skel->maps.groups,
+							       opts->max_groups);
+	} else {
+		err = err ?: bpf_map__set_max_entries(c->skel->maps.groups, 1);
+	}
 	if (opts && opts->spans) {
 		c->skel->rodata->spans_enabled = true;
 		if (opts->max_spans)
@@ -449,6 +469,69 @@ int sched_collector__exited(struct sched_collector *c, struct thread_table *out)
 	return err;
 }
 
+int sched_collector__drain_exited(struct sched_collector *c, struct thread_table *out)
+{
+	int fd = bpf_map__fd(c->skel->maps.exited);
+	size_t not_final, i;
+	int err;
+
+	err = read_exited(c, out, &not_final);
+	if (err)
+		return err;
+	c->not_final += not_final;
+	for (i = 0; i < out->nr; i++) {
+		const struct khbpf_thread_rec *r = &out->recs[i];
+		struct khbpf_thread_key key = { .tid = r->tid, .start_time = r->start_time };
+
+		if (r->flags & KHBPF_REC_FINAL)
+			bpf_map_delete_elem(fd, &key);
+	}
+	return 0;
+}
+
+int sched_collector__groups(struct sched_collector *c, struct group_entry **out, size_t *nr)
+{
+	int fd = bpf_map__fd(c->skel->maps.groups);
+	struct khbpf_group_key key, next;
+	struct group_entry *v = NULL, *grown;
+	size_t cap = 0, n = 0;
+	void *prev = NULL;
+
+	while (!bpf_map_get_next_key(fd, prev, &next)) {
+		key = next;
+		prev = &key;
+		if (n == cap) {
+			cap = cap ? cap * 2 : 64;
+			grown = realloc(v, cap * sizeof(*v));
+			if (!grown) {
+				free(v);
+				return -ENOMEM;
+			}
+			v = grown;
+		}
+		/* Deleted meanwhile (aged out or evicted by us): skip. */
+		if (bpf_map_lookup_elem(fd, &key, &v[n].acc))
+			continue;
+		v[n++].key = key;
+	}
+	*out = v;
+	*nr = n;
+	return 0;
+}
+
+int sched_collector__group_spill(struct sched_collector *c, struct khbpf_group_acc *out)
+{
+	uint32_t zero = 0;
+
+	return bpf_map__lookup_elem(c->skel->maps.group_spill, &zero, sizeof(zero), out,
+				    sizeof(*out), 0);
+}
+
+int sched_collector__delete_group(struct sched_collector *c, const struct khbpf_group_key *key)
+{
+	return bpf_map__delete_elem(c->skel->maps.groups, key, sizeof(*key), 0);
+}
+
 int sched_collector__stats(struct sched_collector *c, struct sched_collector_stats *out)
 {
 	struct bpf_program *prog;
@@ -472,6 +555,8 @@ int sched_collector__stats(struct sched_collector *c, struct sched_collector_sta
 	out->span_events_malformed = c->malformed;
 	out->span_clock_gaps = c->skel->bss->span_clock_gaps;
 	out->span_counter_skews = c->skel->bss->span_counter_skews;
+	out->groups_made = c->skel->bss->groups_made;
+	out->group_overflow = c->skel->bss->group_overflow;
 	out->nr_counters = c->nr_counters;
 	out->counters_err = c->counters_err;
 	out->counter_cpus = c->counter_cpus;

@@ -43,6 +43,13 @@ struct sched_collector_opts {
 	uint64_t max_spans; /* records through the ring buffer; 0 → default */
 	uint32_t max_span_keys; /* (thread, metric) aggregates; 0 → default */
 	enum sched_counters counters; /* per-span counter readings (spans only) */
+	/* serve: sum the scheduler into groups (KHBPF_GROUP_*) in the kernel. */
+	uint32_t group_by;
+	uint32_t max_groups; /* entries of the groups map; 0 → KHBPF_DEFAULT_MAX_GROUPS */
+	/* Only tasks in these cgroup v2 subtrees (kernfs id, depth below the root). */
+	uint64_t cgroup_ids[KHBPF_MAX_CGROUP_FILTERS];
+	uint32_t cgroup_levels[KHBPF_MAX_CGROUP_FILTERS];
+	uint32_t nr_cgroups;
 	/* Called for each span record as it is drained; may be NULL. */
 	void (*on_span)(void *ctx, const struct khbpf_span_event *e);
 	void *on_span_ctx;
@@ -90,6 +97,14 @@ struct sched_collector_stats {
 	uint32_t nr_counters;
 	int counters_err;
 	uint32_t counter_cpus; /* CPUs whose counters opened */
+	/* Groups (serve). */
+	uint64_t groups_made;
+	uint64_t group_overflow; /* switch-outs summed into the spill: the map was full */
+};
+
+struct group_entry {
+	struct khbpf_group_key key;
+	struct khbpf_group_acc acc;
 };
 
 struct span_agg_entry {
@@ -112,6 +127,15 @@ int sched_collector__baseline(struct sched_collector *c, struct thread_table *ou
 int sched_collector__snapshot(struct sched_collector *c, struct thread_table *out);
 /* Exit records of target threads that exited since attach. */
 int sched_collector__exited(struct sched_collector *c, struct thread_table *out);
+/*
+ * serve: this window's exit records, without waiting for final switches,
+ * and the final ones removed from the kernel (the rest come next window).
+ */
+int sched_collector__drain_exited(struct sched_collector *c, struct thread_table *out);
+/* serve: every group now (*out malloc'd), the spill, and removing one. */
+int sched_collector__groups(struct sched_collector *c, struct group_entry **out, size_t *nr);
+int sched_collector__group_spill(struct sched_collector *c, struct khbpf_group_acc *out);
+int sched_collector__delete_group(struct sched_collector *c, const struct khbpf_group_key *key);
 int sched_collector__stats(struct sched_collector *c, struct sched_collector_stats *out);
 /*
  * One span site: uprobe at entry and uretprobe at return of the function at

@@ -52,6 +52,30 @@ static void bpf_add(struct khbpf_task_bpf *t, const struct khbpf_task_bpf *b)
 		t->wait_hist[i] = add_sat(t->wait_hist[i], b->wait_hist[i]);
 }
 
+/*
+ * BPF's per-thread counts run from the thread's first look; a baseline that
+ * had them (serve's later windows) is taken off. Attach baselines are zero.
+ */
+static void bpf_delta(struct khbpf_task_bpf *d, const struct khbpf_task_bpf *end,
+		      const struct khbpf_task_bpf *start)
+{
+	int i;
+
+	*d = *end;
+	if (!start)
+		return;
+	d->wait_ns = sub_sat(end->wait_ns, start->wait_ns);
+	d->waits = sub_sat(end->waits, start->waits);
+	d->unbinned_ns = sub_sat(end->unbinned_ns, start->unbinned_ns);
+	d->unbinned_waits = sub_sat(end->unbinned_waits, start->unbinned_waits);
+	d->switch_ins = sub_sat(end->switch_ins, start->switch_ins);
+	d->migrations = sub_sat(end->migrations, start->migrations);
+	for (i = 0; i < KHBPF_MIG_CLASSES; i++)
+		d->mig_class[i] = sub_sat(end->mig_class[i], start->mig_class[i]);
+	for (i = 0; i < KHBPF_RQ_SLOTS; i++)
+		d->wait_hist[i] = sub_sat(end->wait_hist[i], start->wait_hist[i]);
+}
+
 static int push(struct sched_window *w, size_t *cap, const struct window_thread *t,
 		size_t max_threads)
 {
@@ -146,7 +170,7 @@ int sched_window__compute(struct sched_window *w, const struct window_opts *o)
 		t.exited = x != NULL;
 		t.has_bpf = fin->flags & KHBPF_REC_HAS_STATE;
 		counters_delta(&t.delta, &fin->k, b ? &b->k : &zero);
-		t.bpf = fin->b;
+		bpf_delta(&t.bpf, &fin->b, b && (b->flags & KHBPF_REC_HAS_STATE) ? &b->b : NULL);
 		t.end_runtime = fin->k.sum_exec_runtime;
 		if (t.exited)
 			w->exited_threads++;

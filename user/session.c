@@ -442,7 +442,7 @@ static void setup_collector(struct session *s)
 	int err;
 
 	s->have_btf = access("/sys/kernel/btf/vmlinux", R_OK) == 0;
-	if (!s->opts.no_bpf)
+	if (!s->opts.no_bpf && s->opts.mode != TARGET_MODE_SERVE)
 		discover_spans(s);
 	if (span_run__usable(&s->spans)) {
 		co.spans = true;
@@ -455,6 +455,28 @@ static void setup_collector(struct session *s)
 		s->bpf_avail = AVAIL_DISABLED;
 		snprintf(s->bpf_detail, sizeof(s->bpf_detail),
 			 "--no-bpf given: kernel counters read from /proc at the window's ends");
+		return;
+	}
+	if (s->opts.mode == TARGET_MODE_SERVE) {
+		size_t i;
+
+		co.trace_all = !s->opts.nr_pids;
+		co.group_by = s->opts.group_by;
+		co.max_groups = s->opts.max_groups;
+		co.nr_cgroups = (uint32_t)s->opts.nr_cgroups;
+		for (i = 0; i < s->opts.nr_cgroups && i < KHBPF_MAX_CGROUP_FILTERS; i++) {
+			co.cgroup_ids[i] = s->opts.cgroup_ids[i];
+			co.cgroup_levels[i] = s->opts.cgroup_levels[i];
+		}
+		err = s->have_btf ? sched_collector__open(&s->coll, &co) : -ENOENT;
+		for (i = 0; !err && i < s->opts.nr_pids; i++)
+			err = sched_collector__add_target(s->coll, s->opts.pids[i]);
+		if (err) {
+			bpf_unavailable(s, err, s->have_btf);
+			return;
+		}
+		s->use_bpf = true;
+		s->bpf_avail = AVAIL_AVAILABLE;
 		return;
 	}
 	err = s->have_btf ? sched_collector__open(&s->coll, &co) : -ENOENT;
@@ -474,7 +496,7 @@ static int start_collecting(struct session *s)
 {
 	int err;
 
-	if (s->opts.mode == TARGET_MODE_ATTACH && s->use_bpf) {
+	if (s->opts.mode != TARGET_MODE_RUN && s->use_bpf) {
 		err = sched_collector__baseline(s->coll, &s->base);
 		if (err)
 			return err;
@@ -1290,6 +1312,152 @@ void session__print_summary(const struct session *s, FILE *f)
 			fprintf(f, "  %s: %s — %s\n", collector_id__name(cap->collector),
 				collector_availability__name(cap->availability), cap->detail);
 	}
+}
+
+static void serve_target(struct session *s)
+{
+	struct doc_target *t = &s->target;
+
+	memset(t, 0, sizeof(*t));
+	t->mode = TARGET_MODE_SERVE;
+	t->exe_reason = EV_GAP_UNSUPPORTED;
+	if (s->opts.nr_pids == 1) {
+		fill_target(s, t);
+		return;
+	}
+	/* pid 0: several processes, cgroups, or every task of the host. */
+	snprintf(t->comm, sizeof(t->comm), "%s",
+		 s->opts.nr_pids    ? "(processes)" :
+		 s->opts.nr_cgroups ? "(cgroups)" :
+				      "(all tasks)");
+}
+
+int session__serve_open(struct session **out, const struct session_opts *opts, char *errbuf,
+			size_t errlen)
+{
+	struct session *s;
+	int err;
+
+	*out = NULL;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return errf(errbuf, errlen, -ENOMEM, "out of memory");
+	s->opts = *opts;
+	s->opts.mode = TARGET_MODE_SERVE;
+	s->root = opts->root ? opts->root : "/";
+	s->pidfd = s->sigfd = s->timerfd = -1;
+	s->freq_gap = EV_GAP_UNAVAILABLE;
+	if (!s->opts.max_threads)
+		s->opts.max_threads = SESSION_DEFAULT_MAX_THREADS;
+	/* Affinity and cgroup quota of the one process, else of init: the host's. */
+	s->pid = opts->nr_pids == 1 ? opts->pids[0] : 1;
+	err = setup_signals(s, errbuf, errlen);
+	if (err)
+		goto cleanup;
+	host_topology__read(&s->topo, s->root);
+	setup_collector(s);
+	if (!s->use_bpf) {
+		err = errf(errbuf, errlen, -ENOTSUP, "serve needs BPF: %s", s->bpf_detail);
+		goto cleanup;
+	}
+	s->start_boot = clock_ns(CLOCK_BOOTTIME);
+	s->start_mono = clock_ns(CLOCK_MONOTONIC);
+	s->start_real = clock_ns(CLOCK_REALTIME);
+	err = start_collecting(s);
+	if (!err && !s->use_bpf)
+		err = -ENOTSUP;
+	if (err) {
+		err = errf(errbuf, errlen, err, "cannot start the collector: %s", strerror(-err));
+		goto cleanup;
+	}
+	err = census_from(&s->census[0], &s->base, NULL, 0);
+	if (err) {
+		err = errf(errbuf, errlen, err, "out of memory");
+		goto cleanup;
+	}
+	serve_target(s);
+	sample_frequency(s);
+	*out = s;
+	return 0;
+cleanup:
+	session__destroy(s);
+	return err;
+}
+
+/* What one window's document owns, freed once it is out. */
+static void serve_window_free(struct session *s)
+{
+	utilization__free(&s->hw.utilization);
+	memset(&s->hw, 0, sizeof(s->hw));
+	free(s->threads);
+	s->threads = NULL;
+	s->nr_threads = 0;
+	sched_window__free(&s->win);
+	memset(&s->win, 0, sizeof(s->win));
+	thread_table__free(&s->exited);
+	s->nr_loss = 0;
+	s->nr_overhead = 0;
+	s->nr_freq = 0;
+	s->freq_dropped = 0;
+}
+
+int session__serve_rotate(struct session *s, struct json_object **doc)
+{
+	struct window_opts wo = { 0 };
+	uint64_t now_boot, now_real;
+	int err;
+
+	*doc = NULL;
+	err = sched_collector__snapshot(s->coll, &s->end);
+	now_boot = clock_ns(CLOCK_BOOTTIME);
+	now_real = clock_ns(CLOCK_REALTIME);
+	s->end_mono = clock_ns(CLOCK_MONOTONIC);
+	s->end_reason = END_REASON_DURATION;
+	err = err ?: sched_collector__drain_exited(s->coll, &s->exited);
+	err = err ?: sched_collector__stats(s->coll, &s->stats);
+	if (err)
+		goto out;
+	sample_frequency(s);
+	err = census_from(&s->census[1], &s->end, &s->exited, s->end_mono - s->start_mono);
+	if (err)
+		goto out;
+	wo.baseline = &s->base;
+	wo.end = &s->end;
+	wo.exited = &s->exited;
+	wo.start_boot_ns = s->start_boot;
+	wo.max_threads = s->opts.max_threads;
+	err = sched_window__compute(&s->win, &wo);
+	err = err ?: build_document(s);
+	if (!err) {
+		*doc = evidence_doc__to_json(&s->doc);
+		if (!*doc)
+			err = -ENOMEM;
+	}
+out:
+	/* The next window starts where this one ended, whatever happened. */
+	serve_window_free(s);
+	thread_table__free(&s->base);
+	s->base = s->end;
+	memset(&s->end, 0, sizeof(s->end));
+	free(s->census[0].threads);
+	s->census[0] = s->census[1];
+	s->census[0].elapsed_ns = 0;
+	memset(&s->census[1], 0, sizeof(s->census[1]));
+	s->start_boot = now_boot;
+	s->start_mono = s->end_mono;
+	s->start_real = now_real;
+	sample_frequency(s);
+	return err;
+}
+
+struct sched_collector *session__collector(const struct session *s)
+{
+	return s->coll;
+}
+
+int session__signal_fd(const struct session *s)
+{
+	return s->sigfd;
 }
 
 void session__destroy(struct session *s)

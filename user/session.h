@@ -38,6 +38,14 @@ struct session_opts {
 	uint64_t max_spans; /* span records kept; 0 → default */
 	enum sched_counters span_counters; /* per-span counter readings */
 	bool bpf_stats; /* BPF run-time stats (system-wide) for the window */
+	/* serve: the processes (none: every task), cgroup filters and grouping. */
+	const pid_t *pids;
+	size_t nr_pids;
+	const uint64_t *cgroup_ids;
+	const uint32_t *cgroup_levels;
+	size_t nr_cgroups;
+	uint32_t group_by; /* KHBPF_GROUP_* */
+	uint32_t max_groups;
 };
 
 #define SESSION_DEFAULT_MAX_THREADS 65536
@@ -60,5 +68,17 @@ void session__print_summary(const struct session *s, FILE *f);
 /* run: the command's exit status (128+signal when killed); attach: 0. */
 int session__exit_code(const struct session *s);
 void session__destroy(struct session *s);
+
+/*
+ * serve: a session with no end. Its windows end when session__serve_rotate
+ * is called, which returns that window's document (caller puts it) and
+ * starts the next one at the same instant. SIGINT/SIGTERM/SIGHUP are
+ * blocked and readable from session__signal_fd.
+ */
+int session__serve_open(struct session **out, const struct session_opts *opts, char *errbuf,
+			size_t errlen);
+int session__serve_rotate(struct session *s, struct json_object **doc);
+struct sched_collector *session__collector(const struct session *s);
+int session__signal_fd(const struct session *s);
 
 #endif /* KHBPF_SESSION_H */

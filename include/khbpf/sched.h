@@ -75,7 +75,36 @@ struct khbpf_task_state {
 	__u64 enqueue_ts; /* no sched_info: bpf_ktime_get_ns() at enqueue; 0 when not queued */
 	__u64 last_run_delay; /* sched_info.run_delay when last looked at */
 	__u64 last_pcount; /* sched_info.pcount when last looked at */
+	/* Groups (serve): the kernel's counters at the last switch-out. */
+	__u64 last_nvcsw;
+	__u64 last_nivcsw;
+	__u64 last_migrations;
+	__u64 last_runtime;
 	struct khbpf_task_bpf b;
+};
+
+/*
+ * serve: scheduler totals per group (a cgroup v2, or a process), summed in
+ * the kernel at every switch-out of a member thread from the kernel's own
+ * per-task counters, so they equal what /proc shows for the members.
+ */
+#define KHBPF_GROUP_NONE 0
+#define KHBPF_GROUP_CGROUP 1
+#define KHBPF_GROUP_PROCESS 2
+#define KHBPF_DEFAULT_MAX_GROUPS 4096
+/* --cgroup filters: the named cgroups and everything below them. */
+#define KHBPF_MAX_CGROUP_FILTERS 16
+
+struct khbpf_group_key {
+	__u64 id; /* cgroup: kernfs id (the directory's inode); process: tgid */
+	__u64 start_time; /* process: the leader's start_time (tgid reuse); cgroup: 0 */
+};
+
+struct khbpf_group_acc {
+	struct khbpf_task_counters k; /* summed per-switch deltas of the kernel's counters */
+	struct khbpf_task_bpf b; /* waits binned one by one, migrations by distance */
+	__u64 switch_outs; /* switch-outs seen: the timeslices that ended */
+	char comm[16]; /* process: the leader's comm when the group was made */
 };
 
 /* Identity of a thread across tid reuse. */
@@ -103,6 +132,10 @@ _Static_assert(sizeof(struct khbpf_task_counters) == 48, "khbpf_task_counters la
 _Static_assert(sizeof(struct khbpf_task_bpf) == 8 * (6 + KHBPF_MIG_CLASSES + KHBPF_RQ_SLOTS),
 	       "khbpf_task_bpf layout");
 _Static_assert(sizeof(struct khbpf_thread_key) == 16, "khbpf_thread_key layout");
+_Static_assert(sizeof(struct khbpf_group_key) == 16, "khbpf_group_key layout");
+_Static_assert(sizeof(struct khbpf_group_acc) ==
+		       sizeof(struct khbpf_task_counters) + sizeof(struct khbpf_task_bpf) + 24,
+	       "khbpf_group_acc layout");
 _Static_assert(sizeof(struct khbpf_thread_rec) ==
 		       40 + sizeof(struct khbpf_task_counters) + sizeof(struct khbpf_task_bpf),
 	       "khbpf_thread_rec layout");

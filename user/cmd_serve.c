@@ -1,0 +1,196 @@
+// SPDX-License-Identifier: MIT
+/* `khbpf serve`: the fleet daemon, scraped by Prometheus. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+
+#include "cli.h"
+#include "fsutil.h"
+#include "serve.h"
+
+#define MAX_PIDS 64
+
+void cmd_serve_help(FILE *f)
+{
+	fprintf(f,
+		"Usage: khbpf serve [--listen ADDR:PORT] [--by cgroup|process] [--top N]\n"
+		"                   [--pid PID ...] [--cgroup PATH ...] [--interval S]\n"
+		"                   [--ndjson FILE|-] [--max-groups N] [--max-age S]\n\n"
+		"Account the scheduler for every task of the host (or the named processes or\n"
+		"cgroups), summed in the kernel per cgroup (default) or per process, and serve\n"
+		"it over HTTP until SIGINT/SIGTERM/SIGHUP:\n"
+		"  GET /metrics   Prometheus text format (OpenMetrics when the Accept header\n"
+		"                 asks for application/openmetrics-text)\n"
+		"  GET /evidence  the last window's full evidence document (JSON)\n"
+		"  GET /healthz   'ok' while serving\n\n"
+		"Options:\n"
+		"  -l, --listen A:P      address to listen on (default 127.0.0.1:9464;\n"
+		"                        0.0.0.0:9464 or [::]:9464 to be scraped remotely)\n"
+		"      --by G            'cgroup' (cgroup v2 path label, the default) or\n"
+		"                        'process' (comm label)\n"
+		"      --top N           with --by process: the N busiest processes get their\n"
+		"                        own series with a pid label\n"
+		"  -p, --pid PID         only this process (repeatable, up to %d)\n"
+		"      --cgroup PATH     only tasks in this cgroup v2 subtree, e.g.\n"
+		"                        /system.slice/nginx.service (repeatable, up to %d)\n"
+		"  -i, --interval S      evidence window length (default 15)\n"
+		"      --ndjson FILE     append each window's document as one JSON line to FILE\n"
+		"                        ('-': stdout)\n"
+		"      --max-groups N    groups the kernel keeps (default %d); the least\n"
+		"                        recently active are evicted past 9/10, and counted\n"
+		"      --max-age S       drop groups idle this long (default 300)\n"
+		"      --bpf-stats       also export khbpf's BPF program run time (every BPF\n"
+		"                        program on the host then pays two clock reads per run)\n"
+		"      --max-exited N    exited-thread records per window (default 65536)\n"
+		"      --max-threads N   threads in each window's document (default 65536)\n"
+		"  -h, --help            this help\n\n"
+		"Examples:\n"
+		"  sudo khbpf serve\n"
+		"  sudo khbpf serve --listen 0.0.0.0:9464 --by process --top 20\n"
+		"  sudo khbpf serve --cgroup /system.slice --ndjson /var/log/khbpf.ndjson\n"
+		"  curl -s localhost:9464/metrics | grep khbpf_runqueue_delay_seconds_count\n",
+		MAX_PIDS, KHBPF_MAX_CGROUP_FILTERS, KHBPF_DEFAULT_MAX_GROUPS);
+}
+
+int cmd_serve(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "listen", required_argument, NULL, 'l' },
+		{ "by", required_argument, NULL, 'b' },
+		{ "top", required_argument, NULL, 't' },
+		{ "pid", required_argument, NULL, 'p' },
+		{ "cgroup", required_argument, NULL, 'c' },
+		{ "interval", required_argument, NULL, 'i' },
+		{ "ndjson", required_argument, NULL, 'n' },
+		{ "max-groups", required_argument, NULL, 'G' },
+		{ "max-age", required_argument, NULL, 'A' },
+		{ "bpf-stats", no_argument, NULL, 'S' },
+		{ "max-exited", required_argument, NULL, 'E' },
+		{ "max-threads", required_argument, NULL, 'T' },
+		{ "help", no_argument, NULL, 'h' },
+		{},
+	};
+	const char *cgroups[KHBPF_MAX_CGROUP_FILTERS];
+	struct serve_opts so = { .sz = sizeof(so), .log = stderr };
+	pid_t pids[MAX_PIDS];
+	char errbuf[512];
+	uint64_t v;
+	int c, err;
+
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":l:p:i:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'l':
+			so.listen = optarg;
+			break;
+		case 'b':
+			if (!strcmp(optarg, "cgroup")) {
+				so.group_by = KHBPF_GROUP_CGROUP;
+			} else if (!strcmp(optarg, "process")) {
+				so.group_by = KHBPF_GROUP_PROCESS;
+			} else {
+				cli__error("serve", "--by '%s': give 'cgroup' or 'process'",
+					   optarg);
+				return CLI_EXIT_USAGE;
+			}
+			break;
+		case 't':
+			if (cli__parse_count(optarg, 10000, &so.top)) {
+				cli__error("serve", "--top '%s': give a count from 1 to 10000",
+					   optarg);
+				return CLI_EXIT_USAGE;
+			}
+			break;
+		case 'p':
+			if (fsutil__parse_u64(optarg, &v) || v == 0 || v >= (1u << 22)) {
+				cli__error("serve", "--pid '%s': not a process id", optarg);
+				return CLI_EXIT_USAGE;
+			}
+			if (so.nr_pids == MAX_PIDS) {
+				cli__error("serve",
+					   "at most %d --pid options; use --cgroup for more",
+					   MAX_PIDS);
+				return CLI_EXIT_USAGE;
+			}
+			pids[so.nr_pids++] = (pid_t)v;
+			break;
+		case 'c':
+			if (so.nr_cgroups == KHBPF_MAX_CGROUP_FILTERS) {
+				cli__error("serve",
+					   "at most %d --cgroup options; name a parent cgroup",
+					   KHBPF_MAX_CGROUP_FILTERS);
+				return CLI_EXIT_USAGE;
+			}
+			if (optarg[0] != '/') {
+				cli__error("serve",
+					   "--cgroup '%s': give the path from the cgroup v2 root, "
+					   "e.g. /system.slice",
+					   optarg);
+				return CLI_EXIT_USAGE;
+			}
+			cgroups[so.nr_cgroups++] = optarg;
+			break;
+		case 'i':
+		case 'A':
+			err = cli__parse_seconds(optarg,
+						 c == 'i' ? &so.interval_ns : &so.max_age_ns);
+			if (err) {
+				cli__error("serve", "--%s '%s': give seconds > 0 and at most %llu",
+					   c == 'i' ? "interval" : "max-age", optarg,
+					   CLI_MAX_SECONDS);
+				return CLI_EXIT_USAGE;
+			}
+			break;
+		case 'n':
+			so.ndjson = optarg;
+			break;
+		case 'G':
+			if (cli__parse_count(optarg, 1u << 20, &so.max_groups) ||
+			    so.max_groups < 16) {
+				cli__error("serve", "--max-groups '%s': give a count from 16 to %u",
+					   optarg, 1u << 20);
+				return CLI_EXIT_USAGE;
+			}
+			break;
+		case 'S':
+			so.bpf_stats = true;
+			break;
+		case 'E':
+		case 'T':
+			if (cli__parse_count(optarg, 1u << 24,
+					     c == 'E' ? &so.max_exited : &so.max_threads)) {
+				cli__error("serve", "--%s '%s': give a count from 1 to %u",
+					   c == 'E' ? "max-exited" : "max-threads", optarg,
+					   1u << 24);
+				return CLI_EXIT_USAGE;
+			}
+			break;
+		case 'h':
+			cmd_serve_help(stdout);
+			return 0;
+		default:
+			return cli__bad_option("serve", c, argv);
+		}
+	}
+	if (optind < argc) {
+		cli__error("serve", "unexpected argument '%s'; run 'khbpf serve --help'",
+			   argv[optind]);
+		return CLI_EXIT_USAGE;
+	}
+	if (so.top && so.group_by != KHBPF_GROUP_PROCESS) {
+		cli__error("serve", "--top needs --by process (cgroup series are bounded by the "
+				    "cgroups themselves)");
+		return CLI_EXIT_USAGE;
+	}
+	so.pids = pids;
+	so.cgroups = cgroups;
+	err = serve__run(&so, errbuf, sizeof(errbuf));
+	if (err) {
+		cli__error("serve", "%s", errbuf);
+		return CLI_EXIT_FAILURE;
+	}
+	return 0;
+}
