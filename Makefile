@@ -80,7 +80,7 @@ WORKLOADS := $(patsubst tests/workloads/%.c,build/workloads/%,$(wildcard tests/w
 
 C_FILES := $(wildcard bpf/*.c bpf/*.h user/*.c user/*.h include/khbpf/*.h tests/*.c tests/*.h tests/workloads/*.c tests/workloads/*.h tools/*.c)
 
-.PHONY: all check unit-tests workloads demo bench bench-spans format format-check clean deps
+.PHONY: all check unit-tests workloads demo bench bench-spans bench-serve format format-check clean deps
 all: $(KHBPF)
 
 deps: $(DEPS_STAMP)
@@ -173,6 +173,12 @@ bench: $(KHBPF) build/tools/bench-empty $(BENCH_SPANS_DEPS)
 	$(Q)tools/install-deps.sh --with-bench
 	$(Q)tools/bench-sched.sh
 	$(Q)tools/bench-spans.sh
+	$(Q)/usr/bin/python3 tools/bench_serve.py
+
+# `khbpf serve` alone: hackbench overhead against runqlat, scrape time, steady CPU.
+bench-serve: $(KHBPF)
+	$(Q)tools/install-deps.sh --with-bench
+	$(Q)/usr/bin/python3 tools/bench_serve.py
 
 # The span part of `make bench` alone.
 bench-spans: $(BENCH_SPANS_DEPS)

@@ -47,6 +47,66 @@ static void assert_quota_gap(const char *root, pid_t pid, int ret, enum ev_gap r
 	assert_int_equal(v.source, EV_SRC_SYSFS_CGROUP);
 }
 
+/* The v2 mount, a path's id and depth, and the id → path table. */
+static void test_cgroup__v2_names(void **state)
+{
+	char *dir = tree_new("cgroup"), mnt[PATH_MAX], p[PATH_MAX + 16];
+	const struct cgroup_name *n;
+	struct cgroup_name *v;
+	uint64_t id, dropped;
+	uint32_t level;
+	struct stat st;
+	size_t nr;
+
+	(void)state;
+	tree_put(dir, "proc/self/mountinfo",
+		 "24 1 0:22 / /sys/fs/cgroup/cpu rw - cgroup cgroup rw,cpu\n"
+		 "31 22 0:27 /sub /mnt/sub rw - cgroup2 cgroup2 rw\n"
+		 "41 31 0:38 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw\n");
+	tree_put(dir, "sys/fs/cgroup/unified/a/b", NULL);
+	tree_put(dir, "sys/fs/cgroup/unified/c", NULL);
+	assert_int_equal(cgroup__v2_mount(dir, mnt, sizeof(mnt)), 0);
+	snprintf(p, sizeof(p), "%s/sys/fs/cgroup/unified", dir);
+	assert_string_equal(mnt, p);
+
+	assert_int_equal(cgroup__v2_id(mnt, "/a/b", &id, &level), 0);
+	snprintf(p, sizeof(p), "%s/a/b", mnt);
+	assert_int_equal(stat(p, &st), 0);
+	assert_int_equal(id, st.st_ino);
+	assert_int_equal(level, 2);
+	assert_int_equal(cgroup__v2_id(mnt, "/", &id, &level), 0);
+	assert_int_equal(level, 0);
+	assert_int_equal(cgroup__v2_id(mnt, "/nope", &id, &level), -ENOENT);
+	assert_int_equal(cgroup__v2_id(mnt, "a", &id, &level), -EINVAL);
+	assert_int_equal(cgroup__v2_id(mnt, "/a/../c", &id, &level), -EINVAL);
+
+	assert_int_equal(cgroup_names__scan(mnt, 100, &v, &nr, &dropped), 0);
+	assert_int_equal(nr, 4); /* /, /a, /a/b, /c */
+	assert_int_equal(dropped, 0);
+	snprintf(p, sizeof(p), "%s/a/b", mnt);
+	assert_int_equal(stat(p, &st), 0);
+	n = cgroup_names__find(v, nr, st.st_ino);
+	assert_non_null(n);
+	assert_string_equal(n->path, "/a/b");
+	assert_int_equal(stat(mnt, &st), 0);
+	n = cgroup_names__find(v, nr, st.st_ino);
+	assert_non_null(n);
+	assert_string_equal(n->path, "/");
+	assert_null(cgroup_names__find(v, nr, 1));
+	cgroup_names__free(v, nr);
+
+	/* Bounded: the rest is counted. */
+	assert_int_equal(cgroup_names__scan(mnt, 2, &v, &nr, &dropped), 0);
+	assert_int_equal(nr, 2);
+	assert_int_equal(dropped, 2);
+	cgroup_names__free(v, nr);
+
+	tree_put(dir, "proc/self/mountinfo",
+		 "24 1 0:22 / /sys/fs/cgroup/cpu rw - cgroup cgroup rw\n");
+	assert_int_equal(cgroup__v2_mount(dir, mnt, sizeof(mnt)), -ENOENT);
+	tree_free(dir);
+}
+
 static void test_cgroup__mode(void **state)
 {
 	char *dir = tree_new("cgroup");
@@ -299,6 +359,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_cgroup__mode),
+		cmocka_unit_test(test_cgroup__v2_names),
 		cmocka_unit_test(test_cgroup__v1_quota),
 		cmocka_unit_test(test_cgroup__v1_parent_limits_child),
 		cmocka_unit_test(test_cgroup__v1_unbounded),

@@ -131,6 +131,36 @@ static void test_sched_window__run_mode_zero_baseline(void **state)
 	sched_window__free(&w);
 }
 
+/*
+ * serve's later windows: the baseline is the previous window's end, whose
+ * BPF counts (since serve started) are taken off; a baseline without task
+ * storage takes nothing off.
+ */
+static void test_sched_window__bpf_counts_from_baseline(void **state)
+{
+	struct khbpf_thread_rec base[] = { rec(5, 1, 100, KHBPF_REC_HAS_STATE), rec(6, 1, 100, 0) };
+	struct khbpf_thread_rec end[] = { rec(5, 1, 130, KHBPF_REC_HAS_STATE),
+					  rec(6, 1, 150, KHBPF_REC_HAS_STATE) };
+	struct thread_table tb = { base, 2 }, te = { end, 2 };
+	struct window_opts o = { .baseline = &tb, .end = &te, .start_boot_ns = 1000 };
+	const struct window_thread *t;
+	struct sched_window w;
+
+	(void)state;
+	assert_int_equal(sched_window__compute(&w, &o), 0);
+	t = find(&w, 5, 1);
+	assert_non_null(t);
+	assert_int_equal(t->bpf.waits, 30);
+	assert_int_equal(t->bpf.wait_hist[3], 30);
+	assert_int_equal(t->bpf.mig_class[KHBPF_MIG_LLC], 30);
+	assert_int_equal(t->delta.nvcsw, 30);
+	t = find(&w, 6, 1);
+	assert_non_null(t);
+	assert_int_equal(t->bpf.waits, 150);
+	assert_int_equal(w.total_bpf.waits, 180);
+	sched_window__free(&w);
+}
+
 static void test_sched_window__saturates_and_bounds(void **state)
 {
 	struct khbpf_thread_rec base[] = { rec(1, 0, 50, 0), rec(2, 0, 0, 0), rec(3, 0, 0, 0) };
@@ -179,6 +209,7 @@ int main(void)
 		cmocka_unit_test(test_sched_window__merge_cases),
 		cmocka_unit_test(test_sched_window__run_mode_zero_baseline),
 		cmocka_unit_test(test_sched_window__saturates_and_bounds),
+		cmocka_unit_test(test_sched_window__bpf_counts_from_baseline),
 		cmocka_unit_test(test_sched_window__slot_bounds),
 	};
 
