@@ -37,11 +37,20 @@ int cli__bad_option(const char *cmd, int c, char **argv);
  */
 int cli__emit_json(const char *cmd, struct json_object *obj, const char *path);
 
+/*
+ * Before any work: an output path (not "-") must be creatable, in a writable
+ * directory, and not something other than a regular file. Prints the error
+ * naming the option; returns 0 or -errno.
+ */
+int cli__check_output_path(const char *cmd, const char *opt, const char *path);
+
 int cmd_probe(int argc, char **argv);
 void cmd_probe_help(FILE *f);
 int cmd_attach(int argc, char **argv);
 void cmd_attach_help(FILE *f);
 int cmd_run(int argc, char **argv);
 void cmd_run_help(FILE *f);
+int cmd_report(int argc, char **argv);
+void cmd_report_help(FILE *f);
 
 #endif /* KHBPF_CLI_H */
