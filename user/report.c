@@ -1383,3 +1383,30 @@ void report__exit_phrase(const struct report_doc *d, char *buf, size_t len)
 	else
 		snprintf(buf, len, "exit status: gap (%s)", ev_gap__name(d->exit_reason));
 }
+
+static int excl_desc(const void *a, const void *b)
+{
+	const struct report_metric *x = *(const struct report_metric *const *)a;
+	const struct report_metric *y = *(const struct report_metric *const *)b;
+
+	if (x->exclusive_ns != y->exclusive_ns)
+		return x->exclusive_ns > y->exclusive_ns ? -1 : 1;
+	return strcmp(x->id, y->id);
+}
+
+const struct report_metric **report__metrics_by_exclusive(const struct report_doc *d,
+							  uint64_t *total)
+{
+	const struct report_metric **v = calloc(d->nr_metrics ? d->nr_metrics : 1, sizeof(*v));
+	size_t i;
+
+	*total = 0;
+	if (!v)
+		return NULL;
+	for (i = 0; i < d->nr_metrics; i++) {
+		v[i] = &d->metrics[i];
+		*total = sat_add(*total, v[i]->exclusive_ns);
+	}
+	qsort(v, d->nr_metrics, sizeof(*v), excl_desc);
+	return v;
+}

@@ -199,6 +199,13 @@ const char *report__availability_hint(const char *availability);
  */
 void report__fmt_ns(char *buf, size_t len, uint64_t ns);
 
+/*
+ * The metrics by exclusive time, largest first, ties by id (malloc'd; NULL
+ * on ENOMEM), and the sum of their exclusive times.
+ */
+const struct report_metric **report__metrics_by_exclusive(const struct report_doc *doc,
+							  uint64_t *total);
+
 /* "exited with 0", "killed by signal 9", "still running when the window ended"... */
 void report__exit_phrase(const struct report_doc *doc, char *buf, size_t len);
 

@@ -582,35 +582,20 @@ static void thread_bars(struct page *pg)
 	fprintf(pg->f, "</section>\n");
 }
 
-static int excl_desc(const void *a, const void *b)
-{
-	const struct report_metric *x = *(const struct report_metric *const *)a;
-	const struct report_metric *y = *(const struct report_metric *const *)b;
-
-	if (x->exclusive_ns != y->exclusive_ns)
-		return x->exclusive_ns > y->exclusive_ns ? -1 : 1;
-	return strcmp(x->id, y->id);
-}
-
 static void span_table(struct page *pg)
 {
 	const struct report_doc *d = pg->doc;
 	const struct report_metric **v;
-	uint64_t total = 0;
+	uint64_t total;
 	size_t i;
 
 	if (!d->nr_metrics)
 		return;
-	v = calloc(d->nr_metrics, sizeof(*v));
+	v = report__metrics_by_exclusive(d, &total);
 	if (!v) {
 		pg->err = -ENOMEM;
 		return;
 	}
-	for (i = 0; i < d->nr_metrics; i++) {
-		v[i] = &d->metrics[i];
-		total += v[i]->exclusive_ns;
-	}
-	qsort(v, d->nr_metrics, sizeof(*v), excl_desc);
 	fprintf(pg->f, "<section id=\"spans\">\n<h2>Span metrics, by exclusive time</h2>\n"
 		       "<table>\n<tr><th class=\"l\">metric</th><th>calls</th><th>inclusive</th>"
 		       "<th>exclusive</th><th>share</th><th>mean</th><th>open at end</th></tr>\n");

@@ -23,6 +23,21 @@ static void col(char *buf, size_t len, struct ev_u64 ev, bool ns)
 		snprintf(buf, len, "%" PRIu64, ev.value);
 }
 
+/* The six scheduler columns: on-CPU, runqueue delay, vol, invol, migrations, slices. */
+struct sched_cols {
+	char on[24], rq[24], vol[24], invol[24], mig[24], slices[24];
+};
+
+static void sched_cols(struct sched_cols *c, struct ev_u64 on, const struct scheduler_evidence *s)
+{
+	col(c->on, sizeof(c->on), on, true);
+	col(c->rq, sizeof(c->rq), s->scheduler_delay_ns.ev, true);
+	col(c->vol, sizeof(c->vol), s->voluntary_context_switches.ev, false);
+	col(c->invol, sizeof(c->invol), s->involuntary_context_switches.ev, false);
+	col(c->mig, sizeof(c->mig), s->cpu_migrations.ev, false);
+	col(c->slices, sizeof(c->slices), s->timeslices.ev, false);
+}
+
 /*
  * Names from the kernel are any bytes: print them as valid UTF-8 without
  * control characters, which could drive the terminal.
@@ -41,6 +56,7 @@ static void put_name(FILE *f, const char *fmt, const char *s)
 static void print_run(const struct report_doc *d, FILE *f)
 {
 	char wall[32], buf[64];
+	struct sched_cols c;
 	time_t secs = (time_t)(d->start_unix_ns / 1000000000u);
 	struct tm tm;
 
@@ -62,20 +78,10 @@ static void print_run(const struct report_doc *d, FILE *f)
 		fprintf(f, "  totals:   hardware evidence %s\n", ev_gap__name(d->hardware_reason));
 		return;
 	}
-	{
-		const struct scheduler_evidence *t = &d->totals;
-		char a[24], b[24], c[24], e[24], g[24], h[24];
-
-		col(a, sizeof(a), d->all_threads_cpu_ns, true);
-		col(b, sizeof(b), t->scheduler_delay_ns.ev, true);
-		col(c, sizeof(c), t->voluntary_context_switches.ev, false);
-		col(e, sizeof(e), t->involuntary_context_switches.ev, false);
-		col(g, sizeof(g), t->cpu_migrations.ev, false);
-		col(h, sizeof(h), t->timeslices.ev, false);
-		fprintf(f,
-			"  totals:   on-CPU %s, runqueue delay %s, switches %s voluntary + %s involuntary, %s migrations, %s timeslices\n",
-			a, b, c, e, g, h);
-	}
+	sched_cols(&c, d->all_threads_cpu_ns, &d->totals);
+	fprintf(f,
+		"  totals:   on-CPU %s, runqueue delay %s, switches %s voluntary + %s involuntary, %s migrations, %s timeslices\n",
+		c.on, c.rq, c.vol, c.invol, c.mig, c.slices);
 	if (d->parallelism_milli.recorded)
 		fprintf(f, "  parallelism: %" PRIu64 ".%03" PRIu64 " CPUs busy on average, of %u\n",
 			d->parallelism_milli.value / 1000, d->parallelism_milli.value % 1000,
@@ -84,8 +90,7 @@ static void print_run(const struct report_doc *d, FILE *f)
 
 static void print_threads(const struct report_doc *d, FILE *f)
 {
-	const struct scheduler_evidence *t = &d->totals;
-	char a[24], b[24], c[24], e[24], g[24], h[24];
+	struct sched_cols c;
 	size_t i;
 
 	fprintf(f, "\nThreads (%zu)\n", d->nr_listed);
@@ -94,27 +99,18 @@ static void print_threads(const struct report_doc *d, FILE *f)
 	for (i = 0; i < d->nr_listed; i++) {
 		const struct report_thread *th = &d->threads[i];
 
-		col(a, sizeof(a), th->on_cpu_ns.ev, true);
-		col(b, sizeof(b), th->sched.scheduler_delay_ns.ev, true);
-		col(c, sizeof(c), th->sched.voluntary_context_switches.ev, false);
-		col(e, sizeof(e), th->sched.involuntary_context_switches.ev, false);
-		col(g, sizeof(g), th->sched.cpu_migrations.ev, false);
-		col(h, sizeof(h), th->sched.timeslices.ev, false);
+		sched_cols(&c, th->on_cpu_ns.ev, &th->sched);
 		fprintf(f, "  %10" PRIu64 " ", th->tid);
 		put_name(f, "%-16s", th->comm);
-		fprintf(f, " %9s %9s %8s %8s %6s %7s%s%s%s\n", a, b, c, e, g, h,
-			th->born ? "  born" : "", th->born && th->exited ? "," : "",
+		fprintf(f, " %9s %9s %8s %8s %6s %7s%s%s%s\n", c.on, c.rq, c.vol, c.invol, c.mig,
+			c.slices, th->born ? "  born" : "", th->born && th->exited ? "," : "",
 			th->exited ? (th->born ? " exited" : "  exited") : "");
 	}
 	if (!d->hardware_recorded)
 		return;
-	col(a, sizeof(a), d->all_threads_cpu_ns, true);
-	col(b, sizeof(b), t->scheduler_delay_ns.ev, true);
-	col(c, sizeof(c), t->voluntary_context_switches.ev, false);
-	col(e, sizeof(e), t->involuntary_context_switches.ev, false);
-	col(g, sizeof(g), t->cpu_migrations.ev, false);
-	col(h, sizeof(h), t->timeslices.ev, false);
-	fprintf(f, "  %10s %-16s %9s %9s %8s %8s %6s %7s\n", "total", "", a, b, c, e, g, h);
+	sched_cols(&c, d->all_threads_cpu_ns, &d->totals);
+	fprintf(f, "  %10s %-16s %9s %9s %8s %8s %6s %7s\n", "total", "", c.on, c.rq, c.vol,
+		c.invol, c.mig, c.slices);
 }
 
 static void bound(char *buf, size_t len, uint64_t ns)
@@ -179,16 +175,6 @@ static uint64_t quantile(const struct report_metric *m, unsigned int permille)
 	return 0;
 }
 
-static int excl_desc(const void *a, const void *b)
-{
-	const struct report_metric *x = *(const struct report_metric *const *)a;
-	const struct report_metric *y = *(const struct report_metric *const *)b;
-
-	if (x->exclusive_ns != y->exclusive_ns)
-		return x->exclusive_ns > y->exclusive_ns ? -1 : 1;
-	return strcmp(x->id, y->id);
-}
-
 static void print_metric(const struct report_metric *m, uint64_t total, FILE *f)
 {
 	char inc[24], exc[24], mean[24], p50[24], p99[24], share[32] = "-";
@@ -247,15 +233,11 @@ static int print_spans(const struct report_doc *d, FILE *f)
 			d->nr_overlapping);
 	if (!d->nr_metrics)
 		return 0;
-	v = calloc(d->nr_metrics, sizeof(*v));
+	v = report__metrics_by_exclusive(d, &total);
 	if (!v)
 		return -ENOMEM;
-	for (i = 0; i < d->nr_metrics; i++) {
-		v[i] = &d->metrics[i];
-		total += v[i]->exclusive_ns;
+	for (i = 0; i < d->nr_metrics; i++)
 		partial |= !v[i]->has_totals;
-	}
-	qsort(v, d->nr_metrics, sizeof(*v), excl_desc);
 	fprintf(f, "  %-26s %9s %10s %10s %6s %9s %9s %9s %5s\n", "METRIC (by exclusive time)",
 		"CALLS", "INCLUSIVE", "EXCLUSIVE", "EXCL%", "MEAN", "P50<=", "P99<=", "OPEN");
 	for (i = 0; i < d->nr_metrics; i++)
