@@ -303,24 +303,26 @@ static void flush(struct page *pg, struct pending *p, int y)
 	}
 }
 
-/* One thread's lane: every span at its depth, sub-pixel neighbours merged. */
+/*
+ * One thread's lane: every span at its depth. Spans of one metric that fit in
+ * one pixel together are one mark, so a lane holds at most a mark per pixel,
+ * depth and metric however many spans there are.
+ */
 static void lane(struct page *pg, const struct report_thread *t, int y, struct pending *pend)
 {
 	const struct report_doc *d = pg->doc;
-	size_t i;
-	unsigned int k;
+	size_t i, k;
 
 	for (i = t->first_span; i < t->first_span + t->nr_spans; i++) {
 		const struct report_span *s = &d->spans[i];
-		struct pending *p = &pend[s->depth];
+		struct pending *p = &pend[s->depth * d->nr_metrics + s->metric];
 		int64_t x0 = scale(s->start_ns, d->end_ns, PLOT_W);
 		int64_t x1 = scale(s->start_ns + s->inclusive_ns, d->end_ns, PLOT_W);
 		int ry = y + LANE_PAD + (int)s->depth * ROW_H;
 
 		if (s->overlaps)
 			continue;
-		if (p->used && p->metric == s->metric && p->first->open == s->open &&
-		    x1 - p->x0 < 100 && x0 <= p->x1 + 100) {
+		if (p->used && p->first->open == s->open && x1 - p->x0 < 100 && x0 <= p->x1 + 100) {
 			p->x1 = x1 > p->x1 ? x1 : p->x1;
 			p->end = s->start_ns + s->inclusive_ns;
 			p->count++;
@@ -331,8 +333,8 @@ static void lane(struct page *pg, const struct report_thread *t, int y, struct p
 			true, s->metric, x0, x1, 1, s->start_ns, s->start_ns + s->inclusive_ns, s
 		};
 	}
-	for (k = 0; k < t->depth; k++)
-		flush(pg, &pend[k], y + LANE_PAD + (int)k * ROW_H);
+	for (k = 0; k < (size_t)t->depth * d->nr_metrics; k++)
+		flush(pg, &pend[k], y + LANE_PAD + (int)(k / d->nr_metrics) * ROW_H);
 }
 
 static void thread_label(struct page *pg, const struct report_thread *t, int x, int y)
@@ -372,7 +374,7 @@ static void timeline(struct page *pg)
 		if (d->threads[i].depth > maxdepth)
 			maxdepth = d->threads[i].depth;
 	}
-	pend = calloc(maxdepth + 1, sizeof(*pend));
+	pend = calloc((size_t)(maxdepth + 1) * d->nr_metrics, sizeof(*pend));
 	if (!pend) {
 		pg->err = -ENOMEM;
 		return;

@@ -3,7 +3,9 @@
  * The trace-event JSON of `khbpf report --perfetto`: the JSON object form of
  * Chrome's trace event format, read by ui.perfetto.dev and chrome://tracing.
  * Times are microseconds from the window's start, written as exact decimals
- * (ns / 1000 with three decimals), never computed through a double.
+ * (ns / 1000 with three decimals), never computed through a double. Each
+ * event is built and serialized by json-c, then written and freed, so a
+ * trace of 10^5 spans never holds all of them as objects at once.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -16,9 +18,12 @@
 
 struct tracer {
 	const struct report_doc *doc;
-	struct json_object *events;
+	FILE *f;
+	size_t nr_events;
 	int err;
 };
+
+#define TO_STRING_FLAGS (JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE)
 
 static void add(struct tracer *t, struct json_object *obj, const char *key, struct json_object *val)
 {
@@ -26,12 +31,17 @@ static void add(struct tracer *t, struct json_object *obj, const char *key, stru
 		t->err = -ENOMEM;
 }
 
+/* Write one event of traceEvents, and free it. */
 static void push(struct tracer *t, struct json_object *ev)
 {
-	if (!ev || json_object_array_add(t->events, ev)) {
-		json_object_put(ev);
+	const char *text =
+		ev && !t->err ? json_object_to_json_string_ext(ev, TO_STRING_FLAGS) : NULL;
+
+	if (!text)
 		t->err = -ENOMEM;
-	}
+	else
+		fprintf(t->f, "%s%s", t->nr_events++ ? ",\n" : "", text);
+	json_object_put(ev);
 }
 
 /* ns as exact decimal microseconds: 1234567 -> 1234.567 */
@@ -276,40 +286,35 @@ static struct json_object *other_data(struct tracer *t)
 int report__trace(const struct report_doc *doc, char **buf, size_t *len)
 {
 	struct tracer t = { .doc = doc };
-	struct json_object *root;
+	struct json_object *other;
 	const char *text;
 	int err;
 
 	*buf = NULL;
 	*len = 0;
-	root = json_object_new_object();
-	t.events = json_object_new_array();
-	if (!root || !t.events) {
-		json_object_put(root);
-		json_object_put(t.events);
+	t.f = open_memstream(buf, len);
+	if (!t.f)
 		return -ENOMEM;
-	}
-	add(&t, root, "traceEvents", t.events);
+	fputs("{\"traceEvents\":[\n", t.f);
 	names(&t);
 	spans(&t);
 	counters(&t);
-	add(&t, root, "displayTimeUnit", json_object_new_string("ns"));
-	add(&t, root, "otherData", other_data(&t));
+	other = other_data(&t);
+	text = other && !t.err ? json_object_to_json_string_ext(other, TO_STRING_FLAGS) : NULL;
+	if (!text)
+		t.err = -ENOMEM;
+	else
+		fprintf(t.f, "\n],\n\"displayTimeUnit\":\"ns\",\n\"otherData\":%s}\n", text);
+	json_object_put(other);
 	err = t.err;
-	if (!err) {
-		/* Plain: a trace of 10^5 spans is smaller and loads faster unindented. */
-		text = json_object_to_json_string_ext(root, JSON_C_TO_STRING_PLAIN |
-								    JSON_C_TO_STRING_NOSLASHESCAPE);
-		*len = text ? strlen(text) : 0;
-		*buf = text ? malloc(*len + 2) : NULL;
-		if (*buf) {
-			memcpy(*buf, text, *len);
-			(*buf)[(*len)++] = '\n';
-			(*buf)[*len] = '\0';
-		} else {
-			err = -ENOMEM;
-		}
+	if (ferror(t.f))
+		err = -ENOMEM;
+	if (fclose(t.f) && !err)
+		err = -ENOMEM;
+	if (err) {
+		free(*buf);
+		*buf = NULL;
+		*len = 0;
 	}
-	json_object_put(root);
 	return err;
 }
