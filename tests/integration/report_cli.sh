@@ -9,6 +9,9 @@
 FIX=tests/fixtures/report
 CHECK=tests/integration/report_check.py
 
+# The fixtures, the hand-edited one too, are documents the schema accepts.
+"$PYTHON" tests/validate_schema.py "$SCHEMA" "$FIX"/*.json >/dev/null || fail "a fixture does not validate"
+
 # -- terminal and trace, for each fixture
 for f in spans sched gaps; do
 	expect_exit 0 "$KHBPF" report "$FIX/$f.json"
