@@ -1,9 +1,10 @@
 #!/bin/sh
 # Install the Debian 12 packages khbpf needs, only those missing.
-# Usage: tools/install-deps.sh [--check] [--with-prometheus] [--with-bench]
+# Usage: tools/install-deps.sh [--check] [--with-prometheus] [--with-bench] [--with-browser]
 #   --check            list what is missing and exit 1 if anything is; install nothing
 #   --with-prometheus  also require the prometheus package (serve integration test)
 #   --with-bench       also require the peers `make bench` compares with (perf, libbpf-tools, bpftrace)
+#   --with-browser     also require headless Chromium and a font (`make check` renders the HTML report)
 set -eu
 
 pkgs="libbpf-dev clang llvm bpftool libelf-dev zlib1g-dev libcmocka-dev libjson-c-dev libmicrohttpd-dev python3-jsonschema pkg-config make"
@@ -13,8 +14,9 @@ for arg in "$@"; do
 	--check) check_only=1 ;;
 	--with-prometheus) pkgs="$pkgs prometheus" ;;
 	--with-bench) pkgs="$pkgs linux-perf libbpf-tools bpftrace util-linux" ;;
+	--with-browser) pkgs="$pkgs chromium fonts-dejavu-core" ;;
 	-h | --help)
-		sed -n '2,6s/^# \{0,1\}//p' "$0"
+		sed -n '2,7s/^# \{0,1\}//p' "$0"
 		exit 0
 		;;
 	*)

@@ -1,9 +1,13 @@
 // SPDX-License-Identifier: MIT
 #include <errno.h>
 #include <getopt.h>
+#include <libgen.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <json-c/json.h>
 
 #include "cli.h"
@@ -106,6 +110,34 @@ int cli__emit_json(const char *cmd, struct json_object *obj, const char *path)
 			   err == -EEXIST ? " (not a regular file; choose another -o path)" :
 					    "; check the directory exists and is writable");
 		return CLI_EXIT_FAILURE;
+	}
+	return 0;
+}
+
+int cli__check_output_path(const char *cmd, const char *opt, const char *path)
+{
+	char copy[PATH_MAX];
+	const char *dir;
+	struct stat st;
+	int err;
+
+	if (!strcmp(path, "-"))
+		return 0;
+	if (snprintf(copy, sizeof(copy), "%s", path) >= (int)sizeof(copy)) {
+		cli__error(cmd, "%s '%s': path too long", opt, path);
+		return -ENAMETOOLONG;
+	}
+	if (!lstat(path, &st) && !S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode)) {
+		cli__error(cmd, "%s '%s' exists and is not a regular file; choose another path",
+			   opt, path);
+		return -EEXIST;
+	}
+	dir = dirname(copy);
+	if (access(dir, W_OK)) {
+		err = -errno;
+		cli__error(cmd, "%s '%s': directory '%s' is not writable (%s); choose another path",
+			   opt, path, dir, strerror(-err));
+		return err;
 	}
 	return 0;
 }

@@ -44,6 +44,12 @@ int cli__emit_json(const char *cmd, struct json_object *obj, const char *path);
 int cli__parse_seconds(const char *s, uint64_t *ns);
 /* A count in 1..max. 0/-EINVAL. */
 int cli__parse_count(const char *s, uint64_t max, uint32_t *out);
+/*
+ * Before any work: an output path (not "-") must be creatable, in a writable
+ * directory, and not something other than a regular file. Prints the error
+ * naming the option; returns 0 or -errno.
+ */
+int cli__check_output_path(const char *cmd, const char *opt, const char *path);
 
 int cmd_probe(int argc, char **argv);
 void cmd_probe_help(FILE *f);
@@ -53,5 +59,7 @@ int cmd_run(int argc, char **argv);
 void cmd_run_help(FILE *f);
 int cmd_serve(int argc, char **argv);
 void cmd_serve_help(FILE *f);
+int cmd_report(int argc, char **argv);
+void cmd_report_help(FILE *f);
 
 #endif /* KHBPF_CLI_H */

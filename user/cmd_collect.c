@@ -2,12 +2,10 @@
 /* `khbpf attach --pid PID ...` and `khbpf run ... -- CMD [ARGS...]` */
 #include <errno.h>
 #include <getopt.h>
-#include <libgen.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 #include <json-c/json.h>
 
@@ -86,33 +84,6 @@ void cmd_run_help(FILE *f)
 		"  sudo khbpf run -- make -j2\n"
 		"  sudo khbpf run --span 'parse_*' -o spans.json -- ./my-server\n"
 		"  sudo khbpf run -o build.json -- ./my-server --port 8080\n");
-}
-
-/* Fail before the window, not after it: the output directory must be writable. */
-static int check_output_path(const char *cmd, const char *path)
-{
-	char copy[PATH_MAX];
-	const char *dir;
-	struct stat st;
-
-	if (!strcmp(path, "-"))
-		return 0;
-	if (snprintf(copy, sizeof(copy), "%s", path) >= (int)sizeof(copy)) {
-		cli__error(cmd, "-o '%s': path too long", path);
-		return -ENAMETOOLONG;
-	}
-	if (!lstat(path, &st) && !S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode)) {
-		cli__error(cmd, "-o '%s' exists and is not a regular file; choose another path",
-			   path);
-		return -EEXIST;
-	}
-	dir = dirname(copy);
-	if (access(dir, W_OK)) {
-		cli__error(cmd, "-o '%s': directory '%s' is not writable (%s); choose another path",
-			   path, dir, strerror(errno));
-		return -errno;
-	}
-	return 0;
 }
 
 static int collect(const char *cmd, int argc, char **argv, enum target_mode mode)
@@ -287,7 +258,7 @@ static int collect(const char *cmd, int argc, char **argv, enum target_mode mode
 		return CLI_EXIT_USAGE;
 	}
 	so.span_reqs = reqs;
-	if (out && check_output_path(cmd, out))
+	if (out && cli__check_output_path(cmd, "-o", out))
 		return CLI_EXIT_FAILURE;
 
 	err = session__run(&s, &so, errbuf, sizeof(errbuf));

@@ -31,6 +31,8 @@ static const struct cli_command commands[] = {
 	  cmd_serve_help },
 	{ "probe", "what each collector can do on this host, and why not", cmd_probe,
 	  cmd_probe_help },
+	{ "report", "show a saved evidence document: terminal, HTML or Perfetto trace", cmd_report,
+	  cmd_report_help },
 };
 
 static void usage(FILE *f)

@@ -1,0 +1,1412 @@
+// SPDX-License-Identifier: MIT
+/* Loading a saved evidence document for `khbpf report`; see report.h. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <json-c/json.h>
+
+#include "report.h"
+
+/* json-c's default nesting limit is 32; documents nest about 8 deep. */
+#define REPORT_JSON_DEPTH 64
+/* Room for a document of 1e6 spans at about 1 KiB each. */
+#define REPORT_MAX_BYTES (UINT64_C(1) << 31)
+
+struct loader {
+	struct report_doc *doc;
+	char *err;
+	size_t errlen;
+	int failed; /* the first error's -errno; later ones keep its message */
+};
+
+static void fail(struct loader *ld, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void fail(struct loader *ld, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (ld->failed)
+		return;
+	ld->failed = -EPROTO;
+	va_start(ap, fmt);
+	vsnprintf(ld->err, ld->errlen, fmt, ap);
+	va_end(ap);
+}
+
+static const char *type_word(enum json_type t)
+{
+	switch (t) {
+	case json_type_object:
+		return "an object";
+	case json_type_array:
+		return "an array";
+	case json_type_string:
+		return "a string";
+	case json_type_boolean:
+		return "true or false";
+	default:
+		return "an unsigned integer";
+	}
+}
+
+/* Member key of obj (at path `where`) of the given type; NULL when absent or wrong. */
+static struct json_object *member(struct loader *ld, struct json_object *obj, const char *where,
+				  const char *key, enum json_type type, bool required)
+{
+	struct json_object *m;
+
+	if (!obj || ld->failed)
+		return NULL;
+	if (!json_object_object_get_ex(obj, key, &m) || !m) {
+		if (required)
+			fail(ld, "%s%s%s is missing", where, *where ? "." : "", key);
+		return NULL;
+	}
+	if (!json_object_is_type(m, type)) {
+		fail(ld, "%s%s%s: expected %s", where, *where ? "." : "", key, type_word(type));
+		return NULL;
+	}
+	return m;
+}
+
+static bool u64_of(struct loader *ld, struct json_object *o, const char *where, const char *key,
+		   uint64_t *out)
+{
+	/* json-c keeps integers above INT64_MAX as uint64, below zero as int64. */
+	if (!json_object_is_type(o, json_type_int) || json_object_get_int64(o) < 0) {
+		fail(ld, "%s%s%s: expected an unsigned integer", where, *where ? "." : "", key);
+		return false;
+	}
+	*out = json_object_get_uint64(o);
+	return true;
+}
+
+static uint64_t get_u64(struct loader *ld, struct json_object *obj, const char *where,
+			const char *key)
+{
+	struct json_object *m;
+	uint64_t v = 0;
+
+	if (!obj || ld->failed)
+		return 0;
+	if (!json_object_object_get_ex(obj, key, &m) || !m) {
+		fail(ld, "%s%s%s is missing", where, *where ? "." : "", key);
+		return 0;
+	}
+	u64_of(ld, m, where, key, &v);
+	return v;
+}
+
+static const char *get_str(struct loader *ld, struct json_object *obj, const char *where,
+			   const char *key, bool required)
+{
+	struct json_object *m = member(ld, obj, where, key, json_type_string, required);
+
+	return m ? json_object_get_string(m) : NULL;
+}
+
+static bool get_bool(struct loader *ld, struct json_object *obj, const char *where, const char *key,
+		     bool required)
+{
+	struct json_object *m = member(ld, obj, where, key, json_type_boolean, required);
+
+	return m && json_object_get_boolean(m);
+}
+
+static bool parse_gap(const char *s, enum ev_gap *out)
+{
+	int i;
+
+	for (i = 0; s && i < EV_GAP__COUNT; i++) {
+		if (!strcmp(s, ev_gap__name(i))) {
+			*out = i;
+			return true;
+		}
+	}
+	return false;
+}
+
+/*
+ * Evidence<T> at obj.key: returns the recorded value's object (NULL for a
+ * gap, with *reason set). *present says whether it was recorded.
+ */
+static struct json_object *get_ev(struct loader *ld, struct json_object *obj, const char *where,
+				  const char *key, bool *recorded, enum ev_gap *reason)
+{
+	struct json_object *ev = member(ld, obj, where, key, json_type_object, true);
+	struct json_object *v;
+	const char *status;
+	char w[256];
+
+	*recorded = false;
+	*reason = EV_GAP_UNAVAILABLE;
+	if (!ev)
+		return NULL;
+	snprintf(w, sizeof(w), "%s%s%s", where, *where ? "." : "", key);
+	status = get_str(ld, ev, w, "status", true);
+	if (!status)
+		return NULL;
+	if (!strcmp(status, "unavailable")) {
+		if (!parse_gap(get_str(ld, ev, w, "reason", true), reason))
+			fail(ld, "%s.reason: not a gap reason of the schema", w);
+		return NULL;
+	}
+	if (strcmp(status, "recorded")) {
+		fail(ld, "%s.status: expected \"recorded\" or \"unavailable\"", w);
+		return NULL;
+	}
+	if (!json_object_object_get_ex(ev, "value", &v) || !v) {
+		fail(ld, "%s.value is missing", w);
+		return NULL;
+	}
+	*recorded = true;
+	return v;
+}
+
+static struct ev_u64 get_ev_u64(struct loader *ld, struct json_object *obj, const char *where,
+				const char *key)
+{
+	struct ev_u64 ev = { 0 };
+	struct json_object *v = get_ev(ld, obj, where, key, &ev.recorded, &ev.reason);
+	char w[256];
+
+	if (v) {
+		snprintf(w, sizeof(w), "%s%s%s", where, *where ? "." : "", key);
+		if (!u64_of(ld, v, w, "value", &ev.value))
+			ev.recorded = false;
+	}
+	return ev;
+}
+
+/* SourcedEvidence<u64>: {"value": Evidence<u64>, "source": SOURCE}. */
+static struct sev_u64 get_sev_u64(struct loader *ld, struct json_object *obj, const char *where,
+				  const char *key)
+{
+	struct json_object *sev = member(ld, obj, where, key, json_type_object, true);
+	struct sev_u64 out = { 0 };
+	const char *src;
+	char w[256];
+	int i;
+
+	if (!sev)
+		return out;
+	snprintf(w, sizeof(w), "%s%s%s", where, *where ? "." : "", key);
+	out.ev = get_ev_u64(ld, sev, w, "value");
+	src = get_str(ld, sev, w, "source", true);
+	for (i = 0; src && i < EV_SRC__COUNT; i++)
+		if (!strcmp(src, ev_source__name(i)))
+			break;
+	if (src && i == EV_SRC__COUNT)
+		fail(ld, "%s.source: '%s' is not a source of the schema", w, src);
+	out.source = i < EV_SRC__COUNT ? i : 0;
+	return out;
+}
+
+static void get_sched(struct loader *ld, struct json_object *obj, const char *where,
+		      struct scheduler_evidence *s)
+{
+	struct json_object *o = member(ld, obj, where, "scheduler", json_type_object, true);
+	char w[256];
+
+	snprintf(w, sizeof(w), "%s%sscheduler", where, *where ? "." : "");
+	s->voluntary_context_switches = get_sev_u64(ld, o, w, "voluntary_context_switches");
+	s->involuntary_context_switches = get_sev_u64(ld, o, w, "involuntary_context_switches");
+	s->total_context_switches = get_sev_u64(ld, o, w, "total_context_switches");
+	s->cpu_migrations = get_sev_u64(ld, o, w, "cpu_migrations");
+	s->scheduler_delay_ns = get_sev_u64(ld, o, w, "scheduler_delay_ns");
+	s->timeslices = get_sev_u64(ld, o, w, "timeslices");
+}
+
+static struct report_bucket *get_buckets(struct loader *ld, struct json_object *arr,
+					 const char *where, size_t *nr)
+{
+	struct report_bucket *b;
+	size_t i, n;
+	char w[256];
+
+	*nr = 0;
+	if (!arr || ld->failed)
+		return NULL;
+	n = json_object_array_length(arr);
+	if (!n)
+		return NULL;
+	b = calloc(n, sizeof(*b));
+	if (!b) {
+		ld->failed = -ENOMEM;
+		snprintf(ld->err, ld->errlen, "out of memory");
+		return NULL;
+	}
+	for (i = 0; i < n; i++) {
+		struct json_object *e = json_object_array_get_idx(arr, i);
+
+		snprintf(w, sizeof(w), "%s[%zu]", where, i);
+		if (!json_object_is_type(e, json_type_object)) {
+			fail(ld, "%s: expected an object", w);
+			break;
+		}
+		b[i].lower = get_u64(ld, e, w, "lower_bound");
+		b[i].upper = get_u64(ld, e, w, "upper_bound");
+		b[i].count = get_u64(ld, e, w, "count");
+	}
+	*nr = n;
+	return b;
+}
+
+/* scheduler_detail / bpf_detail: Evidence<{runqueue_* ...}>, absent in old documents. */
+static void get_rq(struct loader *ld, struct json_object *obj, const char *where, const char *key,
+		   struct report_rq *rq)
+{
+	struct json_object *v, *m;
+	char w[256];
+
+	rq->recorded = false;
+	rq->reason = EV_GAP_UNAVAILABLE;
+	if (!obj || !json_object_object_get_ex(obj, key, &m))
+		return;
+	v = get_ev(ld, obj, where, key, &rq->recorded, &rq->reason);
+	if (!v)
+		return;
+	snprintf(w, sizeof(w), "%s%s%s.value", where, *where ? "." : "", key);
+	if (!json_object_is_type(v, json_type_object)) {
+		fail(ld, "%s: expected an object", w);
+		rq->recorded = false;
+		return;
+	}
+	rq->wait_ns = get_u64(ld, v, w, "runqueue_wait_ns");
+	rq->waits = get_u64(ld, v, w, "runqueue_waits");
+	if (json_object_object_get_ex(v, "unbinned_waits", &m))
+		u64_of(ld, m, w, "unbinned_waits", &rq->unbinned_waits);
+	m = member(ld, v, w, "runqueue_histogram", json_type_array, true);
+	snprintf(w + strlen(w), sizeof(w) - strlen(w), ".runqueue_histogram");
+	rq->buckets = get_buckets(ld, m, w, &rq->nr_buckets);
+}
+
+static int nomem(struct loader *ld)
+{
+	if (!ld->failed) {
+		ld->failed = -ENOMEM;
+		snprintf(ld->err, ld->errlen, "out of memory");
+	}
+	return -ENOMEM;
+}
+
+static void load_run(struct loader *ld, struct json_object *root)
+{
+	struct report_doc *d = ld->doc;
+	struct json_object *o, *v;
+	bool rec;
+
+	o = member(ld, root, "", "producer", json_type_object, false);
+	d->khbpf_version = get_str(ld, o, "producer", "khbpf_version", false);
+	d->kernel_release = get_str(ld, o, "producer", "kernel_release", false);
+
+	o = member(ld, root, "", "target", json_type_object, true);
+	d->pid = get_u64(ld, o, "target", "pid");
+	d->comm = get_str(ld, o, "target", "comm", true);
+	d->mode = get_str(ld, o, "target", "mode", false);
+	if (o && json_object_object_get_ex(o, "exe", &v)) {
+		enum ev_gap reason;
+
+		v = get_ev(ld, o, "target", "exe", &rec, &reason);
+		if (v && json_object_is_type(v, json_type_string))
+			d->exe = json_object_get_string(v);
+	}
+	d->exit_reason = EV_GAP_UNAVAILABLE;
+	if (o && json_object_object_get_ex(o, "exit", &v)) {
+		v = get_ev(ld, o, "target", "exit", &d->exit_recorded, &d->exit_reason);
+		if (v) {
+			struct json_object *n;
+
+			d->exit_signaled = json_object_object_get_ex(v, "signal", &n);
+			if (!d->exit_signaled && !json_object_object_get_ex(v, "code", &n))
+				fail(ld,
+				     "target.exit.value: expected {\"code\": N} or {\"signal\": N}");
+			else
+				u64_of(ld, n, "target.exit.value",
+				       d->exit_signaled ? "signal" : "code", &d->exit_value);
+		}
+	}
+
+	o = member(ld, root, "", "window", json_type_object, true);
+	d->start_unix_ns = get_u64(ld, o, "window", "start_unix_ns");
+	d->wall_ns = get_u64(ld, o, "window", "wall_ns");
+	d->end_reason = get_str(ld, o, "window", "end_reason", false);
+}
+
+static void load_collectors(struct loader *ld, struct json_object *root)
+{
+	struct report_doc *d = ld->doc;
+	struct json_object *arr = member(ld, root, "", "collectors", json_type_array, true);
+	size_t i, n = arr ? json_object_array_length(arr) : 0;
+	char w[64];
+
+	if (!n)
+		return;
+	d->collectors = calloc(n, sizeof(*d->collectors));
+	if (!d->collectors) {
+		nomem(ld);
+		return;
+	}
+	for (i = 0; i < n && !ld->failed; i++) {
+		struct json_object *c = json_object_array_get_idx(arr, i);
+
+		snprintf(w, sizeof(w), "collectors[%zu]", i);
+		if (!json_object_is_type(c, json_type_object)) {
+			fail(ld, "%s: expected an object", w);
+			break;
+		}
+		d->collectors[i].id = get_str(ld, c, w, "collector", true);
+		d->collectors[i].availability = get_str(ld, c, w, "availability", true);
+		d->collectors[i].detail = get_str(ld, c, w, "detail", false);
+		d->nr_collectors++;
+	}
+}
+
+static void load_hardware(struct loader *ld, struct json_object *root)
+{
+	struct report_doc *d = ld->doc;
+	const char *w = "hardware.value";
+	struct json_object *hw, *u, *arr, *m;
+	size_t i, n;
+	char wi[96];
+
+	hw = get_ev(ld, root, "", "hardware", &d->hardware_recorded, &d->hardware_reason);
+	d->all_threads_cpu_ns = ev_u64__gap(EV_GAP_UNAVAILABLE);
+	d->parallelism_milli = ev_u64__gap(EV_GAP_UNAVAILABLE);
+	if (!hw)
+		return;
+	if (!json_object_is_type(hw, json_type_object)) {
+		fail(ld, "%s: expected an object", w);
+		return;
+	}
+	get_sched(ld, hw, w, &d->totals);
+	u = member(ld, hw, w, "utilization", json_type_object, true);
+	if (!u)
+		return;
+	w = "hardware.value.utilization";
+	d->logical_cpus = (uint32_t)get_u64(ld, u, w, "logical_cpus");
+	/* khbpf's own additions: every thread seen, exited ones included. */
+	if (json_object_object_get_ex(u, "all_threads_cpu_ns", &m))
+		d->all_threads_cpu_ns = get_ev_u64(ld, u, w, "all_threads_cpu_ns");
+	if (json_object_object_get_ex(u, "all_threads_parallelism_milli", &m))
+		d->parallelism_milli = get_ev_u64(ld, u, w, "all_threads_parallelism_milli");
+	arr = member(ld, u, w, "frequency_samples", json_type_array, true);
+	n = arr ? json_object_array_length(arr) : 0;
+	if (!n)
+		return;
+	d->freq = calloc(n, sizeof(*d->freq));
+	if (!d->freq) {
+		nomem(ld);
+		return;
+	}
+	for (i = 0; i < n && !ld->failed; i++) {
+		struct json_object *s = json_object_array_get_idx(arr, i);
+
+		snprintf(wi, sizeof(wi), "%s.frequency_samples[%zu]", w, i);
+		d->freq[i].elapsed_ns = get_u64(ld, s, wi, "elapsed_ns");
+		d->freq[i].min_khz = get_u64(ld, s, wi, "min_khz");
+		d->freq[i].max_khz = get_u64(ld, s, wi, "max_khz");
+		d->freq[i].mean_khz = get_u64(ld, s, wi, "mean_khz");
+		d->nr_freq++;
+	}
+}
+
+static void load_threads(struct loader *ld, struct json_object *root)
+{
+	struct report_doc *d = ld->doc;
+	struct json_object *arr = member(ld, root, "", "threads", json_type_array, true);
+	size_t i, n = arr ? json_object_array_length(arr) : 0;
+	char w[64];
+
+	if (!n)
+		return;
+	d->threads = calloc(n, sizeof(*d->threads));
+	if (!d->threads) {
+		nomem(ld);
+		return;
+	}
+	for (i = 0; i < n && !ld->failed; i++) {
+		struct json_object *t = json_object_array_get_idx(arr, i);
+		struct report_thread *th = &d->threads[i];
+
+		snprintf(w, sizeof(w), "threads[%zu]", i);
+		if (!json_object_is_type(t, json_type_object)) {
+			fail(ld, "%s: expected an object", w);
+			break;
+		}
+		th->listed = true;
+		th->tid = get_u64(ld, t, w, "thread_id");
+		th->comm = get_str(ld, t, w, "comm", true);
+		th->exited = get_bool(ld, t, w, "exited", true);
+		th->born = get_bool(ld, t, w, "born", false);
+		get_sched(ld, t, w, &th->sched);
+		th->on_cpu_ns = get_sev_u64(ld, t, w, "on_cpu_ns");
+		get_rq(ld, t, w, "bpf_detail", &th->rq);
+		d->nr_threads++;
+	}
+	d->nr_listed = d->nr_threads;
+}
+
+static size_t metric_index(struct loader *ld, const char *id)
+{
+	struct report_doc *d = ld->doc;
+	static const size_t none = (size_t)-1;
+	struct report_metric *m;
+	size_t i;
+
+	/* Span metrics are few (at most 1024 per run): a linear search. */
+	for (i = 0; i < d->nr_metrics; i++)
+		if (!strcmp(d->metrics[i].id, id))
+			return i;
+	m = realloc(d->metrics, (d->nr_metrics + 1) * sizeof(*m));
+	if (!m) {
+		nomem(ld);
+		return none;
+	}
+	d->metrics = m;
+	memset(&m[d->nr_metrics], 0, sizeof(*m));
+	m[d->nr_metrics].id = id;
+	return d->nr_metrics++;
+}
+
+static void load_metrics(struct loader *ld, struct json_object *root)
+{
+	struct report_doc *d = ld->doc;
+	struct json_object *arr = member(ld, root, "", "span_metrics", json_type_array, false);
+	size_t i, n = arr ? json_object_array_length(arr) : 0;
+	char w[64], wh[80];
+
+	for (i = 0; i < n && !ld->failed; i++) {
+		struct json_object *o = json_object_array_get_idx(arr, i);
+		struct report_metric *m;
+		const char *id;
+		size_t k;
+
+		snprintf(w, sizeof(w), "span_metrics[%zu]", i);
+		id = get_str(ld, o, w, "metric_id", true);
+		if (!id)
+			break;
+		k = metric_index(ld, id);
+		if (ld->failed)
+			break;
+		m = &d->metrics[k];
+		if (m->has_totals) {
+			fail(ld, "%s: metric '%s' is listed twice", w, id);
+			break;
+		}
+		m->has_totals = true;
+		m->calls = get_u64(ld, o, w, "calls");
+		m->inclusive_ns = get_u64(ld, o, w, "inclusive_ns");
+		m->exclusive_ns = get_u64(ld, o, w, "exclusive_ns");
+		m->unfinished = get_u64(ld, o, w, "unfinished");
+		snprintf(wh, sizeof(wh), "%s.histogram", w);
+		m->hist = get_buckets(ld, member(ld, o, w, "histogram", json_type_array, false), wh,
+				      &m->nr_hist);
+	}
+}
+
+static void load_span_hw(struct loader *ld, struct json_object *o, const char *w,
+			 struct report_span *s)
+{
+	struct json_object *v;
+	enum ev_gap reason;
+	bool recorded;
+	char wv[96];
+
+	if (!json_object_object_get_ex(o, "hardware", &v))
+		return;
+	v = get_ev(ld, o, w, "hardware", &recorded, &reason);
+	s->has_hw = true;
+	if (!v) {
+		s->hw.cycles_begin = ev_u64__gap(reason);
+		s->hw.cycles_end = s->hw.cycles_begin;
+		s->hw.instructions_begin = s->hw.cycles_begin;
+		s->hw.instructions_end = s->hw.cycles_begin;
+		return;
+	}
+	snprintf(wv, sizeof(wv), "%s.hardware.value", w);
+	s->hw.cycles_begin = get_ev_u64(ld, v, wv, "cycles_begin");
+	s->hw.cycles_end = get_ev_u64(ld, v, wv, "cycles_end");
+	s->hw.instructions_begin = get_ev_u64(ld, v, wv, "instructions_begin");
+	s->hw.instructions_end = get_ev_u64(ld, v, wv, "instructions_end");
+}
+
+/* khbpf's per-span scheduler ledger; optional. */
+static void load_ledger(struct loader *ld, struct json_object *o, const char *w,
+			struct report_span *s)
+{
+	struct json_object *l = member(ld, o, w, "scheduler", json_type_object, false);
+	char wl[96];
+
+	if (!l)
+		return;
+	snprintf(wl, sizeof(wl), "%s.scheduler", w);
+	s->has_ledger = true;
+	s->ledger.on_cpu_ns = get_ev_u64(ld, l, wl, "on_cpu_ns");
+	s->ledger.run_delay_ns = get_u64(ld, l, wl, "run_delay_ns");
+	s->ledger.voluntary_switches = get_u64(ld, l, wl, "voluntary_context_switches");
+	s->ledger.involuntary_switches = get_u64(ld, l, wl, "involuntary_context_switches");
+	s->ledger.migrations = get_u64(ld, l, wl, "cpu_migrations");
+}
+
+static void load_span(struct loader *ld, struct json_object *o, const char *w,
+		      struct report_span *s, bool open)
+{
+	const char *metric;
+
+	if (!json_object_is_type(o, json_type_object)) {
+		fail(ld, "%s: expected an object", w);
+		return;
+	}
+	s->open = open;
+	s->span_id = get_u64(ld, o, w, "span_id");
+	s->parent_span_id = get_ev_u64(ld, o, w, "parent_span_id");
+	metric = get_str(ld, o, w, "metric_id", true);
+	s->thread_id = get_u64(ld, o, w, "thread_id");
+	s->start_ns = get_u64(ld, o, w, "start_ns");
+	if (!open) {
+		s->inclusive_ns = get_u64(ld, o, w, "inclusive_ns");
+		s->exclusive_ns = get_u64(ld, o, w, "exclusive_ns");
+		load_span_hw(ld, o, w, s);
+		load_ledger(ld, o, w, s);
+	}
+	if (metric && !ld->failed)
+		s->metric = metric_index(ld, metric);
+}
+
+static void load_spans(struct loader *ld, struct json_object *root)
+{
+	struct report_doc *d = ld->doc;
+	struct json_object *ev, *spans, *open, *v;
+	size_t i, n, nopen;
+	bool avail = false;
+	char w[64];
+
+	ev = member(ld, root, "", "events", json_type_object, true);
+	v = get_ev(ld, ev, "events", "availability", &d->spans_recorded, &d->spans_reason);
+	if (v && !json_object_is_type(v, json_type_boolean))
+		fail(ld, "events.availability.value: expected true or false");
+	else if (v)
+		avail = json_object_get_boolean(v);
+	d->spans_recorded = d->spans_recorded && avail;
+	d->dropped_span_events = get_u64(ld, ev, "events", "dropped_span_events");
+	d->sampled_out_events = get_u64(ld, ev, "events", "sampled_out_events");
+	spans = member(ld, ev, "events", "spans", json_type_array, true);
+	open = member(ld, root, "", "open_spans", json_type_array, false);
+	if (ld->failed)
+		return;
+	n = json_object_array_length(spans);
+	nopen = open ? json_object_array_length(open) : 0;
+	if (!n && !nopen)
+		return;
+	d->spans = calloc(n + nopen, sizeof(*d->spans));
+	if (!d->spans) {
+		nomem(ld);
+		return;
+	}
+	for (i = 0; i < n && !ld->failed; i++) {
+		snprintf(w, sizeof(w), "events.spans[%zu]", i);
+		load_span(ld, json_object_array_get_idx(spans, i), w, &d->spans[d->nr_spans++],
+			  false);
+	}
+	for (i = 0; i < nopen && !ld->failed; i++) {
+		snprintf(w, sizeof(w), "open_spans[%zu]", i);
+		load_span(ld, json_object_array_get_idx(open, i), w, &d->spans[d->nr_spans++],
+			  true);
+		d->nr_open++;
+	}
+}
+
+static void load_probes(struct loader *ld, struct json_object *root)
+{
+	struct report_doc *d = ld->doc;
+	struct json_object *arr = member(ld, root, "", "span_probes", json_type_array, false);
+	size_t i, n = arr ? json_object_array_length(arr) : 0;
+	char w[64];
+
+	if (!n)
+		return;
+	d->failed_probes = calloc(n, sizeof(*d->failed_probes));
+	if (!d->failed_probes) {
+		nomem(ld);
+		return;
+	}
+	for (i = 0; i < n && !ld->failed; i++) {
+		struct json_object *p = json_object_array_get_idx(arr, i);
+		struct report_probe *f = &d->failed_probes[d->nr_failed_probes];
+		const char *status;
+
+		snprintf(w, sizeof(w), "span_probes[%zu]", i);
+		status = get_str(ld, p, w, "status", true);
+		d->nr_probes++;
+		if (status && !strcmp(status, "attached")) {
+			d->nr_probes_attached++;
+			continue;
+		}
+		f->object = get_str(ld, p, w, "object", true);
+		f->symbol = get_str(ld, p, w, "symbol", true);
+		f->metric_id = get_str(ld, p, w, "metric_id", true);
+		f->reason = get_str(ld, p, w, "reason", false);
+		d->nr_failed_probes++;
+	}
+	arr = member(ld, root, "", "span_counters", json_type_object, false);
+	d->cycles_event = get_str(ld, arr, "span_counters", "cycles_event", false);
+}
+
+static void load_loss(struct loader *ld, struct json_object *root)
+{
+	struct report_doc *d = ld->doc;
+	struct json_object *loss = member(ld, root, "", "loss", json_type_object, false);
+	size_t n = loss ? (size_t)json_object_object_length(loss) : 0;
+
+	if (!n)
+		return;
+	d->losses = calloc(n, sizeof(*d->losses));
+	if (!d->losses) {
+		nomem(ld);
+		return;
+	}
+	json_object_object_foreach(loss, key, val) {
+		size_t kl = strlen(key);
+		struct ev_u64 ev;
+
+		/* Counters are Evidence<u64>; "version" and the bounds (*_max) are not. */
+		if (!json_object_is_type(val, json_type_object))
+			continue;
+		if (kl > 4 && !strcmp(key + kl - 4, "_max"))
+			continue;
+		ev = get_ev_u64(ld, loss, "loss", key);
+		if (ev.recorded && ev.value)
+			d->losses[d->nr_losses++] = (struct report_loss){ key, ev.value };
+	}
+}
+
+/* ---- threads, order and nesting ---- */
+
+struct tid_index {
+	uint64_t tid;
+	size_t idx;
+};
+
+static int tid_cmp(const void *a, const void *b)
+{
+	const struct tid_index *x = a, *y = b;
+
+	return x->tid < y->tid ? -1 : x->tid > y->tid;
+}
+
+static int span_cmp(const void *a, const void *b)
+{
+	const struct report_span *x = a, *y = b;
+	uint64_t xe = x->start_ns + x->inclusive_ns, ye = y->start_ns + y->inclusive_ns;
+
+	if (x->thread != y->thread)
+		return x->thread < y->thread ? -1 : 1;
+	if (x->start_ns != y->start_ns)
+		return x->start_ns < y->start_ns ? -1 : 1;
+	/* The enclosing span first: it ends later. */
+	if (xe != ye)
+		return xe > ye ? -1 : 1;
+	return x->span_id < y->span_id ? -1 : x->span_id > y->span_id;
+}
+
+static uint64_t sat_add(uint64_t a, uint64_t b)
+{
+	return a + b < a ? UINT64_MAX : a + b;
+}
+
+/* Give every span a thread, adding a lane for each thread the list lacks. */
+static int assign_threads(struct loader *ld)
+{
+	struct report_doc *d = ld->doc;
+	struct tid_index *byid = NULL, key, *hit;
+	size_t i, k, nr_listed = d->nr_threads;
+
+	if (nr_listed) {
+		byid = calloc(nr_listed, sizeof(*byid));
+		if (!byid)
+			return nomem(ld);
+		for (i = 0; i < nr_listed; i++)
+			byid[i] = (struct tid_index){ d->threads[i].tid, i };
+		qsort(byid, nr_listed, sizeof(*byid), tid_cmp);
+	}
+	for (i = 0; i < d->nr_spans; i++) {
+		struct report_span *s = &d->spans[i];
+		struct report_thread *t;
+
+		key.tid = s->thread_id;
+		hit = nr_listed ? bsearch(&key, byid, nr_listed, sizeof(*byid), tid_cmp) : NULL;
+		if (hit) {
+			s->thread = hit->idx;
+			continue;
+		}
+		for (k = nr_listed; k < d->nr_threads; k++)
+			if (d->threads[k].tid == s->thread_id)
+				break;
+		if (k == d->nr_threads) {
+			t = realloc(d->threads, (d->nr_threads + 1) * sizeof(*t));
+			if (!t) {
+				free(byid);
+				return nomem(ld);
+			}
+			d->threads = t;
+			memset(&t[k], 0, sizeof(*t));
+			t[k].tid = s->thread_id;
+			t[k].comm = "";
+			d->nr_threads++;
+		}
+		s->thread = k;
+	}
+	free(byid);
+	return 0;
+}
+
+static int layout(struct loader *ld)
+{
+	struct report_doc *d = ld->doc;
+	uint64_t *stack = NULL;
+	size_t i, top = 0;
+
+	d->end_ns = d->wall_ns;
+	for (i = 0; i < d->nr_spans; i++)
+		if (!d->spans[i].open)
+			d->end_ns = d->end_ns > sat_add(d->spans[i].start_ns,
+							d->spans[i].inclusive_ns) ?
+					    d->end_ns :
+					    sat_add(d->spans[i].start_ns, d->spans[i].inclusive_ns);
+	for (i = 0; i < d->nr_spans; i++)
+		if (d->spans[i].open)
+			d->spans[i].inclusive_ns = d->end_ns > d->spans[i].start_ns ?
+							   d->end_ns - d->spans[i].start_ns :
+							   0;
+	if (assign_threads(ld))
+		return ld->failed;
+	if (!d->nr_spans)
+		return 0;
+	qsort(d->spans, d->nr_spans, sizeof(*d->spans), span_cmp);
+	stack = calloc(d->nr_spans, sizeof(*stack));
+	if (!stack)
+		return nomem(ld);
+	for (i = 0; i < d->nr_spans; i++) {
+		struct report_span *s = &d->spans[i];
+		struct report_thread *t = &d->threads[s->thread];
+		uint64_t end = sat_add(s->start_ns, s->inclusive_ns);
+
+		if (!i || s->thread != d->spans[i - 1].thread) {
+			top = 0;
+			t->first_span = i;
+		}
+		t->nr_spans++;
+		while (top && stack[top - 1] <= s->start_ns)
+			top--;
+		if (top && end > stack[top - 1]) {
+			/* Records are exact; only a damaged document gets here. */
+			s->overlaps = true;
+			d->nr_overlapping++;
+			continue;
+		}
+		s->depth = (unsigned int)top;
+		stack[top++] = end;
+		if (top > t->depth)
+			t->depth = (unsigned int)top;
+	}
+	free(stack);
+	return 0;
+}
+
+static int metric_id_cmp(const void *a, const void *b)
+{
+	const struct report_metric *x = *(const struct report_metric *const *)a;
+	const struct report_metric *y = *(const struct report_metric *const *)b;
+
+	return strcmp(x->id, y->id);
+}
+
+/* Colors by rank of the metric id: the same metric, the same color, in every report. */
+static int color_metrics(struct loader *ld)
+{
+	struct report_doc *d = ld->doc;
+	struct report_metric **v;
+	size_t i;
+
+	if (!d->nr_metrics)
+		return 0;
+	v = calloc(d->nr_metrics, sizeof(*v));
+	if (!v)
+		return nomem(ld);
+	for (i = 0; i < d->nr_metrics; i++)
+		v[i] = &d->metrics[i];
+	qsort(v, d->nr_metrics, sizeof(*v), metric_id_cmp);
+	for (i = 0; i < d->nr_metrics; i++)
+		v[i]->color = i;
+	free(v);
+	/* Metrics only seen in records: their calls are the records'. */
+	for (i = 0; i < d->nr_spans; i++) {
+		struct report_span *s = &d->spans[i];
+		struct report_metric *m = &d->metrics[s->metric];
+
+		if (m->has_totals)
+			continue;
+		if (s->open) {
+			m->unfinished++;
+			continue;
+		}
+		m->calls++;
+		m->inclusive_ns = sat_add(m->inclusive_ns, s->inclusive_ns);
+		m->exclusive_ns = sat_add(m->exclusive_ns, s->exclusive_ns);
+	}
+	return 0;
+}
+
+/* ---- gaps ---- */
+
+/* '*' matches any run of characters; everything else matches itself. */
+static bool glob_match(const char *pat, const char *s)
+{
+	for (; *pat; pat++, s++) {
+		if (*pat == '*') {
+			for (;; s++) {
+				if (glob_match(pat + 1, s))
+					return true;
+				if (!*s)
+					return false;
+			}
+		}
+		if (*pat != *s)
+			return false;
+	}
+	return !*s;
+}
+
+#define ANY_GAP EV_GAP__COUNT
+
+static const struct gap_hint {
+	const char *path;
+	enum ev_gap reason; /* ANY_GAP: every reason */
+	const char *hint;
+} gap_hints[] = {
+	{ "*.stalled_cycles_memory", EV_GAP_UNSUPPORTED,
+	  "Linux has no perf event for memory stall cycles: always a gap on Linux" },
+	{ "hardware.value.counters.*_milli", ANY_GAP,
+	  "a ratio of two counters: a gap when either is one, or when the divisor is zero; fix the counters" },
+	{ "hardware.value.counters.*", EV_GAP_UNSUPPORTED,
+	  "this host exposes no PMU; run on bare metal or a VM with a virtual PMU (vPMU)" },
+	{ "hardware.value.counters.*", EV_GAP_PERMISSION_DENIED,
+	  "run khbpf as root, grant CAP_PERFMON, or set kernel.perf_event_paranoid to 2 or less" },
+	{ "hardware.value.counters.*", EV_GAP_UNAVAILABLE,
+	  "the PMU was time-shared (multiplexed) or unreadable: khbpf gives gaps, not estimates; collect with fewer perf users on the host" },
+	{ "hardware.value.span_aggregation", EV_GAP_COLLECTOR_DISABLED,
+	  "no span probes were attached; annotate functions with KHBPF_SPAN or pass --span" },
+	{ "hardware.value.utilization.frequency_availability", EV_GAP_UNSUPPORTED,
+	  "no cpufreq in sysfs (usual in VMs); run on bare metal for CPU frequency samples" },
+	{ "hardware.value.utilization.*_milli", EV_GAP_UNAVAILABLE,
+	  "a ratio with a zero divisor or a gapped input: nothing more to fix than that input" },
+	{ "hardware.value.topology.cpu_quota_milli", EV_GAP_UNAVAILABLE,
+	  "the target's cgroups set no CPU quota (unbounded): nothing to fix" },
+	{ "hardware.value.topology.affinity_cpus", EV_GAP_UNAVAILABLE,
+	  "read at the window's end, after the target had exited: nothing to fix (attach to a live process to get it)" },
+	{ "hardware.value.topology.*", EV_GAP_UNSUPPORTED,
+	  "this host's sysfs has no CPU topology; run where /sys/devices/system/cpu is complete" },
+	{ "*bpf_detail", EV_GAP_PERMISSION_DENIED,
+	  "BPF was not allowed: run khbpf as root or grant CAP_BPF, CAP_PERFMON and CAP_SYS_RESOURCE" },
+	{ "*scheduler_detail", EV_GAP_PERMISSION_DENIED,
+	  "BPF was not allowed: run khbpf as root or grant CAP_BPF, CAP_PERFMON and CAP_SYS_RESOURCE" },
+	{ "*_detail", EV_GAP_COLLECTOR_DISABLED,
+	  "--no-bpf was given; collect without it for every runqueue wait on its own" },
+	{ "*_detail", EV_GAP_UNSUPPORTED,
+	  "this kernel cannot run khbpf's BPF programs (BTF, tp_btf, task storage); see 'khbpf probe'" },
+	{ "hardware.value.scheduler.*", EV_GAP_UNAVAILABLE,
+	  "process totals need every thread, and /proc cannot see threads that end inside the window; run as root so BPF counts them all" },
+	{ "threads[*].*", EV_GAP_UNAVAILABLE,
+	  "the thread was not seen at both ends of the window (/proc cannot see threads that end inside it); run as root so BPF records every thread" },
+	{ "events.spans[*].parent_span_id", EV_GAP_UNAVAILABLE,
+	  "a root span: no span on its thread encloses it; nothing to fix" },
+	{ "open_spans[*].parent_span_id", EV_GAP_UNAVAILABLE,
+	  "a root span: no span on its thread encloses it; nothing to fix" },
+	{ "events.spans[*].task_id", ANY_GAP,
+	  "not observable from the kernel: khbpf sees threads, not the program's own task ids; nothing to fix" },
+	{ "events.spans[*].worker_id", ANY_GAP,
+	  "not observable from the kernel: khbpf sees threads, not the program's own worker ids; nothing to fix" },
+	{ "events.spans[*].hardware*", EV_GAP_UNSUPPORTED,
+	  "per-span counters need a PMU; run on bare metal or a VM with a virtual PMU (vPMU)" },
+	{ "events.spans[*].hardware*", EV_GAP_COLLECTOR_DISABLED,
+	  "--counter-events=none was given; collect without it" },
+	{ "events.spans[*].hardware*", EV_GAP_UNAVAILABLE,
+	  "the counter was multiplexed or could not be read with the clock while the span was open (see loss.span_counter_reads_skewed)" },
+	{ "events.spans[*].scheduler.on_cpu_ns", EV_GAP_UNAVAILABLE,
+	  "a switch-in was missed while the span was open (loss.span_clock_missed_switch_ins)" },
+	{ "events.availability", EV_GAP_COLLECTOR_DISABLED,
+	  "no span sites: annotate functions with KHBPF_SPAN or pass --span [OBJECT:]SYMBOL" },
+	{ "events.availability", EV_GAP_PERMISSION_DENIED,
+	  "uprobes need CAP_BPF and CAP_PERFMON: run khbpf as root" },
+	{ "events.availability", EV_GAP_UNSUPPORTED,
+	  "this kernel cannot run khbpf's uprobe programs; see 'khbpf probe'" },
+	{ "overhead.*", EV_GAP_COLLECTOR_DISABLED,
+	  "collect with --bpf-stats to time khbpf's own BPF programs" },
+	{ "target.exit", EV_GAP_UNAVAILABLE,
+	  "the target outlived the window, or its status could not be read: nothing to fix" },
+	{ "target.exe", EV_GAP_PERMISSION_DENIED,
+	  "/proc/PID/exe of another user's process needs root" },
+};
+
+static const char *const reason_hints[EV_GAP__COUNT] = {
+	[EV_GAP_UNAVAILABLE] =
+		"it exists but could not be read this time; check the collectors' details and the loss counters, then collect again",
+	[EV_GAP_LEGACY_V1_NOT_RECORDED] =
+		"the producer did not record this field; collect again with a current khbpf",
+	[EV_GAP_COLLECTOR_DISABLED] =
+		"its collector was turned off for this run; collect again without the option that turned it off",
+	[EV_GAP_PERMISSION_DENIED] =
+		"run khbpf as root, or grant CAP_BPF and CAP_PERFMON (see 'khbpf probe')",
+	[EV_GAP_UNSUPPORTED] =
+		"this host, kernel or CPU does not provide it; collect on one that does (see 'khbpf probe')",
+};
+
+const char *report__gap_hint(const char *path, enum ev_gap reason)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(gap_hints) / sizeof(gap_hints[0]); i++) {
+		const struct gap_hint *h = &gap_hints[i];
+
+		if ((h->reason == ANY_GAP || h->reason == reason) && glob_match(h->path, path))
+			return h->hint;
+	}
+	return reason < EV_GAP__COUNT ? reason_hints[reason] : reason_hints[EV_GAP_UNAVAILABLE];
+}
+
+const char *report__availability_hint(const char *availability)
+{
+	int i;
+
+	for (i = 0; availability && i < AVAIL__COUNT; i++)
+		if (!strcmp(availability, collector_availability__name(i)))
+			return reason_hints[collector_availability__gap(i)];
+	return reason_hints[EV_GAP_UNAVAILABLE];
+}
+
+struct gap_walk {
+	struct loader *ld;
+	char generic[512];
+	char concrete[512];
+};
+
+static void add_gap(struct gap_walk *gw, struct json_object *ev)
+{
+	struct report_doc *d = gw->ld->doc;
+	struct report_gap *g;
+	enum ev_gap reason;
+	const char *r;
+	size_t i;
+
+	r = json_object_get_string(json_object_object_get(ev, "reason"));
+	if (!parse_gap(r, &reason)) {
+		fail(gw->ld, "%s.reason: not a gap reason of the schema", gw->concrete);
+		return;
+	}
+	d->gap_fields++;
+	for (i = 0; i < d->nr_gaps; i++) {
+		g = &d->gaps[i];
+		if (g->reason != reason || strcmp(g->pattern, gw->generic))
+			continue;
+		if (g->count++ == 1) {
+			/* A second one: name them all with [*]. */
+			free(g->path);
+			g->path = strdup(g->pattern);
+			if (!g->path)
+				nomem(gw->ld);
+		}
+		return;
+	}
+	g = realloc(d->gaps, (d->nr_gaps + 1) * sizeof(*g));
+	if (!g) {
+		nomem(gw->ld);
+		return;
+	}
+	d->gaps = g;
+	g = &g[d->nr_gaps];
+	g->path = strdup(gw->concrete);
+	g->pattern = strdup(gw->generic);
+	g->reason = reason;
+	g->count = 1;
+	g->hint = report__gap_hint(gw->generic, reason);
+	d->nr_gaps++;
+	if (!g->path || !g->pattern)
+		nomem(gw->ld);
+}
+
+static bool is_gap(struct json_object *o)
+{
+	struct json_object *st;
+
+	return json_object_is_type(o, json_type_object) &&
+	       json_object_object_get_ex(o, "status", &st) &&
+	       json_object_is_type(st, json_type_string) &&
+	       !strcmp(json_object_get_string(st), "unavailable");
+}
+
+static void walk_gaps(struct gap_walk *gw, struct json_object *o)
+{
+	size_t gl = strlen(gw->generic), cl = strlen(gw->concrete);
+	struct json_object *v;
+
+	if (gw->ld->failed)
+		return;
+	if (is_gap(o)) {
+		add_gap(gw, o);
+		return;
+	}
+	/* A sourced gap is named by its field, not by the inner "value". */
+	if (json_object_is_type(o, json_type_object) &&
+	    json_object_object_get_ex(o, "source", &v) &&
+	    json_object_object_get_ex(o, "value", &v) && is_gap(v)) {
+		add_gap(gw, v);
+		return;
+	}
+	if (json_object_is_type(o, json_type_array)) {
+		size_t i, n = json_object_array_length(o);
+
+		for (i = 0; i < n; i++) {
+			snprintf(gw->generic + gl, sizeof(gw->generic) - gl, "[*]");
+			snprintf(gw->concrete + cl, sizeof(gw->concrete) - cl, "[%zu]", i);
+			walk_gaps(gw, json_object_array_get_idx(o, i));
+		}
+	} else if (json_object_is_type(o, json_type_object)) {
+		json_object_object_foreach(o, key, val) {
+			const char *dot = gl ? "." : "";
+
+			snprintf(gw->generic + gl, sizeof(gw->generic) - gl, "%s%s", dot, key);
+			snprintf(gw->concrete + cl, sizeof(gw->concrete) - cl, "%s%s", dot, key);
+			walk_gaps(gw, val);
+		}
+	}
+	gw->generic[gl] = '\0';
+	gw->concrete[cl] = '\0';
+}
+
+/* ---- loading ---- */
+
+static void line_col(const char *text, size_t off, size_t *line, size_t *col)
+{
+	size_t i;
+
+	*line = 1;
+	*col = 1;
+	for (i = 0; i < off; i++) {
+		if (text[i] == '\n') {
+			(*line)++;
+			*col = 1;
+		} else {
+			(*col)++;
+		}
+	}
+}
+
+static int parse_json(const char *text, size_t len, struct json_object **root, char *err,
+		      size_t errlen)
+{
+	struct json_tokener *tok;
+	enum json_tokener_error jerr;
+	size_t end, line, col;
+	int ret = 0;
+
+	*root = NULL;
+	if (len > INT32_MAX) {
+		snprintf(err, errlen, "is too large to read (%zu bytes)", len);
+		return -EFBIG;
+	}
+	tok = json_tokener_new_ex(REPORT_JSON_DEPTH);
+	if (!tok) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
+	*root = json_tokener_parse_ex(tok, text, (int)len);
+	jerr = json_tokener_get_error(tok);
+	end = json_tokener_get_parse_end(tok);
+	if (jerr == json_tokener_success) {
+		while (end < len && strchr(" \t\r\n", text[end]))
+			end++;
+		if (end < len)
+			jerr = json_tokener_error_parse_unexpected;
+	}
+	if (jerr != json_tokener_success) {
+		if (jerr == json_tokener_continue)
+			snprintf(err, errlen, "is not JSON: it ends in the middle of a value");
+		else {
+			line_col(text, end < len ? end : len, &line, &col);
+			snprintf(err, errlen, "is not JSON: %s at line %zu, column %zu",
+				 json_tokener_error_desc(jerr), line, col);
+		}
+		json_object_put(*root);
+		*root = NULL;
+		ret = -EINVAL;
+	}
+	json_tokener_free(tok);
+	return ret;
+}
+
+static int check_schema(struct json_object *root, char *err, size_t errlen)
+{
+	struct json_object *s, *v, *major;
+	const char *want =
+		"expected an evidence document written by 'khbpf run -o' or 'khbpf attach -o'";
+
+	if (!json_object_is_type(root, json_type_object)) {
+		snprintf(err, errlen, "is not a khbpf evidence document (not a JSON object); %s",
+			 want);
+		return -EPROTO;
+	}
+	if (!json_object_object_get_ex(root, "schema", &s)) {
+		snprintf(err, errlen, "is not a khbpf evidence document (no \"schema\" field); %s",
+			 want);
+		return -EPROTO;
+	}
+	if (!json_object_is_type(s, json_type_string) ||
+	    strcmp(json_object_get_string(s), "khbpf-evidence")) {
+		snprintf(
+			err, errlen,
+			"is not a khbpf evidence document (\"schema\" is %.64s, not \"khbpf-evidence\"); %s",
+			json_object_to_json_string(s), want);
+		return -EPROTO;
+	}
+	if (!json_object_object_get_ex(root, "schema_version", &v) ||
+	    !json_object_object_get_ex(v, "major", &major) ||
+	    !json_object_is_type(major, json_type_int)) {
+		snprintf(err, errlen, "has no schema_version.major; %s", want);
+		return -EPROTO;
+	}
+	if (json_object_get_int64(major) != REPORT_SCHEMA_MAJOR) {
+		snprintf(
+			err, errlen,
+			"is schema version %.32s.x; this khbpf reads version %d.x: use the khbpf that wrote it",
+			json_object_get_string(major), REPORT_SCHEMA_MAJOR);
+		return -EPROTO;
+	}
+	return 0;
+}
+
+int report_doc__load_string(const char *text, size_t len, struct report_doc **out, char *err,
+			    size_t errlen)
+{
+	struct loader ld = { .err = err, .errlen = errlen };
+	struct gap_walk *gw = NULL;
+	struct json_object *root;
+	struct report_doc *d;
+	int ret;
+
+	*out = NULL;
+	ret = parse_json(text, len, &root, err, errlen);
+	if (ret)
+		return ret;
+	ret = check_schema(root, err, errlen);
+	if (ret) {
+		json_object_put(root);
+		return ret;
+	}
+	d = calloc(1, sizeof(*d));
+	if (!d) {
+		json_object_put(root);
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	d->root = root;
+	ld.doc = d;
+	load_run(&ld, root);
+	load_collectors(&ld, root);
+	load_hardware(&ld, root);
+	get_rq(&ld, root, "", "scheduler_detail", &d->rq);
+	load_threads(&ld, root);
+	load_metrics(&ld, root);
+	load_spans(&ld, root);
+	load_probes(&ld, root);
+	load_loss(&ld, root);
+	if (!ld.failed && !layout(&ld))
+		color_metrics(&ld);
+	if (!ld.failed) {
+		gw = calloc(1, sizeof(*gw));
+		if (gw) {
+			gw->ld = &ld;
+			walk_gaps(gw, root);
+			free(gw);
+		} else {
+			nomem(&ld);
+		}
+	}
+	if (ld.failed) {
+		report_doc__free(d);
+		return ld.failed;
+	}
+	*out = d;
+	return 0;
+}
+
+int report_doc__load_file(const char *path, struct report_doc **doc, char *err, size_t errlen)
+{
+	size_t len = 0, cap = 0;
+	char *buf = NULL, *nb;
+	struct stat st;
+	FILE *f;
+	int ret;
+
+	*doc = NULL;
+	f = fopen(path, "re");
+	if (!f) {
+		ret = -errno;
+		snprintf(err, errlen, "cannot be read: %s", strerror(-ret));
+		return ret;
+	}
+	if (fstat(fileno(f), &st)) {
+		ret = -errno;
+		goto cleanup;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		ret = S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
+		snprintf(err, errlen, "cannot be read: %s",
+			 ret == -EISDIR ? strerror(EISDIR) : "not a regular file");
+		goto cleanup_msg;
+	}
+	/* The size may change under us: read to EOF, not to st_size. */
+	cap = (size_t)st.st_size + 1;
+	for (;;) {
+		if (cap > REPORT_MAX_BYTES) {
+			snprintf(err, errlen, "is too large to read (more than %" PRIu64 " bytes)",
+				 REPORT_MAX_BYTES);
+			ret = -EFBIG;
+			goto cleanup_msg;
+		}
+		nb = realloc(buf, cap);
+		if (!nb) {
+			ret = -ENOMEM;
+			goto cleanup;
+		}
+		buf = nb;
+		len += fread(buf + len, 1, cap - len, f);
+		if (len < cap)
+			break;
+		cap *= 2;
+	}
+	if (ferror(f)) {
+		ret = -EIO;
+		goto cleanup;
+	}
+	ret = report_doc__load_string(buf, len, doc, err, errlen);
+	goto cleanup_msg;
+
+cleanup:
+	snprintf(err, errlen, "cannot be read: %s", strerror(-ret));
+cleanup_msg:
+	free(buf);
+	fclose(f);
+	return ret;
+}
+
+void report_doc__free(struct report_doc *d)
+{
+	size_t i;
+
+	if (!d)
+		return;
+	for (i = 0; i < d->nr_threads; i++)
+		free(d->threads[i].rq.buckets);
+	for (i = 0; i < d->nr_metrics; i++)
+		free(d->metrics[i].hist);
+	for (i = 0; i < d->nr_gaps; i++) {
+		free(d->gaps[i].path);
+		free(d->gaps[i].pattern);
+	}
+	free(d->rq.buckets);
+	free(d->freq);
+	free(d->collectors);
+	free(d->threads);
+	free(d->spans);
+	free(d->metrics);
+	free(d->failed_probes);
+	free(d->losses);
+	free(d->gaps);
+	json_object_put(d->root);
+	free(d);
+}
+
+void report__fmt_ns(char *buf, size_t len, uint64_t ns)
+{
+	static const struct {
+		uint64_t div;
+		const char *unit;
+	} units[] = { { 1, "ns" }, { 1000, "us" }, { 1000000, "ms" }, { 1000000000, "s" } };
+	unsigned int u, d;
+	uint64_t p10, scaled;
+
+	if (ns < 1000) {
+		snprintf(buf, len, "%" PRIu64 " ns", ns);
+		return;
+	}
+	u = ns >= units[3].div ? 3 : ns >= units[2].div ? 2 : 1;
+	for (;;) {
+		uint64_t div = units[u].div, whole = ns / div;
+
+		/* Three significant digits: decimals for what the whole part lacks. */
+		d = whole >= 100 ? 0 : whole >= 10 ? 1 : 2;
+		p10 = d == 2 ? 100 : d == 1 ? 10 : 1;
+		scaled = (uint64_t)(((unsigned __int128)ns * p10 + div / 2) / div);
+		if (scaled >= 1000 && d) {
+			/* 99.96 rounds to 100.0: one decimal fewer. */
+			d--;
+			p10 /= 10;
+			scaled = (uint64_t)(((unsigned __int128)ns * p10 + div / 2) / div);
+		}
+		if (scaled >= 1000 && !d && u < 3) {
+			u++; /* 999.7 ms is 1.00 s */
+			continue;
+		}
+		break;
+	}
+	if (d)
+		snprintf(buf, len, "%" PRIu64 ".%0*" PRIu64 " %s", scaled / p10, (int)d,
+			 scaled % p10, units[u].unit);
+	else
+		snprintf(buf, len, "%" PRIu64 " %s", scaled, units[u].unit);
+}
+
+void report__exit_phrase(const struct report_doc *d, char *buf, size_t len)
+{
+	if (d->exit_recorded)
+		snprintf(buf, len, "%s %" PRIu64,
+			 d->exit_signaled ? "killed by signal" : "exited with", d->exit_value);
+	else if (d->exit_reason == EV_GAP_UNAVAILABLE && d->end_reason &&
+		 strcmp(d->end_reason, "target-exit"))
+		snprintf(buf, len, "still running when the window ended");
+	else
+		snprintf(buf, len, "exit status: gap (%s)", ev_gap__name(d->exit_reason));
+}
+
+static int excl_desc(const void *a, const void *b)
+{
+	const struct report_metric *x = *(const struct report_metric *const *)a;
+	const struct report_metric *y = *(const struct report_metric *const *)b;
+
+	if (x->exclusive_ns != y->exclusive_ns)
+		return x->exclusive_ns > y->exclusive_ns ? -1 : 1;
+	return strcmp(x->id, y->id);
+}
+
+const struct report_metric **report__metrics_by_exclusive(const struct report_doc *d,
+							  uint64_t *total)
+{
+	const struct report_metric **v = calloc(d->nr_metrics ? d->nr_metrics : 1, sizeof(*v));
+	size_t i;
+
+	*total = 0;
+	if (!v)
+		return NULL;
+	for (i = 0; i < d->nr_metrics; i++) {
+		v[i] = &d->metrics[i];
+		*total = sat_add(*total, v[i]->exclusive_ns);
+	}
+	qsort(v, d->nr_metrics, sizeof(*v), excl_desc);
+	return v;
+}

@@ -1,0 +1,223 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * `khbpf report`: a saved evidence document read back (no BPF, no root, any
+ * host) and shown as a terminal report, one self-contained HTML page or a
+ * Chrome/Perfetto trace. report.c loads and checks the document into the
+ * read-only model below; report_text.c, report_html.c and report_trace.c
+ * render it. Strings point into the parsed document and live as long as it.
+ */
+#ifndef KHBPF_REPORT_H
+#define KHBPF_REPORT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "evidence.h"
+
+struct json_object;
+
+/* The document major version this reader understands. */
+#define REPORT_SCHEMA_MAJOR 1
+
+/* One log2 bucket: `count` waits (or calls) of lower..upper ns. */
+struct report_bucket {
+	uint64_t lower;
+	uint64_t upper;
+	uint64_t count;
+};
+
+/* A runqueue-wait histogram: scheduler_detail, or a thread's bpf_detail. */
+struct report_rq {
+	bool recorded;
+	enum ev_gap reason; /* when !recorded */
+	uint64_t waits;
+	uint64_t wait_ns;
+	uint64_t unbinned_waits; /* known only as a sum, not in a bucket */
+	struct report_bucket *buckets;
+	size_t nr_buckets;
+};
+
+struct report_thread {
+	uint64_t tid;
+	const char *comm;
+	bool exited;
+	bool born;
+	bool listed; /* false: only seen in spans (a lane of the timeline) */
+	struct scheduler_evidence sched;
+	struct sev_u64 on_cpu_ns;
+	struct report_rq rq;
+	/* The thread's spans: doc->spans[first_span .. first_span + nr_spans). */
+	size_t first_span;
+	size_t nr_spans;
+	unsigned int depth; /* nesting levels of its spans (0: none) */
+};
+
+struct report_span {
+	uint64_t span_id;
+	uint64_t thread_id;
+	uint64_t start_ns;
+	uint64_t inclusive_ns; /* open spans: up to the end of the timeline */
+	uint64_t exclusive_ns;
+	struct ev_u64 parent_span_id;
+	size_t metric; /* index into doc->metrics */
+	size_t thread; /* index into doc->threads */
+	bool open; /* from open_spans: still open when the window ended */
+	bool has_hw;
+	struct span_hardware hw; /* when has_hw; a gapped `hardware` gaps all four */
+	bool has_ledger;
+	struct span_ledger ledger;
+	unsigned int depth; /* 0 for a span no other span on its thread encloses */
+	bool overlaps; /* crosses a span it does not nest in: not drawn */
+};
+
+struct report_metric {
+	const char *id;
+	bool has_totals; /* listed in span_metrics (exact in-kernel totals) */
+	uint64_t calls;
+	uint64_t inclusive_ns;
+	uint64_t exclusive_ns;
+	uint64_t unfinished;
+	struct report_bucket *hist;
+	size_t nr_hist;
+	size_t color; /* rank of id in sorted order: a stable color per metric */
+};
+
+struct report_collector {
+	const char *id;
+	const char *availability;
+	const char *detail; /* NULL when the document gives none */
+};
+
+/* Every gap of one field, grouped over array indices. */
+struct report_gap {
+	char *path; /* "events.spans[*].task_id"; the concrete path when count == 1 */
+	char *pattern; /* always with "[*]" */
+	enum ev_gap reason;
+	uint64_t count;
+	const char *hint; /* what to do about it */
+};
+
+struct report_probe {
+	const char *object;
+	const char *symbol;
+	const char *metric_id;
+	const char *reason;
+};
+
+struct report_loss {
+	const char *name;
+	uint64_t value;
+};
+
+struct report_freq {
+	uint64_t elapsed_ns;
+	uint64_t min_khz;
+	uint64_t max_khz;
+	uint64_t mean_khz;
+};
+
+struct report_doc {
+	struct json_object *root;
+
+	const char *khbpf_version;
+	const char *kernel_release;
+	uint64_t pid;
+	const char *comm;
+	const char *mode;
+	const char *exe; /* NULL: a gap */
+	bool exit_recorded;
+	bool exit_signaled;
+	uint64_t exit_value;
+	enum ev_gap exit_reason;
+	uint64_t start_unix_ns;
+	uint64_t wall_ns;
+	const char *end_reason;
+
+	bool hardware_recorded;
+	enum ev_gap hardware_reason;
+	uint32_t logical_cpus;
+	struct scheduler_evidence totals;
+	struct ev_u64 all_threads_cpu_ns;
+	struct ev_u64 parallelism_milli;
+	struct report_freq *freq;
+	size_t nr_freq;
+	struct report_rq rq; /* all threads */
+
+	struct report_collector *collectors;
+	size_t nr_collectors;
+	struct report_thread *threads; /* listed ones first, in document order */
+	size_t nr_threads;
+	size_t nr_listed;
+
+	bool spans_recorded; /* events.availability */
+	enum ev_gap spans_reason;
+	uint64_t dropped_span_events;
+	uint64_t sampled_out_events;
+	/* By thread (in threads[] order), then start, outer before inner. */
+	struct report_span *spans;
+	size_t nr_spans;
+	size_t nr_open;
+	size_t nr_overlapping;
+	struct report_metric *metrics; /* in span_metrics order, then unlisted ones */
+	size_t nr_metrics;
+	const char *cycles_event; /* span_counters.cycles_event, or NULL */
+	size_t nr_probes;
+	size_t nr_probes_attached;
+	struct report_probe *failed_probes;
+	size_t nr_failed_probes;
+
+	struct report_loss *losses; /* the non-zero loss counters */
+	size_t nr_losses;
+	struct report_gap *gaps;
+	size_t nr_gaps;
+	uint64_t gap_fields; /* sum of the gaps' counts */
+
+	uint64_t end_ns; /* timeline end: the window, or the last span end if later */
+};
+
+/*
+ * Read and check the document at path. On failure returns -errno (-EINVAL:
+ * not JSON, -EPROTO: JSON but not a khbpf document it can read) and puts one
+ * sentence saying what is wrong and where into err.
+ */
+int report_doc__load_file(const char *path, struct report_doc **doc, char *err, size_t errlen);
+/* The same from text in memory (len bytes, no NUL needed). */
+int report_doc__load_string(const char *text, size_t len, struct report_doc **doc, char *err,
+			    size_t errlen);
+void report_doc__free(struct report_doc *doc);
+
+/* What to do about a gap of the field at path ("[*]" for indices). */
+const char *report__gap_hint(const char *path, enum ev_gap reason);
+/* What to do about a collector that is not available, when it gives no detail. */
+const char *report__availability_hint(const char *availability);
+
+/*
+ * ns for humans with three significant digits, rounded: "812 ns", "1.23 us",
+ * "45.6 ms", "302 ms", "1.00 s", "3600 s". Integer arithmetic only.
+ */
+void report__fmt_ns(char *buf, size_t len, uint64_t ns);
+
+/*
+ * The metrics by exclusive time, largest first, ties by id (malloc'd; NULL
+ * on ENOMEM), and the sum of their exclusive times.
+ */
+const struct report_metric **report__metrics_by_exclusive(const struct report_doc *doc,
+							  uint64_t *total);
+
+/* "exited with 0", "killed by signal 9", "still running when the window ended"... */
+void report__exit_phrase(const struct report_doc *doc, char *buf, size_t len);
+
+/* The terminal report. Returns 0 or -EIO. */
+int report__text(const struct report_doc *doc, FILE *f);
+
+/* HTML-escaped, UTF-8-sanitized copy of s (malloc'd), or NULL on ENOMEM. */
+char *report_html__escape(const char *s);
+/* The self-contained HTML page; *buf is malloc'd. Returns 0 or -ENOMEM. */
+int report__html(const struct report_doc *doc, char **buf, size_t *len);
+
+/* Trace-event JSON (Chrome, Perfetto); *buf is malloc'd. Returns 0 or -ENOMEM. */
+int report__trace(const struct report_doc *doc, char **buf, size_t *len);
+
+#endif /* KHBPF_REPORT_H */

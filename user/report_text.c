@@ -1,0 +1,331 @@
+// SPDX-License-Identifier: MIT
+/* `khbpf report FILE`: the terminal report. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "evjson.h"
+#include "report.h"
+
+#define BAR_WIDTH 40
+
+/* Evidence as a column: the number, a duration, or "-" for a gap. */
+static void col(char *buf, size_t len, struct ev_u64 ev, bool ns)
+{
+	if (!ev.recorded)
+		snprintf(buf, len, "-");
+	else if (ns)
+		report__fmt_ns(buf, len, ev.value);
+	else
+		snprintf(buf, len, "%" PRIu64, ev.value);
+}
+
+/* The six scheduler columns: on-CPU, runqueue delay, vol, invol, migrations, slices. */
+struct sched_cols {
+	char on[24], rq[24], vol[24], invol[24], mig[24], slices[24];
+};
+
+static void sched_cols(struct sched_cols *c, struct ev_u64 on, const struct scheduler_evidence *s)
+{
+	col(c->on, sizeof(c->on), on, true);
+	col(c->rq, sizeof(c->rq), s->scheduler_delay_ns.ev, true);
+	col(c->vol, sizeof(c->vol), s->voluntary_context_switches.ev, false);
+	col(c->invol, sizeof(c->invol), s->involuntary_context_switches.ev, false);
+	col(c->mig, sizeof(c->mig), s->cpu_migrations.ev, false);
+	col(c->slices, sizeof(c->slices), s->timeslices.ev, false);
+}
+
+/*
+ * Names from the kernel are any bytes: print them as valid UTF-8 without
+ * control characters, which could drive the terminal.
+ */
+static void put_name(FILE *f, const char *fmt, const char *s)
+{
+	char *clean = evjson__utf8_sanitize(s ? s : "", s ? strlen(s) : 0), *p;
+
+	for (p = clean; p && *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			*p = '?';
+	fprintf(f, fmt, clean ? clean : "?");
+	free(clean);
+}
+
+static void print_run(const struct report_doc *d, FILE *f)
+{
+	char wall[32], buf[64];
+	struct sched_cols c;
+	time_t secs = (time_t)(d->start_unix_ns / 1000000000u);
+	struct tm tm;
+
+	report__fmt_ns(wall, sizeof(wall), d->wall_ns);
+	fprintf(f, "khbpf report: pid %" PRIu64, d->pid);
+	put_name(f, " (%s)", d->comm);
+	fprintf(f, ", %s, window %s, ended by %s\n", d->mode ? d->mode : "?", wall,
+		d->end_reason ? d->end_reason : "?");
+	if (gmtime_r(&secs, &tm) && strftime(buf, sizeof(buf), "%Y-%m-%d %H:%M:%S UTC", &tm))
+		fprintf(f, "  started:  %s\n", buf);
+	if (d->exe)
+		put_name(f, "  exe:      %s\n", d->exe);
+	report__exit_phrase(d, buf, sizeof(buf));
+	fprintf(f, "  target:   %s\n", buf);
+	if (d->khbpf_version)
+		fprintf(f, "  producer: khbpf %s, kernel %s\n", d->khbpf_version,
+			d->kernel_release ? d->kernel_release : "?");
+	if (!d->hardware_recorded) {
+		fprintf(f, "  totals:   hardware evidence %s\n", ev_gap__name(d->hardware_reason));
+		return;
+	}
+	sched_cols(&c, d->all_threads_cpu_ns, &d->totals);
+	fprintf(f,
+		"  totals:   on-CPU %s, runqueue delay %s, switches %s voluntary + %s involuntary, %s migrations, %s timeslices\n",
+		c.on, c.rq, c.vol, c.invol, c.mig, c.slices);
+	if (d->parallelism_milli.recorded)
+		fprintf(f, "  parallelism: %" PRIu64 ".%03" PRIu64 " CPUs busy on average, of %u\n",
+			d->parallelism_milli.value / 1000, d->parallelism_milli.value % 1000,
+			d->logical_cpus);
+}
+
+static void print_threads(const struct report_doc *d, FILE *f)
+{
+	struct sched_cols c;
+	size_t i;
+
+	fprintf(f, "\nThreads (%zu)\n", d->nr_listed);
+	fprintf(f, "  %10s %-16s %9s %9s %8s %8s %6s %7s\n", "TID", "COMM", "ON-CPU", "RQ-DELAY",
+		"VOL", "INVOL", "MIGR", "SLICES");
+	for (i = 0; i < d->nr_listed; i++) {
+		const struct report_thread *th = &d->threads[i];
+
+		sched_cols(&c, th->on_cpu_ns.ev, &th->sched);
+		fprintf(f, "  %10" PRIu64 " ", th->tid);
+		put_name(f, "%-16s", th->comm);
+		fprintf(f, " %9s %9s %8s %8s %6s %7s%s%s%s\n", c.on, c.rq, c.vol, c.invol, c.mig,
+			c.slices, th->born ? "  born" : "", th->born && th->exited ? "," : "",
+			th->exited ? (th->born ? " exited" : "  exited") : "");
+	}
+	if (!d->hardware_recorded)
+		return;
+	sched_cols(&c, d->all_threads_cpu_ns, &d->totals);
+	fprintf(f, "  %10s %-16s %9s %9s %8s %8s %6s %7s\n", "total", "", c.on, c.rq, c.vol,
+		c.invol, c.mig, c.slices);
+}
+
+static void bound(char *buf, size_t len, uint64_t ns)
+{
+	if (ns == UINT64_MAX)
+		snprintf(buf, len, "more");
+	else
+		report__fmt_ns(buf, len, ns);
+}
+
+static void print_rq(const struct report_doc *d, FILE *f)
+{
+	const struct report_rq *rq = &d->rq;
+	uint64_t max = 0;
+	char tot[24];
+	size_t i;
+	int j;
+
+	if (!rq->recorded) {
+		fprintf(f, "\nRunqueue delay histogram: %s — %s\n", ev_gap__name(rq->reason),
+			report__gap_hint("scheduler_detail", rq->reason));
+		return;
+	}
+	report__fmt_ns(tot, sizeof(tot), rq->wait_ns);
+	fprintf(f, "\nRunqueue delay, each wait on its own (all threads): %" PRIu64 " waits, %s\n",
+		rq->waits, tot);
+	if (rq->unbinned_waits)
+		fprintf(f, "  (%" PRIu64 " of them before the first look, known only as a sum)\n",
+			rq->unbinned_waits);
+	for (i = 0; i < rq->nr_buckets; i++)
+		max = rq->buckets[i].count > max ? rq->buckets[i].count : max;
+	if (!max) {
+		fprintf(f, "  (no wait in a bucket)\n");
+		return;
+	}
+	fprintf(f, "  %21s : %-10s distribution\n", "wait", "count");
+	for (i = 0; i < rq->nr_buckets; i++) {
+		const struct report_bucket *b = &rq->buckets[i];
+		int bar = (int)((unsigned __int128)b->count * BAR_WIDTH / max);
+		char lo[24], hi[24];
+
+		bound(lo, sizeof(lo), b->lower);
+		bound(hi, sizeof(hi), b->upper);
+		fprintf(f, "  %9s -> %-8s : %-10" PRIu64 " |", lo, hi, b->count);
+		for (j = 0; j < BAR_WIDTH; j++)
+			fputc(j < bar ? '*' : ' ', f);
+		fputs("|\n", f);
+	}
+}
+
+/* Upper bound of the bucket holding the q-th per mille call. */
+static uint64_t quantile(const struct report_metric *m, unsigned int permille)
+{
+	uint64_t want = (uint64_t)(((unsigned __int128)m->calls * permille + 999) / 1000), seen = 0;
+	size_t i;
+
+	for (i = 0; i < m->nr_hist; i++) {
+		seen += m->hist[i].count;
+		if (seen >= want)
+			return m->hist[i].upper;
+	}
+	return 0;
+}
+
+static void print_metric(const struct report_metric *m, uint64_t total, FILE *f)
+{
+	char inc[24], exc[24], mean[24], p50[24], p99[24], share[32] = "-";
+	bool known = m->has_totals && m->calls;
+
+	report__fmt_ns(inc, sizeof(inc), m->inclusive_ns);
+	report__fmt_ns(exc, sizeof(exc), m->exclusive_ns);
+	snprintf(mean, sizeof(mean), "-");
+	snprintf(p50, sizeof(p50), "-");
+	snprintf(p99, sizeof(p99), "-");
+	if (m->calls)
+		report__fmt_ns(mean, sizeof(mean), m->inclusive_ns / m->calls);
+	if (known && m->nr_hist) {
+		report__fmt_ns(p50, sizeof(p50), quantile(m, 500));
+		report__fmt_ns(p99, sizeof(p99), quantile(m, 990));
+	}
+	if (total) {
+		uint64_t pm = (uint64_t)((unsigned __int128)m->exclusive_ns * 1000 / total);
+
+		snprintf(share, sizeof(share), "%" PRIu64 ".%" PRIu64 "%%", pm / 10, pm % 10);
+	}
+	put_name(f, "  %-26s", m->id);
+	fprintf(f, " %8" PRIu64 "%s %10s %10s %6s %9s %9s %9s %5" PRIu64 "\n", m->calls,
+		m->has_totals ? " " : "*", inc, exc, share, mean, p50, p99, m->unfinished);
+}
+
+static int print_spans(const struct report_doc *d, FILE *f)
+{
+	const struct report_metric **v;
+	bool partial = false;
+	uint64_t total = 0;
+	size_t i;
+
+	if (!d->spans_recorded) {
+		fprintf(f, "\nSpans: none recorded (events.availability %s) — %s\n",
+			ev_gap__name(d->spans_reason),
+			report__gap_hint("events.availability", d->spans_reason));
+		return 0;
+	}
+	fprintf(f,
+		"\nSpans: %zu records, %zu still open at the end, %" PRIu64 " dropped, %" PRIu64
+		" sampled out; %zu of %zu probe sites attached\n",
+		d->nr_spans - d->nr_open, d->nr_open, d->dropped_span_events, d->sampled_out_events,
+		d->nr_probes_attached, d->nr_probes);
+	for (i = 0; i < d->nr_failed_probes; i++) {
+		const struct report_probe *p = &d->failed_probes[i];
+
+		put_name(f, "  not attached: %s", p->object);
+		put_name(f, ":%s", p->symbol);
+		put_name(f, " (%s)", p->metric_id);
+		put_name(f, ": %s\n", p->reason ? p->reason : "no reason given");
+	}
+	if (d->nr_overlapping)
+		fprintf(f,
+			"  %zu spans cross a span they do not nest in (a damaged document): left out of the timeline and trace\n",
+			d->nr_overlapping);
+	if (!d->nr_metrics)
+		return 0;
+	v = report__metrics_by_exclusive(d, &total);
+	if (!v)
+		return -ENOMEM;
+	for (i = 0; i < d->nr_metrics; i++)
+		partial |= !v[i]->has_totals;
+	fprintf(f, "  %-26s %9s %10s %10s %6s %9s %9s %9s %5s\n", "METRIC (by exclusive time)",
+		"CALLS", "INCLUSIVE", "EXCLUSIVE", "EXCL%", "MEAN", "P50<=", "P99<=", "OPEN");
+	for (i = 0; i < d->nr_metrics; i++)
+		print_metric(v[i], total, f);
+	if (partial)
+		fprintf(f,
+			"  * not in span_metrics: from the span records kept, not exact totals\n");
+	free(v);
+	return 0;
+}
+
+static void print_loss(const struct report_doc *d, FILE *f)
+{
+	size_t i;
+
+	if (!d->nr_losses) {
+		fprintf(f, "\nLoss: none (every loss counter is zero)\n");
+		return;
+	}
+	fprintf(f, "\nLoss:");
+	for (i = 0; i < d->nr_losses; i++)
+		fprintf(f, "%s %s %" PRIu64, i ? "," : "", d->losses[i].name, d->losses[i].value);
+	fputc('\n', f);
+}
+
+/* Length of the path's parent ("a.b" of "a.b.c"), 0 when it has none. */
+static size_t parent_len(const char *path)
+{
+	const char *dot = strrchr(path, '.');
+
+	return dot ? (size_t)(dot - path) : 0;
+}
+
+static void print_gaps(const struct report_doc *d, FILE *f)
+{
+	size_t i, j, k, nr_cols = 0;
+
+	for (i = 0; i < d->nr_collectors; i++)
+		nr_cols += strcmp(d->collectors[i].availability, "available") != 0;
+	fprintf(f, "\nGaps: %" PRIu64 " fields in %zu groups; collectors not available: %zu\n",
+		d->gap_fields, d->nr_gaps, nr_cols);
+	for (i = 0; i < d->nr_collectors; i++) {
+		const struct report_collector *c = &d->collectors[i];
+
+		if (!strcmp(c->availability, "available"))
+			continue;
+		put_name(f, "  %s", c->id);
+		put_name(f, ": %s — ", c->availability);
+		put_name(f, "%s\n",
+			 c->detail ? c->detail : report__availability_hint(c->availability));
+	}
+	for (i = 0; i < d->nr_gaps; i = j) {
+		const struct report_gap *g = &d->gaps[i];
+		size_t plen = parent_len(g->path);
+
+		/* Siblings with one reason and one fix share a line. */
+		for (j = i + 1; j < d->nr_gaps && plen; j++) {
+			const struct report_gap *h = &d->gaps[j];
+
+			if (h->reason != g->reason || h->hint != g->hint ||
+			    parent_len(h->path) != plen || strncmp(h->path, g->path, plen))
+				break;
+		}
+		if (j - i == 1) {
+			put_name(f, "  %s", g->path);
+			if (g->count > 1)
+				fprintf(f, " (%" PRIu64 ")", g->count);
+		} else {
+			fprintf(f, "  %.*s.{", (int)plen, g->path);
+			for (k = i; k < j; k++) {
+				put_name(f, k > i ? ", %s" : "%s", d->gaps[k].path + plen + 1);
+				if (d->gaps[k].count > 1)
+					fprintf(f, " (%" PRIu64 ")", d->gaps[k].count);
+			}
+			fputc('}', f);
+		}
+		fprintf(f, ": %s — %s\n", ev_gap__name(g->reason), g->hint);
+	}
+}
+
+int report__text(const struct report_doc *d, FILE *f)
+{
+	print_run(d, f);
+	print_threads(d, f);
+	print_rq(d, f);
+	if (print_spans(d, f))
+		return -ENOMEM;
+	print_loss(d, f);
+	print_gaps(d, f);
+	return ferror(f) ? -EIO : 0;
+}
