@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -469,6 +470,41 @@ int sched_collector__exited(struct sched_collector *c, struct thread_table *out)
 	return err;
 }
 
+/*
+ * Every entry of a hash map as records of rec_size bytes: the key at offset
+ * 0, the value at val_off. An entry deleted while we walk is skipped.
+ */
+static int map_dump(int fd, size_t key_size, size_t val_off, size_t rec_size, void **out,
+		    size_t *nr)
+{
+	char key[64], next[64], *v = NULL, *grown;
+	size_t cap = 0, n = 0;
+	void *prev = NULL;
+
+	if (key_size > sizeof(key))
+		return -E2BIG;
+	while (!bpf_map_get_next_key(fd, prev, next)) {
+		memcpy(key, next, key_size);
+		prev = key;
+		if (n == cap) {
+			cap = cap ? cap * 2 : 64;
+			grown = realloc(v, cap * rec_size);
+			if (!grown) {
+				free(v);
+				return -ENOMEM;
+			}
+			v = grown;
+		}
+		if (bpf_map_lookup_elem(fd, key, v + n * rec_size + val_off))
+			continue;
+		memcpy(v + n * rec_size, key, key_size);
+		n++;
+	}
+	*out = v;
+	*nr = n;
+	return 0;
+}
+
 int sched_collector__drain_exited(struct sched_collector *c, struct thread_table *out)
 {
 	int fd = bpf_map__fd(c->skel->maps.exited);
@@ -491,32 +527,13 @@ int sched_collector__drain_exited(struct sched_collector *c, struct thread_table
 
 int sched_collector__groups(struct sched_collector *c, struct group_entry **out, size_t *nr)
 {
-	int fd = bpf_map__fd(c->skel->maps.groups);
-	struct khbpf_group_key key, next;
-	struct group_entry *v = NULL, *grown;
-	size_t cap = 0, n = 0;
-	void *prev = NULL;
+	void *v;
+	int err;
 
-	while (!bpf_map_get_next_key(fd, prev, &next)) {
-		key = next;
-		prev = &key;
-		if (n == cap) {
-			cap = cap ? cap * 2 : 64;
-			grown = realloc(v, cap * sizeof(*v));
-			if (!grown) {
-				free(v);
-				return -ENOMEM;
-			}
-			v = grown;
-		}
-		/* Deleted meanwhile (aged out or evicted by us): skip. */
-		if (bpf_map_lookup_elem(fd, &key, &v[n].acc))
-			continue;
-		v[n++].key = key;
-	}
-	*out = v;
-	*nr = n;
-	return 0;
+	err = map_dump(bpf_map__fd(c->skel->maps.groups), sizeof(struct khbpf_group_key),
+		       offsetof(struct group_entry, acc), sizeof(**out), &v, nr);
+	*out = err ? NULL : v;
+	return err;
 }
 
 int sched_collector__group_spill(struct sched_collector *c, struct khbpf_group_acc *out)
@@ -670,31 +687,13 @@ int sched_collector__drain_spans(struct sched_collector *c)
 
 int sched_collector__span_aggs(struct sched_collector *c, struct span_agg_entry **out, size_t *nr)
 {
-	int fd = bpf_map__fd(c->skel->maps.span_agg);
-	struct khbpf_span_key key, next;
-	struct span_agg_entry *v = NULL, *grown;
-	size_t cap = 0, n = 0;
-	void *prev = NULL;
+	void *v;
+	int err;
 
-	while (!bpf_map_get_next_key(fd, prev, &next)) {
-		key = next;
-		prev = &key;
-		if (n == cap) {
-			cap = cap ? cap * 2 : 64;
-			grown = realloc(v, cap * sizeof(*v));
-			if (!grown) {
-				free(v);
-				return -ENOMEM;
-			}
-			v = grown;
-		}
-		if (bpf_map_lookup_elem(fd, &key, &v[n].agg))
-			continue;
-		v[n++].key = key;
-	}
-	*out = v;
-	*nr = n;
-	return 0;
+	err = map_dump(bpf_map__fd(c->skel->maps.span_agg), sizeof(struct khbpf_span_key),
+		       offsetof(struct span_agg_entry, agg), sizeof(**out), &v, nr);
+	*out = err ? NULL : v;
+	return err;
 }
 
 int sched_collector__open_spans(struct sched_collector *c, struct khbpf_span_event **out,
