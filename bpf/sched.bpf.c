@@ -311,53 +311,66 @@ static __always_inline __u64 delta0(__u64 now, __u64 last)
 	return now > last ? now - last : 0;
 }
 
+/* fold_waits' rule, into a group that several CPUs add to at once. */
+static __always_inline void group_fold_waits(struct khbpf_group_acc *a,
+					     const struct khbpf_task_state *st,
+					     const struct khbpf_task_counters *k)
+{
+	__u64 arrivals = k->pcount - st->last_pcount;
+	__u64 delay = delta0(k->run_delay, st->last_run_delay);
+
+	__sync_fetch_and_add(&a->k.run_delay, delay);
+	__sync_fetch_and_add(&a->k.pcount, delta0(k->pcount, st->last_pcount));
+	if (k->pcount <= st->last_pcount)
+		return;
+	__sync_fetch_and_add(&a->b.switch_ins, arrivals);
+	if (arrivals == 1) {
+		group_bin_wait(a, delay);
+	} else {
+		__sync_fetch_and_add(&a->b.unbinned_waits, arrivals);
+		__sync_fetch_and_add(&a->b.unbinned_ns, delay);
+	}
+}
+
 /*
- * prev's switch-out, into its group: the kernel's counters since its last
- * switch-out (__schedule() updated them before the tracepoint), and, with
- * sched_info, the waits that ended since (fold_waits' rule).
+ * serve: prev's switch-out, into its group: the kernel's counters since its
+ * last switch-out (__schedule() updated them before the tracepoint) and,
+ * with sched_info, the waits that ended since. The same storage lookup and
+ * readings also do the thread's own wait fold (sched_switch skips its own).
  */
 static __always_inline void group_switch_out(struct task_struct *prev, bool dead)
 {
 	struct khbpf_task_counters k;
 	struct khbpf_task_state *st;
 	struct khbpf_group_acc *a;
-	__u64 arrivals;
 
 	st = dead ? bpf_task_storage_get(&task_state, prev, NULL, 0) : state_of(prev);
 	if (!st)
 		return;
-	a = group_of(prev);
-	if (!a)
-		return;
 	read_counters(prev, &k);
-	__sync_fetch_and_add(&a->k.nvcsw, delta0(k.nvcsw, st->last_nvcsw));
-	__sync_fetch_and_add(&a->k.nivcsw, delta0(k.nivcsw, st->last_nivcsw));
-	__sync_fetch_and_add(&a->k.nr_migrations, delta0(k.nr_migrations, st->last_migrations));
-	__sync_fetch_and_add(&a->k.sum_exec_runtime, delta0(k.sum_exec_runtime, st->last_runtime));
-	__sync_fetch_and_add(&a->switch_outs, 1);
+	a = group_of(prev);
+	if (a) {
+		__sync_fetch_and_add(&a->k.nvcsw, delta0(k.nvcsw, st->last_nvcsw));
+		__sync_fetch_and_add(&a->k.nivcsw, delta0(k.nivcsw, st->last_nivcsw));
+		__sync_fetch_and_add(&a->k.nr_migrations,
+				     delta0(k.nr_migrations, st->last_migrations));
+		__sync_fetch_and_add(&a->k.sum_exec_runtime,
+				     delta0(k.sum_exec_runtime, st->last_runtime));
+		__sync_fetch_and_add(&a->switch_outs, 1);
+		if (kernel_queue_ts)
+			group_fold_waits(a, st, &k);
+	}
 	st->last_nvcsw = k.nvcsw;
 	st->last_nivcsw = k.nivcsw;
 	st->last_migrations = k.nr_migrations;
 	st->last_runtime = k.sum_exec_runtime;
 	if (!kernel_queue_ts)
 		return;
-	/* last_run_delay/last_pcount move on in the per-thread fold (sched_switch). */
-	__sync_fetch_and_add(&a->k.run_delay, delta0(k.run_delay, st->last_run_delay));
-	__sync_fetch_and_add(&a->k.pcount, delta0(k.pcount, st->last_pcount));
-	if (k.pcount <= st->last_pcount)
-		return;
-	__sync_fetch_and_add(&a->b.switch_ins, k.pcount - st->last_pcount);
-	arrivals = k.pcount - st->last_pcount;
-	if (arrivals == 1) {
-		group_bin_wait(a, k.run_delay - st->last_run_delay);
-	} else {
-		__sync_fetch_and_add(&a->b.unbinned_waits, arrivals);
-		__sync_fetch_and_add(&a->b.unbinned_ns, delta0(k.run_delay, st->last_run_delay));
-	}
-	if (dead) {
-		st->last_run_delay = k.run_delay;
-		st->last_pcount = k.pcount;
-	}
+	/* A dead thread's waits went into its exit record (final_switch). */
+	if (!dead)
+		fold_waits(st, &st->b, k.run_delay, k.pcount);
+	st->last_run_delay = k.run_delay;
+	st->last_pcount = k.pcount;
 }
 
 static __always_inline void fill_rec(struct khbpf_thread_rec *r, struct task_struct *p, __u32 flags)
@@ -536,7 +549,8 @@ int BPF_PROG(khbpf_sched_switch, bool preempt, struct task_struct *prev, struct 
 		} else if (kernel_queue_ts) {
 			__u64 run_delay, pcount;
 
-			st = state_of(prev);
+			/* serve: group_switch_out did it with the same readings. */
+			st = group_by ? NULL : state_of(prev);
 			if (st) {
 				read_sched_info(prev, &run_delay, &pcount);
 				fold_waits(st, &st->b, run_delay, pcount);

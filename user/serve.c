@@ -4,7 +4,6 @@
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/signalfd.h>
@@ -92,18 +91,6 @@ static uint64_t mono_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * NS_PER_SEC + (uint64_t)ts.tv_nsec;
-}
-
-static int errf(char *buf, size_t len, int err, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-static int errf(char *buf, size_t len, int err, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(buf, len, fmt, ap);
-	va_end(ap);
-	return err;
 }
 
 static void acc_add(struct khbpf_group_acc *t, const struct khbpf_group_acc *a)
@@ -870,16 +857,18 @@ static int open_filters(struct serve *s, uint64_t *ids, uint32_t *levels, char *
 
 	if (!s->have_cg_mount)
 		return s->o.nr_cgroups ?
-			       errf(errbuf, errlen, -ENOENT,
-				    "--cgroup needs cgroup v2, and it is not mounted; mount "
-				    "cgroup2 (e.g. on /sys/fs/cgroup/unified)") :
+			       session__errf(
+				       errbuf, errlen, -ENOENT,
+				       "--cgroup needs cgroup v2, and it is not mounted; mount "
+				       "cgroup2 (e.g. on /sys/fs/cgroup/unified)") :
 			       0;
 	for (i = 0; i < s->o.nr_cgroups; i++) {
 		err = cgroup__v2_id(s->cg_mount, s->o.cgroups[i], &ids[i], &levels[i]);
 		if (err)
-			return errf(errbuf, errlen, err,
-				    "--cgroup '%s': %s under %s; give a path like /system.slice",
-				    s->o.cgroups[i], strerror(-err), s->cg_mount);
+			return session__errf(
+				errbuf, errlen, err,
+				"--cgroup '%s': %s under %s; give a path like /system.slice",
+				s->o.cgroups[i], strerror(-err), s->cg_mount);
 	}
 	return 0;
 }
@@ -949,11 +938,11 @@ int serve__run(const struct serve_opts *opts, char *errbuf, size_t errlen)
 	int err, stop_err;
 
 	if (opts->nr_cgroups > KHBPF_MAX_CGROUP_FILTERS)
-		return errf(errbuf, errlen, -E2BIG, "at most %d --cgroup options",
-			    KHBPF_MAX_CGROUP_FILTERS);
+		return session__errf(errbuf, errlen, -E2BIG, "at most %d --cgroup options",
+				     KHBPF_MAX_CGROUP_FILTERS);
 	s = calloc(1, sizeof(*s));
 	if (!s)
-		return errf(errbuf, errlen, -ENOMEM, "out of memory");
+		return session__errf(errbuf, errlen, -ENOMEM, "out of memory");
 	s->o = *opts;
 	if (!s->o.group_by)
 		s->o.group_by = KHBPF_GROUP_CGROUP;
@@ -966,9 +955,10 @@ int serve__run(const struct serve_opts *opts, char *errbuf, size_t errlen)
 	if (err)
 		goto cleanup;
 	if (s->o.group_by == KHBPF_GROUP_CGROUP && !s->have_cg_mount) {
-		err = errf(errbuf, errlen, -ENOENT,
-			   "--by cgroup needs cgroup v2 mounted (none in /proc/self/mountinfo); "
-			   "mount cgroup2 or use --by process");
+		err = session__errf(
+			errbuf, errlen, -ENOENT,
+			"--by cgroup needs cgroup v2 mounted (none in /proc/self/mountinfo); "
+			"mount cgroup2 or use --by process");
 		goto cleanup;
 	}
 	if (s->o.ndjson) {
@@ -980,9 +970,10 @@ int serve__run(const struct serve_opts *opts, char *errbuf, size_t errlen)
 				open(s->o.ndjson,
 				     O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0644);
 			if (s->ndjson_fd < 0) {
-				err = errf(errbuf, errlen, -errno,
-					   "--ndjson '%s': %s; give a writable file or '-'",
-					   s->o.ndjson, strerror(errno));
+				err = session__errf(
+					errbuf, errlen, -errno,
+					"--ndjson '%s': %s; give a writable file or '-'",
+					s->o.ndjson, strerror(errno));
 				goto cleanup;
 			}
 		}
@@ -1015,7 +1006,7 @@ int serve__run(const struct serve_opts *opts, char *errbuf, size_t errlen)
 		goto cleanup;
 	s->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
 	if (s->timerfd < 0 || set_timer(s->timerfd, FIRST_WINDOW_NS, FIRST_WINDOW_NS)) {
-		err = errf(errbuf, errlen, -errno, "timerfd: %s", strerror(errno));
+		err = session__errf(errbuf, errlen, -errno, "timerfd: %s", strerror(errno));
 		goto cleanup;
 	}
 	if (s->o.log)
@@ -1027,9 +1018,10 @@ int serve__run(const struct serve_opts *opts, char *errbuf, size_t errlen)
 	/* Interrupted or not, the window so far ends with a complete document. */
 	stop_err = end_window(s);
 	if (err)
-		err = errf(errbuf, errlen, err, "serving: %s", strerror(-err));
+		err = session__errf(errbuf, errlen, err, "serving: %s", strerror(-err));
 	else if (stop_err)
-		err = errf(errbuf, errlen, stop_err, "the last window: %s", strerror(-stop_err));
+		err = session__errf(errbuf, errlen, stop_err, "the last window: %s",
+				    strerror(-stop_err));
 
 cleanup:
 	httpd__stop(s->http);

@@ -113,9 +113,7 @@ static void logf_(const struct session *s, const char *fmt, ...)
 	va_end(ap);
 }
 
-static int errf(char *buf, size_t len, int err, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-static int errf(char *buf, size_t len, int err, const char *fmt, ...)
+int session__errf(char *buf, size_t len, int err, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -152,21 +150,23 @@ static int check_attach_target(struct session *s, char *errbuf, size_t errlen)
 	int err;
 
 	if (s->pid <= 0)
-		return errf(errbuf, errlen, -EINVAL, "--pid %d: not a process id", (int)s->pid);
+		return session__errf(errbuf, errlen, -EINVAL, "--pid %d: not a process id",
+				     (int)s->pid);
 	err = proc_stat_state(s->root, s->pid, &state, &flags);
 	if (err == -ESRCH)
-		return errf(errbuf, errlen, err, "--pid %d: no such process", (int)s->pid);
+		return session__errf(errbuf, errlen, err, "--pid %d: no such process", (int)s->pid);
 	if (err)
-		return errf(errbuf, errlen, err, "--pid %d: cannot read /proc/%d/stat: %s",
-			    (int)s->pid, (int)s->pid, strerror(-err));
+		return session__errf(errbuf, errlen, err, "--pid %d: cannot read /proc/%d/stat: %s",
+				     (int)s->pid, (int)s->pid, strerror(-err));
 	if (flags & PF_KTHREAD)
-		return errf(errbuf, errlen, -EINVAL,
-			    "--pid %d is a kernel thread; khbpf watches user processes",
-			    (int)s->pid);
+		return session__errf(errbuf, errlen, -EINVAL,
+				     "--pid %d is a kernel thread; khbpf watches user processes",
+				     (int)s->pid);
 	if (state == 'Z' || state == 'X')
-		return errf(errbuf, errlen, -ESRCH,
-			    "--pid %d is a zombie (exited, not yet reaped); nothing left to watch",
-			    (int)s->pid);
+		return session__errf(
+			errbuf, errlen, -ESRCH,
+			"--pid %d is a zombie (exited, not yet reaped); nothing left to watch",
+			(int)s->pid);
 	return 0;
 }
 
@@ -246,10 +246,10 @@ static int fork_held_child(struct session *s, int *go_fd, int *err_fd, char *err
 	pid_t pid;
 
 	if (pipe2(go, O_CLOEXEC) || pipe2(ep, O_CLOEXEC))
-		return errf(errbuf, errlen, -errno, "pipe: %s", strerror(errno));
+		return session__errf(errbuf, errlen, -errno, "pipe: %s", strerror(errno));
 	pid = fork();
 	if (pid < 0)
-		return errf(errbuf, errlen, -errno, "fork: %s", strerror(errno));
+		return session__errf(errbuf, errlen, -errno, "fork: %s", strerror(errno));
 	if (pid == 0) {
 		char c;
 
@@ -995,10 +995,10 @@ static int setup_signals(struct session *s, char *errbuf, size_t errlen)
 	sigaddset(&set, SIGTERM);
 	sigaddset(&set, SIGHUP);
 	if (sigprocmask(SIG_BLOCK, &set, NULL))
-		return errf(errbuf, errlen, -errno, "sigprocmask: %s", strerror(errno));
+		return session__errf(errbuf, errlen, -errno, "sigprocmask: %s", strerror(errno));
 	s->sigfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
 	if (s->sigfd < 0)
-		return errf(errbuf, errlen, -errno, "signalfd: %s", strerror(errno));
+		return session__errf(errbuf, errlen, -errno, "signalfd: %s", strerror(errno));
 	return 0;
 }
 
@@ -1012,7 +1012,7 @@ static int setup_timer(struct session *s, char *errbuf, size_t errlen)
 
 	s->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
 	if (s->timerfd < 0 || timerfd_settime(s->timerfd, 0, &its, NULL))
-		return errf(errbuf, errlen, -errno, "timerfd: %s", strerror(errno));
+		return session__errf(errbuf, errlen, -errno, "timerfd: %s", strerror(errno));
 	return 0;
 }
 
@@ -1024,7 +1024,7 @@ int session__run(struct session **out, const struct session_opts *opts, char *er
 	*out = NULL;
 	s = calloc(1, sizeof(*s));
 	if (!s)
-		return errf(errbuf, errlen, -ENOMEM, "out of memory");
+		return session__errf(errbuf, errlen, -ENOMEM, "out of memory");
 	s->opts = *opts;
 	s->root = opts->root ? opts->root : "/";
 	s->pidfd = s->sigfd = s->timerfd = -1;
@@ -1047,8 +1047,8 @@ int session__run(struct session **out, const struct session_opts *opts, char *er
 		goto cleanup;
 	s->pidfd = (int)syscall(SYS_pidfd_open, s->pid, 0);
 	if (s->pidfd < 0 && errno != ENOSYS) {
-		err = errf(errbuf, errlen, -errno, "--pid %d: %s", (int)s->pid,
-			   errno == ESRCH ? "process exited" : strerror(errno));
+		err = session__errf(errbuf, errlen, -errno, "--pid %d: %s", (int)s->pid,
+				    errno == ESRCH ? "process exited" : strerror(errno));
 		goto cleanup;
 	}
 	err = setup_timer(s, errbuf, errlen);
@@ -1064,8 +1064,9 @@ int session__run(struct session **out, const struct session_opts *opts, char *er
 	if (opts->mode == TARGET_MODE_ATTACH) {
 		err = start_collecting(s);
 		if (err) {
-			err = errf(errbuf, errlen, err, "--pid %d: cannot read its threads: %s",
-				   (int)s->pid, strerror(-err));
+			err = session__errf(errbuf, errlen, err,
+					    "--pid %d: cannot read its threads: %s", (int)s->pid,
+					    strerror(-err));
 			goto cleanup;
 		}
 		err = census_from(&s->census[0], &s->base, NULL, 0);
@@ -1084,13 +1085,14 @@ int session__run(struct session **out, const struct session_opts *opts, char *er
 		go_fd = err_fd = -1;
 		if (err == -ENOEXEC) {
 			if (s->exec_phase == CHILD_FAILED_USER)
-				errf(errbuf, errlen, err,
-				     "cannot run '%s' as SUDO_UID=%s SUDO_GID=%s: %s; fix them or pass --as-root",
-				     opts->argv[0], getenv("SUDO_UID"), getenv("SUDO_GID"),
-				     strerror(s->exec_errno));
+				session__errf(
+					errbuf, errlen, err,
+					"cannot run '%s' as SUDO_UID=%s SUDO_GID=%s: %s; fix them or pass --as-root",
+					opts->argv[0], getenv("SUDO_UID"), getenv("SUDO_GID"),
+					strerror(s->exec_errno));
 			else
-				errf(errbuf, errlen, err, "cannot execute '%s': %s", opts->argv[0],
-				     strerror(s->exec_errno));
+				session__errf(errbuf, errlen, err, "cannot execute '%s': %s",
+					      opts->argv[0], strerror(s->exec_errno));
 			waitpid(s->pid, &s->wait_status, 0);
 			s->child_reaped = true;
 			*out = s;
@@ -1107,7 +1109,7 @@ int session__run(struct session **out, const struct session_opts *opts, char *er
 
 	err = wait_loop(s);
 	if (err) {
-		err = errf(errbuf, errlen, err, "waiting: %s", strerror(-err));
+		err = session__errf(errbuf, errlen, err, "waiting: %s", strerror(-err));
 		goto cleanup;
 	}
 	if (opts->mode == TARGET_MODE_RUN && s->end_reason == END_REASON_TARGET_EXIT) {
@@ -1119,7 +1121,8 @@ int session__run(struct session **out, const struct session_opts *opts, char *er
 	}
 	err = finish_window(s);
 	if (err) {
-		err = errf(errbuf, errlen, err, "reading the window's end: %s", strerror(-err));
+		err = session__errf(errbuf, errlen, err, "reading the window's end: %s",
+				    strerror(-err));
 		goto cleanup;
 	}
 	/* The command has exited: reap it. Otherwise it runs on; see session__finish. */
@@ -1128,7 +1131,8 @@ int session__run(struct session **out, const struct session_opts *opts, char *er
 		s->child_reaped = true;
 	err = build_document(s);
 	if (err) {
-		err = errf(errbuf, errlen, err, "building the document: %s", strerror(-err));
+		err = session__errf(errbuf, errlen, err, "building the document: %s",
+				    strerror(-err));
 		goto cleanup;
 	}
 	*out = s;
@@ -1341,7 +1345,7 @@ int session__serve_open(struct session **out, const struct session_opts *opts, c
 	*out = NULL;
 	s = calloc(1, sizeof(*s));
 	if (!s)
-		return errf(errbuf, errlen, -ENOMEM, "out of memory");
+		return session__errf(errbuf, errlen, -ENOMEM, "out of memory");
 	s->opts = *opts;
 	s->opts.mode = TARGET_MODE_SERVE;
 	s->root = opts->root ? opts->root : "/";
@@ -1357,7 +1361,7 @@ int session__serve_open(struct session **out, const struct session_opts *opts, c
 	host_topology__read(&s->topo, s->root);
 	setup_collector(s);
 	if (!s->use_bpf) {
-		err = errf(errbuf, errlen, -ENOTSUP, "serve needs BPF: %s", s->bpf_detail);
+		err = session__errf(errbuf, errlen, -ENOTSUP, "serve needs BPF: %s", s->bpf_detail);
 		goto cleanup;
 	}
 	s->start_boot = clock_ns(CLOCK_BOOTTIME);
@@ -1367,12 +1371,13 @@ int session__serve_open(struct session **out, const struct session_opts *opts, c
 	if (!err && !s->use_bpf)
 		err = -ENOTSUP;
 	if (err) {
-		err = errf(errbuf, errlen, err, "cannot start the collector: %s", strerror(-err));
+		err = session__errf(errbuf, errlen, err, "cannot start the collector: %s",
+				    strerror(-err));
 		goto cleanup;
 	}
 	err = census_from(&s->census[0], &s->base, NULL, 0);
 	if (err) {
-		err = errf(errbuf, errlen, err, "out of memory");
+		err = session__errf(errbuf, errlen, err, "out of memory");
 		goto cleanup;
 	}
 	serve_target(s);

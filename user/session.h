@@ -75,6 +75,10 @@ void session__destroy(struct session *s);
  * starts the next one at the same instant. SIGINT/SIGTERM/SIGHUP are
  * blocked and readable from session__signal_fd.
  */
+/* Formats the one-line error into buf and returns err: `return session__errf(...)`. */
+int session__errf(char *buf, size_t len, int err, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
 int session__serve_open(struct session **out, const struct session_opts *opts, char *errbuf,
 			size_t errlen);
 int session__serve_rotate(struct session *s, struct json_object **doc);

@@ -71,8 +71,7 @@ if len(series) > 64 + 10:
     bad.append(f"{len(series)} series for one family: cardinality not bounded")
 if not any('comm="true"' in n for n in series):
     bad.append("the churned processes are in no series")
-if any(v for n, v in after.items() if n.startswith("khbpf_loss_events_total") and
-       "recursion" not in n and v):
+if any(v for n, v in after.items() if n.startswith("khbpf_loss_events_total")):
     bad.append("loss counters: " + str({n: v for n, v in after.items() if "loss" in n and v}))
 if maxrss > rss0 + 16 * 1024:
     bad.append(f"serve's RSS grew from {rss0} KiB to {maxrss} KiB")
@@ -93,7 +92,7 @@ big=$(head -c 20000 /dev/zero | tr '\0' a)
 c=$(code -H "X-Big: $big" "$URL/metrics")
 case "$c" in 4*) ;; *) fail "oversized headers got $c" ;; esac
 "$PYTHON" - "$PORT" <<'PY' || fail "parallel connections"
-import socket, sys, urllib.request
+import socket, sys, time, urllib.request
 port = int(sys.argv[1])
 held = []
 for _ in range(200):
@@ -105,7 +104,15 @@ for _ in range(200):
         break
 for s in held:
     s.close()
-body = urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=10).read()
+# The closes reach the daemon's loop a moment later; until then a new
+# connection from the same address is over the per-address limit and reset.
+deadline, body = time.time() + 10, b""
+while time.time() < deadline:
+    try:
+        body = urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=10).read()
+        break
+    except OSError:
+        time.sleep(0.1)
 assert body.startswith(b"ok"), body
 PY
 kill -0 "$SERVE_PID" || fail "serve died"
