@@ -206,11 +206,16 @@ static __always_inline unsigned int task_state_now(struct task_struct *p)
 	return BPF_CORE_READ((struct task_struct___pre514 *)p, state);
 }
 
+/*
+ * Every caller holds a trusted task pointer (a tp_btf argument, the task
+ * iterator's, or current): its fields are plain CO-RE-relocated loads, not
+ * a bpf_probe_read_kernel() call each, on the sched_switch hot path.
+ */
 static __always_inline void read_sched_info(struct task_struct *p, __u64 *run_delay, __u64 *pcount)
 {
 	if (bpf_core_field_exists(p->sched_info)) {
-		*run_delay = BPF_CORE_READ(p, sched_info.run_delay);
-		*pcount = BPF_CORE_READ(p, sched_info.pcount);
+		*run_delay = p->sched_info.run_delay;
+		*pcount = p->sched_info.pcount;
 	} else {
 		*run_delay = 0;
 		*pcount = 0;
@@ -219,10 +224,10 @@ static __always_inline void read_sched_info(struct task_struct *p, __u64 *run_de
 
 static __always_inline void read_counters(struct task_struct *p, struct khbpf_task_counters *k)
 {
-	k->nvcsw = BPF_CORE_READ(p, nvcsw);
-	k->nivcsw = BPF_CORE_READ(p, nivcsw);
-	k->nr_migrations = BPF_CORE_READ(p, se.nr_migrations);
-	k->sum_exec_runtime = BPF_CORE_READ(p, se.sum_exec_runtime);
+	k->nvcsw = p->nvcsw;
+	k->nivcsw = p->nivcsw;
+	k->nr_migrations = p->se.nr_migrations;
+	k->sum_exec_runtime = p->se.sum_exec_runtime;
 	/* Without CONFIG_SCHED_INFO the loader falls back to the BPF-timed values. */
 	read_sched_info(p, &k->run_delay, &k->pcount);
 }

@@ -5,7 +5,10 @@
    messaging` (hackbench) alone, under `khbpf serve` (every task, by cgroup),
    and under libbpf-tools `runqlat` (system-wide, its default). Switches per
    run come from /proc/stat's ctxt, so the added time is divided by the
-   switches that happened.
+   switches that happened. Wall time is too noisy on this workload to show a
+   BPF program's cost, so each tool also runs once more with run-time stats
+   on (serve --bpf-stats; runqlat beside bench-empty --no-attach): the time
+   in all of the tool's programs over the host's switches.
 2. Scrape time with 1000 tracked processes: `serve --by process --top 1000`
    while 1000 sleeping processes exist; GET /metrics timed N times.
 3. Steady CPU: serve (by cgroup, 15 s windows) scraped every 15 s for
@@ -23,6 +26,9 @@ import subprocess
 import sys
 import time
 import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_sched import EMPTY, progs  # noqa: E402  the bpftool readers, shared
 
 ROUNDS = int(os.environ.get("BENCH_SERVE_ROUNDS", "5"))
 STEADY_S = float(os.environ.get("BENCH_SERVE_STEADY_S", "60"))
@@ -106,6 +112,54 @@ class Runqlat:
         self.p.wait(timeout=30)
 
 
+def seconds_ns(text):
+    """A decimal seconds value from khbpf's /metrics, exactly, in ns."""
+    whole, _, frac = text.partition(".")
+    return int(whole) * 1000000000 + int((frac + "000000000")[:9])
+
+
+def serve_prog_ns(s):
+    total = 0
+    for line in s.get("/metrics").decode().splitlines():
+        if line.startswith("khbpf_bpf_run_seconds_total{"):
+            total += seconds_ns(line.rsplit(" ", 1)[1])
+    return total
+
+
+def prog_time_round():
+    """BPF ns per host context switch for serve and for runqlat, stats on."""
+    s = Serve("--interval", "15", "--bpf-stats")
+    try:
+        t0, c0 = serve_prog_ns(s), ctxt()
+        hackbench()
+        t1, c1 = serve_prog_ns(s), ctxt()
+    finally:
+        s.stop()
+    serve = (t1 - t0) / (c1 - c0)
+    holder = subprocess.Popen([EMPTY, "--no-attach"], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+    holder.stdout.readline()
+    before = set(progs())
+    r = None
+    try:
+        r = Runqlat()
+        time.sleep(0.5)
+        ids = [i for i in progs() if i not in before]
+
+        def rq_ns():
+            p = progs()
+            return sum(p.get(i, {}).get("run_time_ns", 0) for i in ids)
+        t0, c0 = rq_ns(), ctxt()
+        hackbench()
+        t1, c1 = rq_ns(), ctxt()
+    finally:
+        if r:
+            r.stop()
+        holder.stdin.close()
+        holder.wait()
+    return {"serve": serve, "runqlat": (t1 - t0) / (c1 - c0)}
+
+
 def med_iqr(xs):
     xs = sorted(xs)
     if len(xs) < 4:
@@ -130,8 +184,12 @@ def overhead():
     med = {k: med_iqr(v) for k, v in added.items()}
     # Per-round added times can be negative in the noise: the ratio is of the medians.
     ratio = med["serve"][0] / med["runqlat"][0] if med["runqlat"][0] > 0 else float("inf")
+    pt = [prog_time_round() for _ in range(3)]
+    prog = {k: med_iqr([r[k] for r in pt]) for k in ("serve", "runqlat")}
     return {"raw": runs, "ns_per_switch": {k: med_iqr(v) for k, v in per.items()},
-            "added_ns_per_switch": med, "serve_over_runqlat": ratio}
+            "added_ns_per_switch": med, "serve_over_runqlat": ratio,
+            "bpf_ns_per_switch": prog,
+            "bpf_serve_over_runqlat": med_iqr([r["serve"] / r["runqlat"] for r in pt])}
 
 
 def scrape_1000():
@@ -206,6 +264,11 @@ def main():
         f"{f(o['added_ns_per_switch']['runqlat'])} |",
         "",
         f"serve added / runqlat added (medians): {o['serve_over_runqlat']:.2f}",
+        "",
+        "BPF program time per host context switch (run-time stats, all of the tool's "
+        f"programs, 3 runs): serve {f(o['bpf_ns_per_switch']['serve'])} ns, runqlat "
+        f"{f(o['bpf_ns_per_switch']['runqlat'])} ns; serve / runqlat "
+        f"{f(o['bpf_serve_over_runqlat'], 2)}.",
         "",
         f"Scrape with {sc['series']} process series (`--by process --top 1000`, 1000 sleeping "
         f"processes): {f(sc['ms'], 1)} ms median of 20, max {sc['max_ms']:.1f} ms, "
