@@ -2,7 +2,7 @@
 # Install the Debian 12 packages khbpf needs, only those missing.
 # Usage: tools/install-deps.sh [--check] [--with-prometheus] [--with-bench] [--with-browser]
 #   --check            list what is missing and exit 1 if anything is; install nothing
-#   --with-prometheus  also require the prometheus package (serve integration test)
+#   --with-prometheus  also require prometheus and capsh (the serve integration tests)
 #   --with-bench       also require the peers `make bench` compares with (perf, libbpf-tools, bpftrace)
 #   --with-browser     also require headless Chromium and a font (`make check` renders the HTML report)
 set -eu
@@ -12,7 +12,7 @@ check_only=0
 for arg in "$@"; do
 	case "$arg" in
 	--check) check_only=1 ;;
-	--with-prometheus) pkgs="$pkgs prometheus" ;;
+	--with-prometheus) pkgs="$pkgs prometheus libcap2-bin" ;;
 	--with-bench) pkgs="$pkgs linux-perf libbpf-tools bpftrace util-linux" ;;
 	--with-browser) pkgs="$pkgs chromium fonts-dejavu-core" ;;
 	-h | --help)

@@ -1,0 +1,31 @@
+#!/bin/bash
+# The capabilities tools/khbpf.service grants are enough: serve runs as
+# nobody with only CAP_BPF, CAP_PERFMON and CAP_DAC_READ_SEARCH (ambient),
+# serves scheduler series and a document, and unloads on SIGINT.
+. "$(dirname "$0")/common.bash"
+require_root "sets capabilities"
+command -v capsh >/dev/null ||
+	{ [ "${CI:-}" = true ] && fail "capsh missing; run tools/install-deps.sh --with-prometheus"
+	  echo "SKIP serve_caps: capsh not installed"; exit 0; }
+caps=$(sed -n 's/^AmbientCapabilities=//p' tools/khbpf.service | tr 'A-Z ' 'a-z,')
+[ "$caps" = "cap_bpf,cap_perfmon,cap_dac_read_search" ] || fail "unit grants '$caps'"
+# nobody must be able to reach the binary.
+cp "$KHBPF" "$TMP/khbpf" && chmod 755 "$TMP" "$TMP/khbpf"
+PORT=$("$PYTHON" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+capsh --inh="$caps" --keep=1 --user=nobody --addamb="$caps" -- \
+	-c "exec $TMP/khbpf serve --listen 127.0.0.1:$PORT --interval 1" 2>"$TMP/serve.err" &
+SH=$!
+for _ in $(seq 100); do
+	curl -sf "http://127.0.0.1:$PORT/evidence" >"$TMP/doc.json" && break
+	kill -0 "$SH" 2>/dev/null || fail "serve as nobody exited: $(cat "$TMP/serve.err")"
+	sleep 0.1
+done
+SPID=$(pgrep -f "$TMP/khbpf serve") || fail "no serve process"
+[ "$(awk '/^Uid:/ { print $2 }' "/proc/$SPID/status")" = 65534 ] || fail "serve is not running as nobody"
+curl -sf "http://127.0.0.1:$PORT/metrics" | grep -q '^khbpf_voluntary_switches_total{cgroup="/' ||
+	fail "no scheduler series as nobody"
+json_check "$TMP/doc.json" 'd["target"]["mode"] == "serve"' 'len(d["threads"]) > 0'
+kill -INT "$SPID"
+wait "$SH" || fail "serve exited $? after SIGINT: $(cat "$TMP/serve.err")"
+no_bpf_left
+echo "serve_caps: ok"
