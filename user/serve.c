@@ -13,6 +13,7 @@
 #include <json-c/json.h>
 
 #include "cgroup.h"
+#include "cpufreq.h"
 #include "httpd.h"
 #include "promtext.h"
 #include "sched_window.h"
@@ -707,6 +708,30 @@ static void walk_document(struct gap_walk *w, struct json_object *doc)
 	}
 }
 
+/* CPU frequency now (cpufreq sysfs); no series when there is none (its gap says why). */
+static int render_frequency(struct serve *s, struct promtext *p)
+{
+	struct cpu_frequency_sample f;
+	enum ev_gap gap;
+	struct prom_label l[1];
+	int err;
+
+	if (cpufreq__sample(s->o.root ?: "/", 0, &f, &gap))
+		return 0;
+	err = promtext__family(
+		p, "khbpf_cpu_frequency_hertz", PROM_GAUGE, "hertz",
+		"Current CPU frequency over the online CPUs (cpufreq scaling_cur_freq)");
+	l[0] = (struct prom_label){ "stat", "min" };
+	err = err ?: promtext__u64(p, l, 1, f.min_khz * 1000);
+	l[0] = (struct prom_label){ "stat", "mean" };
+	err = err ?: promtext__u64(p, l, 1, f.mean_khz * 1000);
+	l[0] = (struct prom_label){ "stat", "max" };
+	err = err ?: promtext__u64(p, l, 1, f.max_khz * 1000);
+	return err   ?:
+		       family_u64(p, "khbpf_cpu_frequency_cpus", PROM_GAUGE,
+				  "CPUs the frequency was read from", f.cpu_count);
+}
+
 static int render_gaps(struct serve *s, struct promtext *p)
 {
 	struct gap_walk w = { .p = p };
@@ -743,6 +768,7 @@ static int handle_metrics(void *ctx, const struct httpd_request *req, struct htt
 	err = render_groups(s, p);
 	err = err ?: render_self(s, p);
 	err = err ?: render_gaps(s, p);
+	err = err ?: render_frequency(s, p);
 	if (err) {
 		promtext__free(p);
 		return err;
