@@ -732,26 +732,26 @@ static int render_frequency(struct serve *s, struct promtext *p)
 				  "CPUs the frequency was read from", f.cpu_count);
 }
 
-static int render_gaps(struct serve *s, struct promtext *p)
+int serve__gap_metrics(struct promtext *p, struct json_object *doc)
 {
 	struct gap_walk w = { .p = p };
 
 	w.err = promtext__family(p, "khbpf_evidence_available", PROM_GAUGE, NULL,
 				 "1 when the last window recorded the field, 0 when it is a gap");
-	if (s->doc_obj)
-		walk_document(&w, s->doc_obj);
+	if (doc)
+		walk_document(&w, doc);
 	w.pass = 1;
 	w.err = w.err ?:
 			promtext__family(p, "khbpf_evidence_gap", PROM_INFO, NULL,
 					 "Why a field of the last window is a gap");
-	if (s->doc_obj)
-		walk_document(&w, s->doc_obj);
+	if (doc)
+		walk_document(&w, doc);
 	w.pass = 2;
 	w.err = w.err ?:
 			promtext__family(p, "khbpf_topology", PROM_GAUGE, NULL,
 					 "Host CPU topology of the last window, by field");
-	if (s->doc_obj)
-		walk_document(&w, s->doc_obj);
+	if (doc)
+		walk_document(&w, doc);
 	return w.err;
 }
 
@@ -767,7 +767,7 @@ static int handle_metrics(void *ctx, const struct httpd_request *req, struct htt
 		return err;
 	err = render_groups(s, p);
 	err = err ?: render_self(s, p);
-	err = err ?: render_gaps(s, p);
+	err = err ?: serve__gap_metrics(p, s->doc_obj);
 	err = err ?: render_frequency(s, p);
 	if (err) {
 		promtext__free(p);

@@ -36,15 +36,6 @@ struct serve_opts {
 	FILE *log; /* progress lines; NULL → quiet */
 };
 
-/* How the metrics side stands, for tests and /healthz. */
-struct serve_counts {
-	uint64_t groups; /* live entries in the kernel's table */
-	uint64_t aged_out;
-	uint64_t evicted;
-	uint64_t windows;
-	uint64_t scrapes;
-};
-
 /*
  * Runs until SIGINT/SIGTERM/SIGHUP. Returns 0 after a clean stop (the last
  * window's NDJSON line written), or -errno with one line in errbuf.
@@ -52,5 +43,16 @@ struct serve_counts {
 int serve__run(const struct serve_opts *opts, char *errbuf, size_t errlen);
 
 #define SERVE_DEFAULT_LISTEN "127.0.0.1:9464"
+
+struct promtext;
+struct json_object;
+
+/*
+ * Gaps as data, from an evidence document (NULL: families with no samples):
+ * khbpf_evidence_available{collector,field} 0/1 for each collector and each
+ * Evidence value of `hardware`, khbpf_evidence_gap_info{collector,field,
+ * reason} for each gap, khbpf_topology{field} for recorded topology.
+ */
+int serve__gap_metrics(struct promtext *p, struct json_object *doc);
 
 #endif /* KHBPF_SERVE_H */
