@@ -1381,6 +1381,11 @@ int session__serve_open(struct session **out, const struct session_opts *opts, c
 		goto cleanup;
 	}
 	serve_target(s);
+	/* Counting events follow tasks, and serve watches the whole host. */
+	s->counters_avail = AVAIL_DISABLED;
+	snprintf(s->counters_detail, sizeof(s->counters_detail),
+		 "serve does not read hardware counters; use attach or run on a process");
+	counter_set__all_gapped(&s->counters, EV_SRC_PERF_EVENT_OPEN, EV_GAP_COLLECTOR_DISABLED);
 	sample_frequency(s);
 	*out = s;
 	return 0;

@@ -15,21 +15,22 @@ CGROOT=$(awk '$9 == "cgroup2" && $4 == "/" { print $5; exit }' /proc/self/mounti
 [ -n "$CGROOT" ] || fail "no cgroup2 mount"
 CG="khbpf-it-$$"
 mkdir "$CGROOT/$CG" || fail "cannot make cgroup $CGROOT/$CG"
-SERVE_PID= PROM_PID= LOAD_PID=
+SERVE_PID= PROM_PID= LOAD_PID= SERVE2_PID=
 cleanup() {
 	[ -n "$LOAD_PID" ] && kill "$LOAD_PID" 2>/dev/null
 	[ -n "$PROM_PID" ] && kill "$PROM_PID" 2>/dev/null
 	[ -n "$SERVE_PID" ] && kill "$SERVE_PID" 2>/dev/null
+	[ -n "$SERVE2_PID" ] && kill "$SERVE2_PID" 2>/dev/null
 	wait 2>/dev/null
 	rmdir "$CGROOT/$CG" 2>/dev/null
 	rm -rf "$TMP"
 }
 trap cleanup EXIT
 
-read -r PORT PPORT < <("$PYTHON" -c '
+read -r PORT PPORT PORT2 < <("$PYTHON" -c '
 import socket
 ps = []
-for _ in range(2):
+for _ in range(3):
     s = socket.socket(); s.bind(("127.0.0.1", 0)); ps.append(s)
 print(*[s.getsockname()[1] for s in ps])')
 
@@ -42,6 +43,16 @@ for _ in $(seq 100); do
 	sleep 0.1
 done
 curl -sf "http://127.0.0.1:$PORT/healthz" | grep -q '^ok' || fail "no /healthz"
+
+# A second instance sees only the test's cgroup, per process.
+"$KHBPF" serve --listen "127.0.0.1:$PORT2" --interval 1 --cgroup "/$CG" --by process --top 3 \
+	2>"$TMP/serve2.err" &
+SERVE2_PID=$!
+for _ in $(seq 100); do
+	curl -sf "http://127.0.0.1:$PORT2/healthz" >/dev/null && break
+	kill -0 "$SERVE2_PID" 2>/dev/null || fail "serve --cgroup exited: $(cat "$TMP/serve2.err")"
+	sleep 0.1
+done
 
 cat >"$TMP/prom.yml" <<EOF
 global: { scrape_interval: 1s, evaluation_interval: 1s }
@@ -73,9 +84,10 @@ curl -sf -H 'Accept: application/openmetrics-text; version=1.0.0' \
 grep -qi '^content-type: application/openmetrics-text' "$TMP/om.hdr" || fail "no OpenMetrics content type"
 [ "$(tail -n1 "$TMP/metrics.om")" = "# EOF" ] || fail "OpenMetrics output does not end with # EOF"
 
-"$PYTHON" - "$CHILD" "$CG" "$PPORT" "$PORT" <<'PY' || fail "Prometheus and /proc disagree"
+"$PYTHON" - "$CHILD" "$CG" "$PPORT" "$PORT" "$PORT2" <<'PY' || fail "Prometheus and /proc disagree"
 import json, os, sys, time, urllib.parse, urllib.request
-pid, cg, pport, port = sys.argv[1], "/" + sys.argv[2], sys.argv[3], sys.argv[4]
+pid, cg, pport, port, port2 = (sys.argv[1], "/" + sys.argv[2], sys.argv[3], sys.argv[4],
+                               sys.argv[5])
 
 # The kernel's own numbers for every thread of the workload (all blocked now).
 want = {"vol": 0, "invol": 0, "slices": 0, "delay_ns": 0, "oncpu_ns": 0}
@@ -146,6 +158,27 @@ buckets = [l for l in text.splitlines()
 counts = [int(l.rsplit(" ", 1)[1]) for l in buckets]
 if counts != sorted(counts) or counts[-1] != want["slices"] or 'le="+Inf"' not in buckets[-1]:
     bad.append(f"buckets not cumulative to {want['slices']}: {counts}")
+# The README's queries run as written.
+# (rate needs two scrapes of a series: a few seconds more at most.)
+for q in ("histogram_quantile(0.99, sum by (cgroup, le) "
+          "(rate(khbpf_runqueue_delay_seconds_bucket[5m])))",
+          "sum by (cgroup) (rate(khbpf_involuntary_switches_total[1m]))",
+          'count by (reason) (khbpf_evidence_gap_info{collector="hardware-counters"})',
+          'avg(khbpf_evidence_available{collector="scheduler-activity",field="*"})'):
+    deadline = time.time() + 15
+    while not query(q) and time.time() < deadline:
+        time.sleep(1)
+    if not query(q):
+        bad.append(f"README query returned nothing: {q}")
+# serve --cgroup CG --by process: only the workload's process, all of its switches
+# (its comm series and, once it is among the --top, its pid series, add up).
+text2 = urllib.request.urlopen(f"http://127.0.0.1:{port2}/metrics", timeout=5).read().decode()
+vol2 = {l.rsplit(" ", 1)[0]: int(l.rsplit(" ", 1)[1]) for l in text2.splitlines()
+        if l.startswith("khbpf_voluntary_switches_total{")}
+if any('comm="cgroupload"' not in k for k in vol2) or sum(vol2.values()) != want["vol"]:
+    bad.append(f"serve --cgroup {cg}: {vol2}, /proc {want['vol']}")
+if not any(f'pid="{pid}"' in k for k in vol2):
+    bad.append(f"serve --top 3: no series with pid {pid}: {vol2}")
 if bad:
     print("\n".join(bad), file=sys.stderr)
     sys.exit(1)
@@ -164,6 +197,10 @@ grep -q '^khbpf_evidence_available{collector="scheduler-activity",field="\*"} 1$
 	curl -sf "http://127.0.0.1:$PORT/metrics" | grep -q '^khbpf_evidence_available{collector="scheduler-activity",field="\*"} 1$' ||
 	fail "no khbpf_evidence_available for the scheduler"
 curl -sf "http://127.0.0.1:$PORT/metrics" | grep -q '^khbpf_evidence_gap_info{' || fail "no gap series"
+
+kill -INT "$SERVE2_PID"
+wait "$SERVE2_PID" || fail "serve --cgroup exited $? after SIGINT"
+SERVE2_PID=
 
 # SIGTERM: serve stops, and the NDJSON file ends with a whole document.
 kill -TERM "$SERVE_PID"

@@ -121,8 +121,15 @@ int main(int argc, char **argv)
 
 		snprintf(t, sizeof(t), "%lu", threads);
 		snprintf(m, sizeof(m), "%lu", run_ms);
-		execl("/proc/self/exe", argv[0], argv[1], "--threads", t, "--ms", m, "--in-cgroup",
-		      "1", (char *)NULL);
+		char self[4096];
+		ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+
+		/* By its own path, so that its comm stays "cgroupload". */
+		if (n <= 0)
+			_exit(127);
+		self[n] = '\0';
+		execl(self, argv[0], argv[1], "--threads", t, "--ms", m, "--in-cgroup", "1",
+		      (char *)NULL);
 		_exit(127);
 	}
 	close(fd);
