@@ -121,5 +121,24 @@ kill -0 "$SERVE_PID" || fail "serve died"
 kill -INT "$SERVE_PID"
 wait "$SERVE_PID" || fail "serve exited $? after SIGINT"
 SERVE_PID=
+
+# --pid: that process's threads only (a sleeping loop; its sleep children are not it).
+bash -c 'while :; do sleep 0.01; done' &
+LOOP=$!
+"$KHBPF" serve --listen "127.0.0.1:$PORT" --pid "$LOOP" --by process --interval 0.5 \
+	2>"$TMP/serve.err" &
+SERVE_PID=$!
+for _ in $(seq 100); do
+	curl -sf "$URL/metrics" >"$TMP/pid.txt" && grep -q '^khbpf_voluntary_switches_total{comm="bash"} [1-9]' "$TMP/pid.txt" && break
+	kill -0 "$SERVE_PID" 2>/dev/null || fail "serve --pid exited: $(cat "$TMP/serve.err")"
+	sleep 0.1
+done
+kill "$LOOP"
+series=$(grep -c '^khbpf_voluntary_switches_total{' "$TMP/pid.txt")
+[ "$series" = 1 ] && grep -q '^khbpf_voluntary_switches_total{comm="bash"} [1-9]' "$TMP/pid.txt" ||
+	fail "serve --pid $LOOP: $(grep '^khbpf_voluntary_switches_total' "$TMP/pid.txt")"
+kill -INT "$SERVE_PID"
+wait "$SERVE_PID" || fail "serve --pid exited $? after SIGINT"
+SERVE_PID=
 no_bpf_left
 echo "serve_churn: ok"
