@@ -932,12 +932,16 @@ static int serve_loop(struct serve *s)
 			uint64_t ticks;
 
 			if (read(s->timerfd, &ticks, sizeof(ticks)) == sizeof(ticks)) {
-				int err = sweep(s);
+				/* Independent: a window ends (and drains exits) whatever the sweep did. */
+				int err = sweep(s), werr = end_window(s);
 
-				err = err ?: end_window(s);
 				if (err && s->o.log)
+					fprintf(s->o.log, "khbpf serve: sweeping groups: %s\n",
+						strerror(-err));
+				if (werr && s->o.log)
 					fprintf(s->o.log, "khbpf serve: window %llu: %s\n",
-						(unsigned long long)s->windows + 1, strerror(-err));
+						(unsigned long long)s->windows + 1,
+						strerror(-werr));
 				if (s->first_window) {
 					s->first_window = false;
 					set_timer(s->timerfd, every, every);

@@ -1419,6 +1419,11 @@ int session__serve_rotate(struct session *s, struct json_object **doc)
 
 	*doc = NULL;
 	err = sched_collector__snapshot(s->coll, &s->end);
+	if (err) {
+		/* No end readings: the window goes on from the same baseline. */
+		thread_table__free(&s->end);
+		return err;
+	}
 	now_boot = clock_ns(CLOCK_BOOTTIME);
 	now_real = clock_ns(CLOCK_REALTIME);
 	s->end_mono = clock_ns(CLOCK_MONOTONIC);
