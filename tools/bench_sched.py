@@ -1,7 +1,7 @@
 #!/usr/bin/python3
-"""Context-switch overhead of khbpf against runqlat and an empty program.
+"""Context-switch overhead of khbpf against its peers and an empty program.
 
-Rounds are interleaved (A B C D E F, nine times), the workload is
+Rounds are interleaved (A B C ... I, nine times), the workload is
 `perf bench sched pipe -T` pinned to CPU 0, and every comparison is a ratio
 of figures measured in this run:
 
@@ -11,10 +11,15 @@ of figures measured in this run:
   D  with `khbpf attach` on another (sleeping) process: non-target cost
   E  with an empty tp_btf/sched_switch program attached
   F  `perf bench syscall basic`: an empty syscall, the unit for comparisons
+  G  with `khbpf serve` (every task of the host, by cgroup)
+  H  with libbpf-tools `runqslower` (threshold 1 s: it traces every switch)
+  I  with a bpftrace script keeping per-thread counters (switches, on-CPU
+     time, runqueue-wait histogram)
 
 BPF program costs come from run-time stats (BPF_ENABLE_STATS held for the
-round): khbpf reports its own; runqlat's and the empty program's are read
-with bpftool / bench-empty.
+round): khbpf reports its own; the peers' and the empty program's are read
+with bpftool / bench-empty. After each peer stops, none of its programs may
+stay loaded.
 """
 import json
 import os
@@ -30,6 +35,8 @@ LOOPS = int(os.environ.get("BENCH_LOOPS", "300000"))
 OUT = "build/bench"
 KHBPF = "build/khbpf"
 EMPTY = "build/tools/bench-empty"
+CONFIGS = "ABCDEFGHI"
+TRACED = "BCDEGHI"  # the configurations with a sched_switch program
 PIPE = ["taskset", "-c", "0", "perf", "bench", "sched", "pipe", "-T", "-l", str(LOOPS)]
 SYSCALL = ["taskset", "-c", "0", "perf", "bench", "syscall", "basic", "-l", "2000000"]
 
@@ -86,39 +93,88 @@ def round_b():
             "switch_ns": ov["khbpf_sched_switch_run_time_ns"]["value"]}
 
 
-def round_c():
+# bpftrace keeping per-thread counters like khbpf's: switches in and out,
+# on-CPU time, and each runqueue wait from wakeup to switch-in.
+BPFTRACE_SCRIPT = (
+    "tracepoint:sched:sched_wakeup { @q[args->pid] = nsecs; } "
+    "tracepoint:sched:sched_switch { @out[args->prev_pid] = count(); "
+    "if (@in[args->prev_pid]) { @cpu[args->prev_pid] = sum(nsecs - @in[args->prev_pid]); } "
+    "@in[args->next_pid] = nsecs; "
+    "if (@q[args->next_pid]) { @wait[args->next_pid] = hist(nsecs - @q[args->next_pid]); "
+    "delete(@q[args->next_pid]); } }")
+
+
+def peer_round(cmd, ready):
+    """Workload under a peer tracer: its sched_switch program's stats, then proof
+    that every program it loaded is gone after it stops."""
     holder = subprocess.Popen([EMPTY, "--no-attach"], stdin=subprocess.PIPE,
                               stdout=subprocess.PIPE, text=True)
     holder.stdout.readline()
     before = set(progs())
-    rq = subprocess.Popen(["runqlat", "-L"], stdout=subprocess.DEVNULL,
-                          stderr=subprocess.DEVNULL)
+    peer = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
     ids = []
     try:
         sw = None
-        for _ in range(200):
-            sw = new_prog(before, "sched_switch")
-            if sw:
+        for _ in range(400):
+            sw = next((i for i, p in progs().items() if i not in before and ready(p)), None)
+            if sw or peer.poll() is not None:
                 break
             time.sleep(0.05)
         if not sw:
-            raise RuntimeError("runqlat's sched_switch program never appeared")
+            raise RuntimeError(f"{cmd[0]}'s sched_switch program never appeared")
+        time.sleep(0.3)  # the rest of its programs
         ids = [i for i in progs() if i not in before]
         c0, t0 = prog_stats(sw)
         usecs = usecs_per_op(run(PIPE).stdout)
         c1, t1 = prog_stats(sw)
     finally:
-        rq.send_signal(signal.SIGINT)
+        peer.send_signal(signal.SIGINT)
         try:
-            rq.wait(timeout=5)
+            peer.wait(timeout=5)
         except subprocess.TimeoutExpired:
-            rq.kill()
-            rq.wait()
+            # bpftrace 0.17 was seen ignoring SIGINT here.
+            peer.kill()
+            peer.wait()
         holder.stdin.close()
         holder.wait()
     if not wait_gone(ids):
-        raise RuntimeError("runqlat left programs loaded after it stopped")
+        raise RuntimeError(f"{cmd[0]} left programs loaded after it stopped")
     return {"usecs_op": usecs, "switch_cnt": c1 - c0, "switch_ns": t1 - t0}
+
+
+def round_c():
+    return peer_round(["runqlat", "-L"], lambda p: p.get("name") == "sched_switch")
+
+
+def round_h():
+    # Threshold 1 s: it traces every switch and prints (almost) nothing.
+    return peer_round(["runqslower", "1000000"], lambda p: p.get("name") == "sched_switch")
+
+
+def round_i():
+    return peer_round(["bpftrace", "-e", BPFTRACE_SCRIPT],
+                      lambda p: "sched_switch" in p.get("name", "") or
+                      p.get("name", "").startswith("tracepoint_sch"))
+
+
+def round_g():
+    """khbpf serve, every task of the host, by cgroup (run-time stats on)."""
+    s = subprocess.Popen([KHBPF, "serve", "--listen", "127.0.0.1:0", "--bpf-stats",
+                          "--ndjson", f"{OUT}/g.ndjson", "--interval", "3600"],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        if "listening" not in s.stderr.readline():
+            raise RuntimeError("khbpf serve did not start")
+        usecs = usecs_per_op(run(PIPE).stdout)
+    finally:
+        s.send_signal(signal.SIGINT)
+        s.wait(timeout=30)
+    # The last NDJSON line is the window that ends at SIGINT: the whole run.
+    ov = json.loads(open(f"{OUT}/g.ndjson").read().splitlines()[-1])["overhead"]
+    os.unlink(f"{OUT}/g.ndjson")
+    return {"usecs_op": usecs, "switch_cnt": ov["khbpf_sched_switch_run_cnt"]["value"],
+            "switch_ns": ov["khbpf_sched_switch_run_time_ns"]["value"]}
 
 
 def round_d():
@@ -194,11 +250,16 @@ def med_iqr(xs):
 
 def main():
     os.makedirs(OUT, exist_ok=True)
-    rounds = {k: [] for k in "ABCDEF"}
-    fns = {"A": round_a, "B": round_b, "C": round_c, "D": round_d, "E": round_e, "F": round_f}
+    # bpftrace's tracepoint probes need tracefs (the kernel's own, not a sysctl).
+    if not os.path.exists("/sys/kernel/tracing/events"):
+        print("bench-sched: mounting tracefs on /sys/kernel/tracing for bpftrace", file=sys.stderr)
+        run(["mount", "-t", "tracefs", "nodev", "/sys/kernel/tracing"])
+    rounds = {k: [] for k in CONFIGS}
+    fns = {"A": round_a, "B": round_b, "C": round_c, "D": round_d, "E": round_e, "F": round_f,
+           "G": round_g, "H": round_h, "I": round_i}
     t0 = time.time()
     for i in range(ROUNDS):
-        for k in "ABCDEF":
+        for k in CONFIGS:
             rounds[k].append(fns[k]())
         print(f"round {i + 1}/{ROUNDS} done ({time.time() - t0:.0f} s)", file=sys.stderr)
 
@@ -208,9 +269,9 @@ def main():
     loader = loader_cost()
     base = col("A", lambda r: r["usecs_op"] * 1000)
     # Each op of `sched pipe` is two context switches plus two pipe syscalls.
-    added = {k: [x["usecs_op"] * 1000 - a for x, a in zip(rounds[k], base)] for k in "BCDE"}
+    added = {k: [x["usecs_op"] * 1000 - a for x, a in zip(rounds[k], base)] for k in TRACED}
     per_run = {k: col(k, lambda r: r["switch_ns"] / r["switch_cnt"] if r["switch_cnt"] else 0)
-               for k in "BCDE"}
+               for k in TRACED}
     syscall_ns = col("F", lambda r: r["usecs_op"] * 1000)
     ratio_added = [b / c if c > 0 else float("inf") for b, c in zip(added["B"], added["C"])]
     ratio_prog = [b / c for b, c in zip(per_run["B"], per_run["C"])]
@@ -224,6 +285,10 @@ def main():
         "ratio_added_khbpf_over_runqlat": med_iqr(ratio_added),
         "ratio_switch_prog_khbpf_over_runqlat": med_iqr(ratio_prog),
         "ratio_nontarget_over_empty": med_iqr(ratio_nontarget),
+        "vs_runqlat": {k: (med_iqr([x / c if c > 0 else float("inf")
+                                    for x, c in zip(added[k], added["C"])]),
+                           med_iqr([x / c for x, c in zip(per_run[k], per_run["C"])]))
+                       for k in TRACED},
         "loader": loader,
         "raw": rounds,
     }
@@ -231,21 +296,27 @@ def main():
 
     sc = summary["empty_syscall_ns"][0]
     names = {"B": "khbpf run (target)", "C": "runqlat -L", "D": "khbpf attach (non-target)",
-             "E": "empty tp_btf program"}
+             "E": "empty tp_btf program", "G": "khbpf serve (every task, by cgroup)",
+             "H": "runqslower", "I": "bpftrace, per-thread counters"}
     lines = [
         f"`perf bench sched pipe -T -l {LOOPS}` pinned to CPU 0; median (IQR) of {ROUNDS} "
         "interleaved rounds; one empty syscall (`perf bench syscall basic`) = "
         f"{sc:.0f} ns in this run.",
         "",
-        "| configuration | added ns/op | in empty syscalls | sched_switch prog ns/run |",
-        "| --- | --- | --- | --- |",
+        "| configuration | added ns/op | added ns per switch | in empty syscalls | "
+        "sched_switch prog ns/run | added / runqlat's | prog / runqlat's |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
         f"| workload alone | {summary['baseline_ns_per_op'][0]:.0f} ns/op "
         f"({summary['baseline_ns_per_op'][1]:.0f}) | | |",
     ]
-    for k in "BCDE":
+    for k in TRACED:
         a, ai = summary["added_ns_per_op"][k]
         p, pi = summary["sched_switch_ns_per_run"][k]
-        lines.append(f"| {names[k]} | {a:.0f} ({ai:.0f}) | {a / sc:.2f} | {p:.0f} ({pi:.0f}) |")
+        ra, rp = summary["vs_runqlat"][k]
+        # One op of `sched pipe -T` is two context switches.
+        lines.append(f"| {names[k]} | {a:.0f} ({ai:.0f}) | {a / 2:.0f} | {a / sc:.2f} | "
+                     f"{p:.0f} ({pi:.0f}) | {ra[0]:.2f} ({ra[1]:.2f}) | "
+                     f"{rp[0]:.2f} ({rp[1]:.2f}) |")
     r1, r2, r3 = (summary[k] for k in ("ratio_added_khbpf_over_runqlat",
                                        "ratio_switch_prog_khbpf_over_runqlat",
                                        "ratio_nontarget_over_empty"))

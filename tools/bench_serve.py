@@ -30,11 +30,11 @@ import urllib.request
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_sched import EMPTY, progs  # noqa: E402  the bpftool readers, shared
 
-ROUNDS = int(os.environ.get("BENCH_SERVE_ROUNDS", "5"))
+ROUNDS = int(os.environ.get("BENCH_SERVE_ROUNDS", "9"))
 STEADY_S = float(os.environ.get("BENCH_SERVE_STEADY_S", "60"))
 OUT = "build/bench"
 KHBPF = "build/khbpf"
-HACKBENCH = ["perf", "bench", "sched", "messaging", "-g", "10", "-l", "2000"]
+HACKBENCH = ["perf", "bench", "sched", "messaging", "-g", "10", "-l", "1000"]
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 

@@ -38,7 +38,7 @@ import sys
 import tempfile
 import time
 
-ROUNDS = int(os.environ.get("BENCH_SPAN_ROUNDS", "5"))
+ROUNDS = int(os.environ.get("BENCH_SPAN_ROUNDS", "9"))
 # Each site's N: the floor's loop should take about this long (calibrated).
 TARGET_S = float(os.environ.get("BENCH_SPAN_SECONDS", "0.3"))
 # At most khbpf's default --max-spans: a document of N records stays small
