@@ -307,7 +307,7 @@ def main():
         "sched_switch prog ns/run | added / runqlat's | prog / runqlat's |",
         "| --- | --- | --- | --- | --- | --- | --- |",
         f"| workload alone | {summary['baseline_ns_per_op'][0]:.0f} ns/op "
-        f"({summary['baseline_ns_per_op'][1]:.0f}) | | |",
+        f"({summary['baseline_ns_per_op'][1]:.0f}) | | | | | |",
     ]
     for k in TRACED:
         a, ai = summary["added_ns_per_op"][k]
