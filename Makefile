@@ -177,6 +177,7 @@ bench: $(KHBPF) build/tools/bench-empty $(BENCH_SPANS_DEPS)
 	$(Q)tools/bench-sched.sh
 	$(Q)tools/bench-spans.sh
 	$(Q)/usr/bin/python3 tools/bench_serve.py
+	$(Q)/usr/bin/python3 tools/bench_accuracy.py
 
 # `khbpf serve` alone: hackbench overhead against runqlat, scrape time, steady CPU.
 bench-serve: $(KHBPF)

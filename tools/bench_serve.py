@@ -12,7 +12,7 @@
 2. Scrape time with 1000 tracked processes: `serve --by process --top 1000`
    while 1000 sleeping processes exist; GET /metrics timed N times.
 3. Steady CPU: serve (by cgroup, 15 s windows) scraped every 15 s for
-   BENCH_SERVE_STEADY_S seconds (default 60) on an idle host; its CPU time
+   BENCH_SERVE_STEADY_S seconds (default 45) on an idle host; its CPU time
    from /proc/PID/stat over the wall time.
 Writes build/bench/serve.md and build/bench/serve.json.
 """
@@ -31,7 +31,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_sched import EMPTY, progs  # noqa: E402  the bpftool readers, shared
 
 ROUNDS = int(os.environ.get("BENCH_SERVE_ROUNDS", "9"))
-STEADY_S = float(os.environ.get("BENCH_SERVE_STEADY_S", "60"))
+STEADY_S = float(os.environ.get("BENCH_SERVE_STEADY_S", "45"))
 OUT = "build/bench"
 KHBPF = "build/khbpf"
 HACKBENCH = ["perf", "bench", "sched", "messaging", "-g", "10", "-l", "1000"]

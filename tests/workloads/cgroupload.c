@@ -4,14 +4,16 @@
  * so every switch of every thread it ever has happens in that cgroup, then
  * a known mix of scheduler behaviour, then quiet, for `khbpf serve` tests.
  *
- *   cgroupload CGROUP_DIR [--threads N] [--ms M]
+ *   cgroupload CGROUP_DIR [--threads N] [--ms M] [--wait 1]
  *
  * The child re-executes itself (a raw clone3 leaves libc's thread state
  * stale), then runs N threads for M ms: each sleeps 1 ms at a time (voluntary
  * switches), and there are more spinners than CPUs (involuntary ones and
  * runqueue waits). Then every thread blocks, the child prints "idle" on
- * stdout, and waits for stdin to close before it exits. The parent waits
- * for it and exits with its status.
+ * stdout, and waits for stdin to close before it exits. With --wait 1 it
+ * first prints "ready PID" and starts only after a line on stdin, so that
+ * tools can attach to PID first. The parent waits for it and exits with its
+ * status.
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -25,7 +27,7 @@
 
 #include "workload.h"
 
-static unsigned long run_ms = 1500;
+static unsigned long run_ms = 1500, wait_go;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t never = PTHREAD_COND_INITIALIZER;
 static pthread_barrier_t done;
@@ -58,6 +60,15 @@ static int child(unsigned long threads)
 	char buf[64];
 	unsigned long i;
 
+	if (wait_go) {
+		printf("ready %d\n", (int)getpid());
+		fflush(stdout);
+		/* One line: the go. The rest of stdin is the end. */
+		do {
+			if (read(STDIN_FILENO, buf, 1) != 1)
+				return 1;
+		} while (buf[0] != '\n');
+	}
 	pthread_barrier_init(&done, NULL, (unsigned)threads + 1);
 	for (i = 0; i < threads; i++) {
 		/* Odd threads spin: with 2 CPUs, enough of them to preempt each other. */
@@ -75,7 +86,8 @@ static int child(unsigned long threads)
 static int usage(void)
 {
 	fprintf(stderr,
-		"cgroupload: usage: cgroupload CGROUP_DIR [--threads 1..64] [--ms 1..60000]\n");
+		"cgroupload: usage: cgroupload CGROUP_DIR [--threads 1..64] [--ms 1..60000] "
+		"[--wait 0|1]\n");
 	return 2;
 }
 
@@ -93,6 +105,9 @@ int main(int argc, char **argv)
 			continue;
 		if (!strcmp(argv[a], "--threads")) {
 			if (parse_ulong(argv[a + 1], 1, 64, &threads))
+				return usage();
+		} else if (!strcmp(argv[a], "--wait")) {
+			if (parse_ulong(argv[a + 1], 0, 1, &wait_go))
 				return usage();
 		} else if (!strcmp(argv[a], "--ms")) {
 			if (parse_ulong(argv[a + 1], 1, 60000, &run_ms))
@@ -117,10 +132,11 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	if (pid == 0) {
-		char t[24], m[24];
+		char t[24], m[24], w[4];
 
 		snprintf(t, sizeof(t), "%lu", threads);
 		snprintf(m, sizeof(m), "%lu", run_ms);
+		snprintf(w, sizeof(w), "%lu", wait_go);
 		char self[4096];
 		ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
 
@@ -128,8 +144,8 @@ int main(int argc, char **argv)
 		if (n <= 0)
 			_exit(127);
 		self[n] = '\0';
-		execl(self, argv[0], argv[1], "--threads", t, "--ms", m, "--in-cgroup", "1",
-		      (char *)NULL);
+		execl(self, argv[0], argv[1], "--threads", t, "--ms", m, "--wait", w, "--in-cgroup",
+		      "1", (char *)NULL);
 		_exit(127);
 	}
 	close(fd);
