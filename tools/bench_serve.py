@@ -34,7 +34,7 @@ ROUNDS = int(os.environ.get("BENCH_SERVE_ROUNDS", "9"))
 STEADY_S = float(os.environ.get("BENCH_SERVE_STEADY_S", "45"))
 OUT = "build/bench"
 KHBPF = "build/khbpf"
-HACKBENCH = ["perf", "bench", "sched", "messaging", "-g", "10", "-l", "1000"]
+HACKBENCH = ["perf", "bench", "sched", "messaging", "-g", "10", "-l", "500"]
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
