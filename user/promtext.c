@@ -77,6 +77,9 @@ static int reserve(struct promtext *p, size_t more)
 	size_t cap = p->cap ? p->cap : 4096;
 	char *nb;
 
+	/* The common case, once per piece of every line: room already. */
+	if (more < p->cap - p->len)
+		return 0;
 	if (more > SIZE_MAX - p->len - 1)
 		return -ENOMEM;
 	/* One spare byte for finish's NUL. */
@@ -417,28 +420,54 @@ static int scalar(struct promtext *p, const struct prom_label *l, size_t nr, con
 	return err;
 }
 
+/*
+ * v in decimal into buf (at least 21 bytes); returns the length. A scrape
+ * writes tens of thousands of numbers: snprintf was the largest cost.
+ */
+static size_t fmt_u64(char *buf, uint64_t v)
+{
+	char tmp[20];
+	size_t n = 0, i;
+
+	do {
+		tmp[n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	for (i = 0; i < n; i++)
+		buf[i] = tmp[n - 1 - i];
+	buf[n] = '\0';
+	return n;
+}
+
 int promtext__u64(struct promtext *p, const struct prom_label *l, size_t nr, uint64_t v)
 {
 	char num[24];
 
-	snprintf(num, sizeof(num), "%" PRIu64, v);
+	fmt_u64(num, v);
 	return scalar(p, l, nr, num, v == 1);
 }
 
 size_t promtext__fmt_seconds(char *buf, uint64_t ns)
 {
 	uint64_t frac = ns % NS_PER_SEC;
-	int n, width = 9;
+	size_t n = fmt_u64(buf, ns / NS_PER_SEC);
+	int width = 9;
 
-	n = snprintf(buf, PROMTEXT_SECONDS_MAX, "%" PRIu64, ns / NS_PER_SEC);
 	if (frac) {
 		while (frac % 10 == 0) {
 			frac /= 10;
 			width--;
 		}
-		n += snprintf(buf + n, PROMTEXT_SECONDS_MAX - n, ".%0*" PRIu64, width, frac);
+		buf[n++] = '.';
+		/* frac has `width` digits once its leading zeros are added. */
+		for (int d = width - 1; d >= 0; d--) {
+			buf[n + (size_t)d] = (char)('0' + frac % 10);
+			frac /= 10;
+		}
+		n += (size_t)width;
+		buf[n] = '\0';
 	}
-	return (size_t)n;
+	return n;
 }
 
 int promtext__ns_as_seconds(struct promtext *p, const struct prom_label *l, size_t nr, uint64_t ns)
@@ -487,11 +516,11 @@ int promtext__histogram_log2_ns(struct promtext *p, const struct prom_label *l, 
 	for (k = 0; k + 1 < nr_buckets && !err; k++) {
 		total += buckets[k];
 		promtext__fmt_seconds(le, (UINT64_C(2) << k) - 1);
-		snprintf(num, sizeof(num), "%" PRIu64, total);
+		fmt_u64(num, total);
 		err = put_sample(p, "_bucket", l, nr, le, num);
 	}
 	total += buckets[nr_buckets - 1];
-	snprintf(num, sizeof(num), "%" PRIu64, total);
+	fmt_u64(num, total);
 	err = err ?: put_sample(p, "_bucket", l, nr, "+Inf", num);
 	promtext__fmt_seconds(le, sum_ns);
 	err = err ?: put_sample(p, "_sum", l, nr, NULL, le);
