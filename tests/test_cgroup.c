@@ -93,12 +93,34 @@ static void test_cgroup__v2_names(void **state)
 	assert_non_null(n);
 	assert_string_equal(n->path, "/");
 	assert_null(cgroup_names__find(v, nr, 1));
+
+	/* A rescan after /c is removed keeps /c's name. */
+	{
+		struct cgroup_name *old = v, *nv;
+		size_t nr_old = nr, nnr;
+		uint64_t c_id;
+
+		snprintf(p, sizeof(p), "%s/c", mnt);
+		assert_int_equal(stat(p, &st), 0);
+		c_id = st.st_ino;
+		assert_int_equal(rmdir(p), 0);
+		assert_int_equal(cgroup_names__scan(mnt, 100, &nv, &nnr, &dropped), 0);
+		assert_int_equal(nnr, 3);
+		assert_null(cgroup_names__find(nv, nnr, c_id));
+		assert_int_equal(cgroup_names__keep_gone(&nv, &nnr, old, nr_old, 100, &dropped), 0);
+		assert_int_equal(nnr, 4);
+		n = cgroup_names__find(nv, nnr, c_id);
+		assert_non_null(n);
+		assert_string_equal(n->path, "/c");
+		v = nv;
+		nr = nnr;
+	}
 	cgroup_names__free(v, nr);
 
-	/* Bounded: the rest is counted. */
+	/* Bounded: the rest is counted (/, /a, /a/b are left). */
 	assert_int_equal(cgroup_names__scan(mnt, 2, &v, &nr, &dropped), 0);
 	assert_int_equal(nr, 2);
-	assert_int_equal(dropped, 2);
+	assert_int_equal(dropped, 1);
 	cgroup_names__free(v, nr);
 
 	tree_put(dir, "proc/self/mountinfo",

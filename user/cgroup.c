@@ -601,6 +601,38 @@ const struct cgroup_name *cgroup_names__find(const struct cgroup_name *v, size_t
 	return nr ? bsearch(&key, v, nr, sizeof(*v), name_cmp) : NULL;
 }
 
+int cgroup_names__keep_gone(struct cgroup_name **v, size_t *nr, struct cgroup_name *old,
+			    size_t nr_old, size_t max, uint64_t *dropped)
+{
+	size_t i, gone = 0, n = *nr;
+	struct cgroup_name *grown;
+
+	for (i = 0; i < nr_old; i++)
+		gone += !cgroup_names__find(*v, *nr, old[i].id);
+	if (!gone) {
+		cgroup_names__free(old, nr_old);
+		return 0;
+	}
+	grown = realloc(*v, (n + gone) * sizeof(**v));
+	if (!grown)
+		return -ENOMEM;
+	for (i = 0; i < nr_old; i++) {
+		if (cgroup_names__find(grown, *nr, old[i].id))
+			continue;
+		if (n == max) {
+			(*dropped)++;
+			continue;
+		}
+		grown[n++] = old[i];
+		old[i].path = NULL; /* moved */
+	}
+	qsort(grown, n, sizeof(*grown), name_cmp);
+	*v = grown;
+	*nr = n;
+	cgroup_names__free(old, nr_old);
+	return 0;
+}
+
 void cgroup_names__free(struct cgroup_name *v, size_t nr)
 {
 	size_t i;

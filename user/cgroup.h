@@ -66,6 +66,15 @@ struct cgroup_name {
 int cgroup_names__scan(const char *mount, size_t max, struct cgroup_name **out, size_t *nr,
 		       uint64_t *dropped);
 const struct cgroup_name *cgroup_names__find(const struct cgroup_name *v, size_t nr, uint64_t id);
+/*
+ * A new scan (*v, *nr) keeps the names of an older one whose cgroups are
+ * gone, up to max in all (the rest counted in *dropped): a removed
+ * cgroup's series keeps its label. Takes the older table (frees it).
+ * 0 or -ENOMEM (then both tables are as they were, the older still owned
+ * by the caller).
+ */
+int cgroup_names__keep_gone(struct cgroup_name **v, size_t *nr, struct cgroup_name *old,
+			    size_t nr_old, size_t max, uint64_t *dropped);
 void cgroup_names__free(struct cgroup_name *v, size_t nr);
 
 #endif /* KHBPF_CGROUP_H */

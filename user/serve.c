@@ -70,6 +70,7 @@ struct serve {
 	struct cgroup_name *names;
 	size_t nr_names;
 	uint64_t names_dropped;
+	bool names_fresh; /* scanned during this render: unknown ids are gone */
 
 	struct group_track *track; /* sorted by key */
 	size_t nr_track;
@@ -255,14 +256,18 @@ static const char *cgroup_label(struct serve *s, uint64_t id, char *buf, size_t 
 {
 	const struct cgroup_name *n = cgroup_names__find(s->names, s->nr_names, id);
 
-	if (!n && s->have_cg_mount) {
+	/* At most one scan per scrape, however many ids are unknown. */
+	if (!n && s->have_cg_mount && !s->names_fresh) {
 		struct cgroup_name *v;
 		size_t nr;
 		uint64_t dropped;
 
 		/* A cgroup made since the last scan. */
+		s->names_fresh = true;
 		if (!cgroup_names__scan(s->cg_mount, MAX_CGROUP_NAMES, &v, &nr, &dropped)) {
-			cgroup_names__free(s->names, s->nr_names);
+			if (cgroup_names__keep_gone(&v, &nr, s->names, s->nr_names,
+						    MAX_CGROUP_NAMES, &dropped))
+				cgroup_names__free(s->names, s->nr_names);
 			s->names = v;
 			s->nr_names = nr;
 			s->names_dropped = dropped;
@@ -366,6 +371,7 @@ static int build_rows(struct serve *s, struct row **out, size_t *nr_out)
 	if (err)
 		return err;
 	qsort(g, nr, sizeof(*g), entry_cmp);
+	s->names_fresh = false;
 	if (s->o.group_by == KHBPF_GROUP_PROCESS && s->o.top)
 		pick_top(s, g, nr);
 	for (i = 0; i < nr && !err; i++) {
