@@ -401,13 +401,22 @@ int httpd__run(struct httpd *h)
 	return 0;
 }
 
+/*
+ * Seen here: after a flood of half-open connections from one address,
+ * libmicrohttpd 0.9.75 (epoll mode) sometimes kept that address at its
+ * per-address limit until the idle timeout (10 s), refusing everyone from
+ * it, although the peers had closed. An MHD_run at least once a second
+ * bounds that to a second; an idle daemon wakes once a second for it.
+ */
+#define MAX_SLEEP_MS 1000
+
 int httpd__timeout_ms(const struct httpd *h)
 {
 	MHD_UNSIGNED_LONG_LONG ms;
 
-	if (MHD_get_timeout(h->mhd, &ms) != MHD_YES)
-		return -1;
-	return ms > INT_MAX ? INT_MAX : (int)ms;
+	if (MHD_get_timeout(h->mhd, &ms) != MHD_YES || ms > MAX_SLEEP_MS)
+		return MAX_SLEEP_MS;
+	return (int)ms;
 }
 
 void httpd__stop(struct httpd *h)

@@ -82,7 +82,7 @@ int httpd__start(struct httpd **out, const struct httpd_opts *opts, char *errbuf
 uint16_t httpd__port(const struct httpd *h); /* the bound port */
 int httpd__fd(const struct httpd *h); /* poll it for POLLIN */
 int httpd__run(struct httpd *h); /* does ready work, never blocks; 0 or -EIO */
-/* Longest wait before the next httpd__run, in ms; -1 when only fd activity matters. */
+/* Longest wait before the next httpd__run, in ms (at most 1000; see httpd.c). */
 int httpd__timeout_ms(const struct httpd *h);
 void httpd__stop(struct httpd *h); /* closes every connection; NULL is fine */
 
