@@ -96,6 +96,56 @@ def window(doc_path, before_path, after_path):
     return doc, born
 
 
+def exit_wait_bound(doc_thread, kernel):
+    """Most run delay the thread's exit can add after its own last read.
+
+    run_delay grows only when a wait ends: at sched_info_arrive(), which also
+    counts a timeslice, or at sched_info_dequeue() of a queued task, which is
+    followed by an arrive before the task can exit. So with no timeslice
+    after the read there is no delay after it, and each later timeslice adds
+    one wait, none longer than the thread's longest binned wait (the upper
+    bound of its highest histogram bin) unless it was seen only as a sum.
+    """
+    v = doc_thread["scheduler"]["timeslices"]["value"]
+    detail = doc_thread["bpf_detail"].get("value")
+    if v["status"] != "recorded" or not detail:
+        return None
+    later = v["value"] - kernel["pcount"]
+    longest = max((b["upper_bound"] for b in detail["runqueue_histogram"]), default=0)
+    return later * longest + detail["unbinned_wait_ns"]
+
+
+# Switch-ins of one thread after its own last read (and switches between its
+# two /proc reads) that a quiet exit can explain: the wake-up of the thread
+# joining it, a tick, a wake-up preemption, and one to spare. More means the
+# counters read at its final switch were not its own.
+MAX_LATER_TIMESLICES = 4
+
+
+def exit_switches(doc_thread, kernel):
+    """Switch counts at the final switch against the thread's own reading.
+
+    A thread born and exited under watch switched out once per switch-in:
+    voluntary + involuntary == timeslices, exactly. It read
+    /proc/thread-self/sched before schedstat, so its switch-outs after the
+    first read are the later switch-ins plus the final switch plus any
+    between the two reads: never fewer than later timeslices + 1.
+    """
+    tid = doc_thread["thread_id"]
+    s = doc_thread["scheduler"]
+    got = {f: s[f]["value"].get("value") for f in
+           ("voluntary_context_switches", "involuntary_context_switches", "timeslices")}
+    if None in got.values() or not doc_thread["born"]:
+        return
+    vol, invol, slices = got.values()
+    if vol + invol != slices:
+        fail(f"tid {tid}: voluntary {vol} + involuntary {invol} != timeslices {slices}")
+    later = slices - kernel["pcount"]
+    outs = vol + invol - kernel["nr_voluntary_switches"] - kernel["nr_involuntary_switches"]
+    if not 0 <= later <= MAX_LATER_TIMESLICES or not 0 <= outs - later - 1 <= MAX_LATER_TIMESLICES:
+        fail(f"tid {tid}: {later} timeslices and {outs} switch-outs after its own read")
+
+
 def truth(doc_path, truth_path):
     doc = json.load(open(doc_path))
     by_tid = {t["thread_id"]: t for t in doc["threads"]}
@@ -110,18 +160,20 @@ def truth(doc_path, truth_path):
             continue
         if not t["exited"]:
             fail(f"tid {tid} exited but is not marked exited")
-        # Counts: equal, or at most 2 more for the exit after the thread's read.
+        exit_switches(t, k)
         for field, key in FIELDS.items():
             got = value(t, field)
             if got is None:
                 continue
-            if field == "scheduler_delay_ns":
+            if got < k[key]:
+                fail(f"tid {tid} {field}: khbpf {got} is less than the kernel's {k[key]} "
+                     "read before the thread exited")
+            elif field == "scheduler_delay_ns":
                 extra = got - k[key]
-                # Never less than the kernel's; the exit path adds at most a few ms.
-                if not 0 <= extra <= 5_000_000:
-                    fail(f"tid {tid} {field}: khbpf {got}, kernel {k[key]} (+{extra})")
-            elif not 0 <= got - k[key] <= 2:
-                fail(f"tid {tid} {field}: khbpf {got}, kernel {k[key]}")
+                bound = exit_wait_bound(t, k)
+                if bound is None or not 0 <= extra <= bound:
+                    fail(f"tid {tid} {field}: khbpf {got}, kernel {k[key]} (+{extra}, "
+                         f"bound {bound})")
         extra = (on_cpu(t) or 0) - k["sum_exec_runtime_ns"]
         if not 0 <= extra <= 5_000_000:
             fail(f"tid {tid} on_cpu_ns: khbpf {on_cpu(t)}, kernel {k['sum_exec_runtime_ns']}")

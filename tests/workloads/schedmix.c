@@ -231,21 +231,30 @@ static const struct role_desc {
 };
 
 /*
- * Long-running threads wait for each other after their loops, so that each
- * one's final read and exit happen on a quiet machine: the exit then adds at
- * most a switch or two to what the thread read of itself.
+ * Long-running threads wait for each other after their loops, then read
+ * themselves and exit one at a time, in the order main joins them: each
+ * final read and exit happens with no other thread of the workload runnable,
+ * so what the exit adds to the thread's own reading is as small as it gets.
  */
 static pthread_mutex_t quiet_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t quiet_cond = PTHREAD_COND_INITIALIZER;
-static int quiet_done, quiet_expected = -1;
+static int quiet_done, quiet_expected = -1, exit_turn = -1;
 
-static void wait_quiet(void)
+static void wait_turn(enum role role)
 {
 	pthread_mutex_lock(&quiet_lock);
 	quiet_done++;
 	pthread_cond_broadcast(&quiet_cond);
-	while (quiet_expected < 0 || quiet_done < quiet_expected)
+	while (quiet_expected < 0 || quiet_done < quiet_expected || exit_turn != (int)role)
 		pthread_cond_wait(&quiet_cond, &quiet_lock);
+	pthread_mutex_unlock(&quiet_lock);
+}
+
+static void give_turn(int role)
+{
+	pthread_mutex_lock(&quiet_lock);
+	exit_turn = role;
+	pthread_cond_broadcast(&quiet_cond);
 	pthread_mutex_unlock(&quiet_lock);
 }
 
@@ -256,7 +265,7 @@ static void *thread_main(void *arg)
 	pthread_setname_np(pthread_self(), roles[role].name);
 	roles[role].run();
 	if (role != ROLE_SHORT)
-		wait_quiet();
+		wait_turn(role);
 	record_self(&records[role]);
 	return NULL;
 }
@@ -497,8 +506,10 @@ int main(int argc, char **argv)
 	/* ping without a pong waits for an echo: give it one so it sees the stop. */
 	if (started == ROLE_PONG)
 		write_byte(to_ping[1], 'x');
-	for (i = 0; i < started; i++)
+	for (i = 0; i < started; i++) {
+		give_turn(i);
 		pthread_join(threads[i], NULL);
+	}
 	record_self(&records[ROLE_MAIN]);
 
 	for (i = 0; ok && i < NR_ROLES; i++) {
