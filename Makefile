@@ -155,12 +155,13 @@ build/workloads/rust-spanned: tests/workloads/rust/spanned.rs
 
 unit-tests: $(TESTS) $(KHBPF)
 
-# Unit tests twice (plain and ASan+UBSan), then the integration tests
-# against real BPF. tests/run.sh prints the closing "N passed, N failed".
+# Unit tests and integration tests (real BPF) twice: the plain build, then
+# ASan+UBSan (the valgrind run of the demo only on the plain build).
+# tests/run.sh prints the closing "N passed, N failed".
 # Headless Chromium renders the HTML report; a user who cannot install it
 # gets the install line, and report_cli.sh skips (outside CI) what needs it.
 check: unit-tests workloads
-	$(Q)tools/install-deps.sh --with-prometheus
+	$(Q)tools/install-deps.sh --with-prometheus --with-valgrind
 	$(Q)tools/install-deps.sh --with-browser || test "$$(id -u)" != 0
 	$(Q)$(MAKE) --no-print-directory SANITIZE=address,undefined unit-tests
 	$(Q)tests/run.sh build build/sanitize

@@ -1,7 +1,8 @@
 #!/bin/bash
 # Run every test: the cmocka unit tests of each build dir given (plain and
 # sanitized), the schema validation of the documents they write, then the
-# integration tests in tests/integration against real BPF. Ends with the
+# integration tests in tests/integration against real BPF, once with each
+# build's khbpf. Ends with the
 # line "N passed, N failed" and exits non-zero on any failure.
 #
 # Usage: tests/run.sh BUILD_DIR [BUILD_DIR...]   (from the repository root)
@@ -23,13 +24,16 @@ result() { # name rc
 	fi
 }
 
-# Programs of ours still loaded after a test means a leaked link or fd.
+. tests/bpfprogs.bash
+
+# Programs of ours left with no holder after a test: a leaked link or fd.
+# (Another khbpf running on this host holds its own, which are not leaks.)
 # Their release is asynchronous (RCU), so give it a moment.
 leaked_progs() {
 	local i n
 	for i in 1 2 3 4 5 6 7 8 9 10; do
-		n=$(bpftool prog show 2>/dev/null | grep -cE 'name (probe_|khbpf_)' || true)
-		[ "${n:-0}" -eq 0 ] && { echo 0; return; }
+		n=$(orphan_progs | wc -l)
+		[ "$n" -eq 0 ] && { echo 0; return; }
 		sleep 0.2
 	done
 	echo "$n"
@@ -57,17 +61,35 @@ for build in "$@"; do
 	fi
 done
 
-for t in tests/integration/*.sh; do
-	[ -e "$t" ] || continue
-	echo "== $t"
-	KHBPF="${KHBPF:-build/khbpf}" SCHEMA="$SCHEMA" PYTHON="$PYTHON" bash "$t"
-	rc=$?
-	if [ "$rc" -eq 0 ] && [ "$(leaked_progs)" -ne 0 ]; then
-		echo "$t left BPF programs loaded:" >&2
-		bpftool prog show | grep -E 'name (probe_|khbpf_)' >&2
-		rc=1
-	fi
-	result "$t" "$rc"
+# integration KHBPF LABEL: every integration test against that binary.
+# A sanitized binary reports with its own exit status (86), so a test that
+# expects khbpf to fail with 1 or 2 cannot mistake a sanitizer report for it;
+# a test marked "khbpf-test: plain-only" (valgrind, memory bounds) runs once.
+integration() {
+	local bin=$1 label=$2 t rc
+	for t in tests/integration/*.sh; do
+		[ -e "$t" ] || continue
+		if [ -n "$label" ] && grep -q '^# khbpf-test: plain-only' "$t"; then
+			continue
+		fi
+		echo "== $t$label"
+		KHBPF="$bin" SCHEMA="$SCHEMA" PYTHON="$PYTHON" bash "$t"
+		rc=$?
+		if [ "$rc" -eq 0 ] && [ "$(leaked_progs)" -ne 0 ]; then
+			echo "$t left BPF programs loaded: $(orphan_progs | tr '\n' ' ')" >&2
+			rc=1
+		fi
+		result "$t$label" "$rc"
+	done
+}
+
+integration "${KHBPF:-build/khbpf}" ""
+for build in "$@"; do
+	[ "$build" = build ] || [ ! -x "$build/khbpf" ] && continue
+	KHBPF_SANITIZED=1 \
+		ASAN_OPTIONS=exitcode=86:detect_leaks=1:abort_on_error=0 \
+		UBSAN_OPTIONS=exitcode=86:halt_on_error=1:print_stacktrace=1 \
+		integration "$build/khbpf" " ($build)"
 done
 
 if [ "$failed" -ne 0 ]; then

@@ -1,10 +1,11 @@
 #!/bin/sh
 # Install the Debian 12 packages khbpf needs, only those missing.
-# Usage: tools/install-deps.sh [--check] [--with-prometheus] [--with-bench] [--with-browser]
+# Usage: tools/install-deps.sh [--check] [--with-prometheus] [--with-bench] [--with-browser] [--with-valgrind]
 #   --check            list what is missing and exit 1 if anything is; install nothing
 #   --with-prometheus  also require prometheus and capsh (the serve integration tests)
 #   --with-bench       also require the peers `make bench` compares with (perf, libbpf-tools, bpftrace)
 #   --with-browser     also require headless Chromium and a font (`make check` renders the HTML report)
+#   --with-valgrind    also require valgrind (`make check` runs the demo under memcheck)
 set -eu
 
 pkgs="libbpf-dev clang llvm bpftool libelf-dev zlib1g-dev libcmocka-dev libjson-c-dev libmicrohttpd-dev python3-jsonschema pkg-config make"
@@ -15,8 +16,9 @@ for arg in "$@"; do
 	--with-prometheus) pkgs="$pkgs prometheus libcap2-bin" ;;
 	--with-bench) pkgs="$pkgs linux-perf libbpf-tools bpftrace util-linux" ;;
 	--with-browser) pkgs="$pkgs chromium fonts-dejavu-core" ;;
+	--with-valgrind) pkgs="$pkgs valgrind" ;;
 	-h | --help)
-		sed -n '2,7s/^# \{0,1\}//p' "$0"
+		sed -n '2,8s/^# \{0,1\}//p' "$0"
 		exit 0
 		;;
 	*)
