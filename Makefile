@@ -179,6 +179,8 @@ bench: $(KHBPF) build/tools/bench-empty $(BENCH_SPANS_DEPS)
 	$(Q)tools/bench-spans.sh
 	$(Q)/usr/bin/python3 tools/bench_serve.py
 	$(Q)/usr/bin/python3 tools/bench_accuracy.py
+	$(Q)/usr/bin/python3 tools/bench_memory.py
+	$(Q)/usr/bin/python3 tools/bench_span_rate.py
 
 # `khbpf serve` alone: hackbench overhead against runqlat, scrape time, steady CPU.
 bench-serve: $(KHBPF)

@@ -16,6 +16,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,18 +50,40 @@ __attribute__((noinline, used)) unsigned long bench_plain(unsigned long *count, 
 static int usage(void)
 {
 	fprintf(stderr, "spanbench: usage: spanbench --site annotated|plain "
-			"[--calls 1..1000000000] [--wait]\n");
+			"[--calls 1..1000000000] [--threads 1..64] [--wait]\n");
 	return 2;
+}
+
+struct loop {
+	pthread_t thread;
+	unsigned long (*fn)(unsigned long *, unsigned long);
+	unsigned long calls, count;
+};
+
+static pthread_barrier_t start;
+
+static void *run_loop(void *arg)
+{
+	struct loop *l = arg;
+	unsigned long v = 0, i;
+
+	pthread_barrier_wait(&start);
+	for (i = 0; i < l->calls; i++) {
+		v = l->fn(&l->count, v + i);
+		KEEP(v);
+	}
+	return NULL;
 }
 
 int main(int argc, char **argv)
 {
 	unsigned long (*fn)(unsigned long *, unsigned long) = NULL;
-	unsigned long calls = 200000, count = 0, v = 0, i;
+	unsigned long calls = 200000, threads = 1, total = 0, t;
+	struct loop loops[64];
 	const char *site = NULL;
-	bool wait = false;
+	bool wait = false, ok = true;
 	uint64_t t0, t1;
-	int a;
+	int a, err;
 
 	for (a = 1; a < argc; a++) {
 		if (!strcmp(argv[a], "--wait")) {
@@ -69,6 +92,9 @@ int main(int argc, char **argv)
 			site = argv[++a];
 		} else if (!strcmp(argv[a], "--calls") && a + 1 < argc) {
 			if (parse_ulong(argv[++a], 1, 1000000000, &calls))
+				return usage();
+		} else if (!strcmp(argv[a], "--threads") && a + 1 < argc) {
+			if (parse_ulong(argv[++a], 1, 64, &threads))
 				return usage();
 		} else {
 			return usage();
@@ -86,18 +112,32 @@ int main(int argc, char **argv)
 		read_byte(STDIN_FILENO);
 	}
 
-	t0 = now_ns();
-	for (i = 0; i < calls; i++) {
-		v = fn(&count, v + i);
-		KEEP(v);
+	/* The main thread is one of the loops: one thread stays one thread. */
+	pthread_barrier_init(&start, NULL, (unsigned int)threads);
+	for (t = 0; t < threads; t++)
+		loops[t] = (struct loop){ .fn = fn, .calls = calls };
+	for (t = 1; t < threads; t++) {
+		err = pthread_create(&loops[t].thread, NULL, run_loop, &loops[t]);
+		if (err) {
+			fprintf(stderr, "spanbench: pthread_create: %s\n", strerror(err));
+			return 1;
+		}
 	}
+	t0 = now_ns();
+	run_loop(&loops[0]);
+	for (t = 1; t < threads; t++)
+		pthread_join(loops[t].thread, NULL);
 	t1 = now_ns();
 
-	printf("{\"site\": \"%s\", \"calls\": %lu, \"elapsed_ns\": %llu}\n", site, count,
-	       (unsigned long long)(t1 - t0));
-	if (count != calls) {
-		fprintf(stderr, "spanbench: %lu calls counted, expected %lu\n", count, calls);
-		return 1;
+	for (t = 0; t < threads; t++) {
+		total += loops[t].count;
+		if (loops[t].count != calls) {
+			fprintf(stderr, "spanbench: thread %lu counted %lu calls, expected %lu\n", t,
+				loops[t].count, calls);
+			ok = false;
+		}
 	}
-	return 0;
+	printf("{\"site\": \"%s\", \"threads\": %lu, \"calls\": %lu, \"elapsed_ns\": %llu}\n",
+	       site, threads, total, (unsigned long long)(t1 - t0));
+	return ok ? 0 : 1;
 }
