@@ -161,7 +161,11 @@ struct evidence_doc {
 const char *target_mode__name(enum target_mode mode);
 const char *end_reason__name(enum end_reason reason);
 
-/* The whole document as a json-c object (caller puts it); NULL on ENOMEM. */
+/*
+ * The whole document as a json-c object (caller puts it); NULL on ENOMEM.
+ * Its events.spans array is written from doc's records when the tree is
+ * serialized: serialize it before doc changes or is freed.
+ */
 struct json_object *evidence_doc__to_json(const struct evidence_doc *doc);
 
 /* "producer" fields: khbpf, libbpf and kernel versions of this host. */
