@@ -132,12 +132,12 @@ int main(int argc, char **argv)
 	for (t = 0; t < threads; t++) {
 		total += loops[t].count;
 		if (loops[t].count != calls) {
-			fprintf(stderr, "spanbench: thread %lu counted %lu calls, expected %lu\n", t,
-				loops[t].count, calls);
+			fprintf(stderr, "spanbench: thread %lu counted %lu calls, expected %lu\n",
+				t, loops[t].count, calls);
 			ok = false;
 		}
 	}
-	printf("{\"site\": \"%s\", \"threads\": %lu, \"calls\": %lu, \"elapsed_ns\": %llu}\n",
-	       site, threads, total, (unsigned long long)(t1 - t0));
+	printf("{\"site\": \"%s\", \"threads\": %lu, \"calls\": %lu, \"elapsed_ns\": %llu}\n", site,
+	       threads, total, (unsigned long long)(t1 - t0));
 	return ok ? 0 : 1;
 }
