@@ -201,6 +201,20 @@ static void test_document__full_document(void **state)
 	/* Pretty: the two span records each on one line of their own. */
 	assert_non_null(strstr(again, "\"spans\": [\n      { \"version\": 1, \"span_id\": 1,"));
 	assert_int_equal(json_object_array_length(get(back, "events.spans")), 2);
+	assert_int_equal(json_object_array_length(get(back, "threads")), 1);
+	/* Without span records, pretty output is json-c's own layout, byte for byte. */
+	doc.events.nr_spans = 0;
+	json_object_put(back);
+	back = evidence_doc__to_json(&doc);
+	assert_non_null(back);
+	free(again);
+	again = strdup(evjson__to_string(back));
+	json_object_put(back);
+	back = json_tokener_parse(again);
+	assert_non_null(back);
+	assert_non_null(strstr(again, "\"threads\": [\n    {\n      \"version\": 1,\n"));
+	assert_string_equal(evjson__to_string(back), again);
+	doc.events.nr_spans = 2;
 	free(again);
 	json_object_put(back);
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include <errno.h>
 #include <sys/utsname.h>
+#include <stdlib.h>
 #include <string.h>
 #include <bpf/libbpf.h>
 #include <json-c/printbuf.h>
@@ -164,61 +165,122 @@ static struct json_object *thread_json(const struct doc_thread *t, int *err)
 }
 
 /*
- * events.spans can hold --max-spans records: as one json-c tree they took
- * 11 KiB of loader RSS per record at the write (200000 records: 2.2 GiB).
- * So the array is a placeholder whose serializer builds one record's tree
- * at a time, appends its text and frees it (the same run: 372 MiB). The layout is
- * json-c's own array layout (json_object_array_to_json_string), except that
- * pretty output keeps each record on one line.
+ * Arrays of --max-threads threads and --max-spans span records: as one json-c
+ * tree they took 11 KiB of loader RSS per span record and 26 KiB per thread
+ * at the write (200000 records: 2.2 GiB; 10000 threads: 268 MiB), mostly
+ * json-c's per-object hash tables. So such an array is a placeholder whose
+ * serializer builds one element's tree at a time, appends its text and frees
+ * it. The layout is json-c's own (json_object_array_to_json_string); span
+ * records, one_line, keep each record on a line of its own when pretty.
  */
-static void spans_append(struct printbuf *pb, const char *text)
+typedef struct json_object *(*lazy_element_fn)(const void *base, size_t i, int *err);
+
+struct lazy_array {
+	const void *base;
+	size_t n;
+	lazy_element_fn element;
+	bool one_line;
+};
+
+static void lazy_append(struct printbuf *pb, const char *text, size_t len)
 {
-	printbuf_memappend(pb, text, (int)strlen(text));
+	printbuf_memappend(pb, text, (int)len);
 }
 
-static void spans_indent(struct printbuf *pb, int level, int flags)
+static void lazy_indent(struct printbuf *pb, int level, int flags)
 {
 	if (flags & JSON_C_TO_STRING_PRETTY)
 		printbuf_memset(pb, -1, ' ', 2 * level);
 }
 
-static int spans_serialize(struct json_object *jso, struct printbuf *pb, int level, int flags)
+/* text, printed at level 0, as if at `level`: every line after the first indented. */
+static void lazy_append_at(struct printbuf *pb, const char *text, int level, int flags)
 {
-	const struct event_stream *e = json_object_get_userdata(jso);
+	const char *nl;
+
+	while ((nl = strchr(text, '\n'))) {
+		lazy_append(pb, text, (size_t)(nl - text) + 1);
+		lazy_indent(pb, level, flags);
+		text = nl + 1;
+	}
+	lazy_append(pb, text, strlen(text));
+}
+
+static int lazy_serialize(struct json_object *jso, struct printbuf *pb, int level, int flags)
+{
+	const struct lazy_array *a = json_object_get_userdata(jso);
 	bool pretty = flags & JSON_C_TO_STRING_PRETTY;
 	bool spaced = (flags & JSON_C_TO_STRING_SPACED) && !pretty;
+	int eflags = a->one_line ? flags & ~JSON_C_TO_STRING_PRETTY : flags;
 	size_t i;
 
-	spans_append(pb, pretty ? "[\n" : "[");
-	for (i = 0; i < e->nr_spans; i++) {
-		struct json_object *rec = evjson__span_record(&e->spans[i]);
-		const char *text;
+	lazy_append(pb, pretty ? "[\n" : "[", pretty ? 2 : 1);
+	for (i = 0; i < a->n; i++) {
+		int err = 0;
+		struct json_object *el = a->element(a->base, i, &err);
+		const char *text = el && !err ? json_object_to_json_string_ext(el, eflags) : NULL;
 
-		text = rec ? json_object_to_json_string_ext(rec, flags & ~JSON_C_TO_STRING_PRETTY) :
-			     NULL;
 		if (!text) {
-			json_object_put(rec);
+			json_object_put(el);
 			return -1;
 		}
 		if (i)
-			spans_append(pb, pretty ? ",\n" : ",");
+			lazy_append(pb, pretty ? ",\n" : ",", pretty ? 2 : 1);
 		if (spaced)
-			printbuf_strappend(pb, " ");
-		spans_indent(pb, level + 1, flags);
-		spans_append(pb, text);
-		json_object_put(rec);
+			lazy_append(pb, " ", 1);
+		lazy_indent(pb, level + 1, flags);
+		lazy_append_at(pb, text, level + 1, eflags);
+		json_object_put(el);
 	}
-	if (pretty && e->nr_spans)
-		printbuf_strappend(pb, "\n");
-	spans_indent(pb, level, flags);
-	spans_append(pb, spaced ? " ]" : "]");
+	if (pretty && a->n)
+		lazy_append(pb, "\n", 1);
+	lazy_indent(pb, level, flags);
+	lazy_append(pb, spaced ? " ]" : "]", spaced ? 2 : 1);
 	return 0;
+}
+
+static void lazy_free(struct json_object *jso, void *userdata)
+{
+	(void)jso;
+	free(userdata);
+}
+
+/* An array of n elements built by element(base, i) when it is written. */
+static struct json_object *lazy_array(const void *base, size_t n, lazy_element_fn element,
+				      bool one_line, int *err)
+{
+	struct json_object *arr = json_object_new_array();
+	struct lazy_array *a = malloc(sizeof(*a));
+
+	if (!arr || !a) {
+		json_object_put(arr);
+		free(a);
+		*err = -ENOMEM;
+		return NULL;
+	}
+	*a = (struct lazy_array){ base, n, element, one_line };
+	json_object_set_serializer(arr, lazy_serialize, a, lazy_free);
+	return arr;
+}
+
+static struct json_object *span_element(const void *base, size_t i, int *err)
+{
+	struct json_object *rec = evjson__span_record(&((const struct span_record *)base)[i]);
+
+	if (!rec)
+		*err = -ENOMEM;
+	return rec;
+}
+
+static struct json_object *thread_element(const void *base, size_t i, int *err)
+{
+	return thread_json(&((const struct doc_thread *)base)[i], err);
 }
 
 static struct json_object *events_json(const struct event_stream *e, int *err)
 {
 	struct json_object *obj = versioned(err);
-	struct json_object *spans = json_object_new_array();
+	struct json_object *spans = lazy_array(e->spans, e->nr_spans, span_element, true, err);
 
 	add(obj, "availability",
 	    e->availability_recorded ? evjson__recorded(json_object_new_boolean(e->availability)) :
@@ -229,8 +291,6 @@ static struct json_object *events_json(const struct event_stream *e, int *err)
 	add(obj, "dropped_point_events", evjson__u64(0), err);
 	add(obj, "dropped_annotations", evjson__u64(0), err);
 	add(obj, "sampled_out_events", evjson__u64(e->sampled_out_events), err);
-	if (spans)
-		json_object_set_serializer(spans, spans_serialize, (void *)e, NULL);
 	add(obj, "spans", spans, err);
 	add(obj, "point_events", json_object_new_array(), err);
 	add(obj, "annotations", json_object_new_array(), err);
@@ -325,10 +385,8 @@ struct json_object *evidence_doc__to_json(const struct evidence_doc *doc)
 	else
 		add(obj, "hardware", evjson__gap(doc->hardware_reason), &err);
 
-	arr = json_object_new_array_ext((int)doc->nr_threads);
-	for (i = 0; arr && i < doc->nr_threads; i++)
-		push(arr, thread_json(&doc->threads[i], &err), &err);
-	add(obj, "threads", arr, &err);
+	add(obj, "threads", lazy_array(doc->threads, doc->nr_threads, thread_element, false, &err),
+	    &err);
 	add(obj, "scheduler_detail", detail_json(&doc->sched_detail, &err), &err);
 	add(obj, "kernel_run_delay_ns", evjson__sev_u64(doc->kernel_run_delay_ns), &err);
 
