@@ -828,30 +828,19 @@ static int handle_healthz(void *ctx, const struct httpd_request *req, struct htt
 static int end_window(struct serve *s)
 {
 	struct json_object *doc = NULL;
-	const char *text;
-	char *copy;
+	char *text;
 	size_t len;
 	int err;
 
-	err = session__serve_rotate(s->sess, &doc);
+	err = session__serve_rotate(s->sess, &doc, &text, &len);
 	if (err) {
 		s->window_errors++;
 		return err;
 	}
-	text = json_object_to_json_string_ext(doc, JSON_C_TO_STRING_PLAIN);
-	len = strlen(text);
-	copy = malloc(len + 2);
-	if (!copy) {
-		json_object_put(doc);
-		return -ENOMEM;
-	}
-	memcpy(copy, text, len);
-	copy[len] = '\n';
-	copy[len + 1] = '\0';
 	free(s->doc);
 	json_object_put(s->doc_obj);
-	s->doc = copy;
-	s->doc_len = len + 1;
+	s->doc = text;
+	s->doc_len = len;
 	s->doc_obj = doc;
 	s->windows++;
 	if (s->ndjson_fd >= 0) {

@@ -1411,13 +1411,47 @@ static void serve_window_free(struct session *s)
 	s->freq_dropped = 0;
 }
 
-int session__serve_rotate(struct session *s, struct json_object **doc)
+/*
+ * The window's document as one line (with its newline), written while the
+ * window's threads and records still exist; the tree kept for the gap
+ * metrics loses the arrays that are written from them (document.c).
+ */
+static int serve_document(struct session *s, struct json_object **doc, char **text, size_t *len)
+{
+	struct json_object *obj = evidence_doc__to_json(&s->doc), *events;
+	const char *t = obj ? json_object_to_json_string_ext(obj, JSON_C_TO_STRING_PLAIN) : NULL;
+	size_t n;
+
+	if (!t) {
+		json_object_put(obj);
+		return -ENOMEM;
+	}
+	n = strlen(t);
+	*text = malloc(n + 2);
+	if (!*text) {
+		json_object_put(obj);
+		return -ENOMEM;
+	}
+	memcpy(*text, t, n);
+	(*text)[n] = '\n';
+	(*text)[n + 1] = '\0';
+	*len = n + 1;
+	json_object_object_del(obj, "threads");
+	if (json_object_object_get_ex(obj, "events", &events))
+		json_object_object_del(events, "spans");
+	*doc = obj;
+	return 0;
+}
+
+int session__serve_rotate(struct session *s, struct json_object **doc, char **text, size_t *len)
 {
 	struct window_opts wo = { 0 };
 	uint64_t now_boot, now_real;
 	int err;
 
 	*doc = NULL;
+	*text = NULL;
+	*len = 0;
 	err = sched_collector__snapshot(s->coll, &s->end);
 	if (err) {
 		/* No end readings: the window goes on from the same baseline. */
@@ -1443,11 +1477,7 @@ int session__serve_rotate(struct session *s, struct json_object **doc)
 	wo.max_threads = s->opts.max_threads;
 	err = sched_window__compute(&s->win, &wo);
 	err = err ?: build_document(s);
-	if (!err) {
-		*doc = evidence_doc__to_json(&s->doc);
-		if (!*doc)
-			err = -ENOMEM;
-	}
+	err = err ?: serve_document(s, doc, text, len);
 out:
 	/* The next window starts where this one ended, whatever happened. */
 	serve_window_free(s);

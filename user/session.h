@@ -71,9 +71,11 @@ void session__destroy(struct session *s);
 
 /*
  * serve: a session with no end. Its windows end when session__serve_rotate
- * is called, which returns that window's document (caller puts it) and
- * starts the next one at the same instant. SIGINT/SIGTERM/SIGHUP are
- * blocked and readable from session__signal_fd.
+ * is called, which returns that window's document as one line of text
+ * (caller frees; ends in a newline) and its summary tree without the
+ * per-thread and per-span arrays, which are written straight into the text
+ * (caller puts it), and starts the next window at the same instant.
+ * SIGINT/SIGTERM/SIGHUP are blocked and readable from session__signal_fd.
  */
 /* Formats the one-line error into buf and returns err: `return session__errf(...)`. */
 int session__errf(char *buf, size_t len, int err, const char *fmt, ...)
@@ -81,7 +83,7 @@ int session__errf(char *buf, size_t len, int err, const char *fmt, ...)
 
 int session__serve_open(struct session **out, const struct session_opts *opts, char *errbuf,
 			size_t errlen);
-int session__serve_rotate(struct session *s, struct json_object **doc);
+int session__serve_rotate(struct session *s, struct json_object **doc, char **text, size_t *len);
 struct sched_collector *session__collector(const struct session *s);
 int session__signal_fd(const struct session *s);
 
