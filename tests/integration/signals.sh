@@ -20,6 +20,16 @@ children_of() {
 	cat /proc/"$1"/task/*/children 2>/dev/null | tr -s ' ' '\n' | grep .
 }
 
+# wait_comm PID NAME: up to 5 s for PID to be NAME (a child forked a moment
+# ago may not have exec'd yet).
+wait_comm() {
+	for _ in $(seq 100); do
+		[ "$(cat /proc/"$1"/comm 2>/dev/null)" = "$2" ] && return 0
+		sleep 0.05
+	done
+	return 1
+}
+
 # wait_for PATTERN FILE: up to 10 s.
 wait_for() {
 	for _ in $(seq 200); do
@@ -150,7 +160,7 @@ run_forward() {
 	start_kh "$TMP/ctl" run -o "$F" -- "$W"
 	wait_for ready "$TMP/kh.out" || fail "phased did not start under khbpf run"
 	CMD=$(children_of "$KH")
-	[ "$(cat /proc/"$CMD"/comm 2>/dev/null)" = phased ] || fail "cannot find the command under khbpf"
+	wait_comm "$CMD" phased || fail "cannot find the command under khbpf"
 	kill -TERM "$KH"
 	finish_kh 143
 	valid_doc
@@ -171,14 +181,14 @@ run_ignored() {
 	trap cleanup_case EXIT
 	start_kh /dev/null run -o "$F" -- sh -c 'trap "" TERM; sleep 30'
 	CMD=$(children_of "$KH")
-	[ "$(cat /proc/"$CMD"/comm 2>/dev/null)" = sh ] || fail "cannot find sh under khbpf"
+	wait_comm "$CMD" sh || fail "cannot find sh under khbpf"
 	# sh forks sleep only after `trap "" TERM` has run.
 	for _ in $(seq 100); do
 		GC=$(children_of "$CMD")
 		[ -n "$GC" ] && break
 		sleep 0.05
 	done
-	[ "$(cat /proc/"$GC"/comm 2>/dev/null)" = sleep ] || fail "sh did not start sleep"
+	wait_comm "$GC" sleep || fail "sh did not start sleep"
 
 	kill -TERM "$KH"
 	wait_consumed "$KH" 15
