@@ -80,7 +80,7 @@ WORKLOADS := $(patsubst tests/workloads/%.c,build/workloads/%,$(wildcard tests/w
 
 C_FILES := $(wildcard bpf/*.c bpf/*.h user/*.c user/*.h include/khbpf/*.h tests/*.c tests/*.h tests/workloads/*.c tests/workloads/*.h tools/*.c)
 
-.PHONY: all check unit-tests workloads demo bench bench-spans bench-serve format format-check clean deps
+.PHONY: all check unit-tests workloads demo bench bench-spans bench-serve soak format format-check clean deps
 all: $(KHBPF)
 
 deps: $(DEPS_STAMP)
@@ -186,6 +186,10 @@ bench: $(KHBPF) build/tools/bench-empty $(BENCH_SPANS_DEPS)
 bench-serve: $(KHBPF)
 	$(Q)tools/install-deps.sh --with-bench
 	$(Q)/usr/bin/python3 tools/bench_serve.py
+
+# `khbpf serve` for 30 minutes under churn: RSS and open fds must stay flat.
+soak: $(KHBPF)
+	$(Q)/usr/bin/python3 tools/soak_serve.py
 
 # The span part of `make bench` alone.
 bench-spans: $(BENCH_SPANS_DEPS)
