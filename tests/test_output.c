@@ -9,7 +9,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -110,20 +113,129 @@ static void test_output__refuses_non_regular(void **state)
 	assert_int_equal(entries(t->dir), 2);
 }
 
-static void test_output__symlink_is_replaced_not_followed(void **state)
+/* O_NOFOLLOW semantics: a link at the path is refused, its target untouched. */
+static void test_output__symlink_is_refused(void **state)
 {
 	struct tmp *t = *state;
-	char victim[160], link[160], buf[32];
+	char victim[160], link[160], dangling[160], buf[32];
+	struct stat st;
 
 	snprintf(victim, sizeof(victim), "%s/victim", t->dir);
 	snprintf(link, sizeof(link), "%s/link", t->dir);
+	snprintf(dangling, sizeof(dangling), "%s/dangling", t->dir);
 	assert_int_equal(output__write_file(victim, "keep", 4, NULL), 0);
 	assert_int_equal(symlink(victim, link), 0);
-	assert_int_equal(output__write_file(link, "new", 3, NULL), 0);
+	assert_int_equal(symlink("/nonexistent/khbpf-target", dangling), 0);
+	assert_int_equal(output__check(link), -ELOOP);
+	assert_int_equal(output__write_file(link, "new", 3, NULL), -ELOOP);
+	assert_int_equal(output__check(dangling), -ELOOP);
+	assert_int_equal(output__write_file(dangling, "new", 3, NULL), -ELOOP);
 	slurp(victim, buf, sizeof(buf));
 	assert_string_equal(buf, "keep");
-	slurp(link, buf, sizeof(buf));
-	assert_string_equal(buf, "new");
+	assert_int_equal(lstat(link, &st), 0);
+	assert_true(S_ISLNK(st.st_mode));
+	assert_int_equal(entries(t->dir), 3);
+}
+
+/* The check before any work: what the write would say, and nothing left. */
+static void test_output__check(void **state)
+{
+	struct tmp *t = *state;
+	char fifo[160], sub[160], under[200];
+
+	assert_int_equal(output__check("-"), 0);
+	assert_int_equal(output__check(""), -EINVAL);
+	assert_int_equal(output__check(t->path), 0);
+	assert_int_equal(entries(t->dir), 0);
+	assert_int_equal(output__write_file(t->path, "x", 1, NULL), 0);
+	assert_int_equal(output__check(t->path), 0);
+	snprintf(under, sizeof(under), "%s/doc.json", t->path);
+	assert_int_equal(output__check(under), -ENOTDIR);
+	snprintf(under, sizeof(under), "%s/no/doc.json", t->dir);
+	assert_int_equal(output__check(under), -ENOENT);
+	snprintf(fifo, sizeof(fifo), "%s/fifo", t->dir);
+	assert_int_equal(mkfifo(fifo, 0600), 0);
+	assert_int_equal(output__check(fifo), -EEXIST);
+	snprintf(sub, sizeof(sub), "%s/sub", t->dir);
+	assert_int_equal(mkdir(sub, 0700), 0);
+	assert_int_equal(output__check(sub), -EEXIST);
+	assert_int_equal(entries(t->dir), 3);
+}
+
+/* A directory the caller may not write to: refused by the check and the write. */
+static void test_output__unwritable_directory(void **state)
+{
+	struct tmp *t = *state;
+	int status;
+	pid_t pid;
+
+	assert_int_equal(chmod(t->dir, 0755), 0);
+	if (geteuid() != 0) {
+		assert_int_equal(chmod(t->dir, 0555), 0);
+		assert_int_equal(output__check(t->path), -EACCES);
+		assert_int_equal(output__write_file(t->path, "x", 1, NULL), -EACCES);
+		assert_int_equal(chmod(t->dir, 0700), 0);
+		assert_int_equal(entries(t->dir), 0);
+		return;
+	}
+	/* Root writes anywhere: check as nobody, as the loader does after its drop. */
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		if (setresgid(65534, 65534, 65534) || setresuid(65534, 65534, 65534))
+			_exit(10);
+		if (output__check(t->path) != -EACCES)
+			_exit(11);
+		_exit(output__write_file(t->path, "x", 1, NULL) == -EACCES ? 0 : 12);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	assert_int_equal(entries(t->dir), 0);
+}
+
+/* The mode is exactly 0644 or 0600 (--private), whatever the umask. */
+static void test_output__mode_ignores_umask(void **state)
+{
+	struct tmp *t = *state;
+	struct output_opts o = { .sz = sizeof(o) };
+	struct stat st;
+	mode_t old = umask(077);
+
+	assert_int_equal(output__write_file(t->path, "a", 1, &o), 0);
+	assert_int_equal(stat(t->path, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0644);
+	umask(0);
+	o.mode = OUTPUT_MODE_PRIVATE;
+	assert_int_equal(output__write_file(t->path, "b", 1, &o), 0);
+	assert_int_equal(stat(t->path, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0600);
+	umask(old);
+}
+
+/* A write cut short (file size limit, any user): old file kept, no temp left. */
+static void test_output__short_write_leaves_old_file(void **state)
+{
+	struct tmp *t = *state;
+	struct rlimit old, lim;
+	size_t n = 256 << 10;
+	char buf[32], *big;
+
+	assert_int_equal(output__write_file(t->path, "old", 3, NULL), 0);
+	big = calloc(1, n);
+	assert_non_null(big);
+	assert_int_equal(getrlimit(RLIMIT_FSIZE, &old), 0);
+	lim = old;
+	lim.rlim_cur = 64 << 10;
+	signal(SIGXFSZ, SIG_IGN);
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &lim), 0);
+	assert_int_equal(output__write_file(t->path, big, n, NULL), -EFBIG);
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &old), 0);
+	signal(SIGXFSZ, SIG_DFL);
+	free(big);
+	slurp(t->path, buf, sizeof(buf));
+	assert_string_equal(buf, "old");
+	assert_int_equal(entries(t->dir), 1);
 }
 
 static void test_output__missing_directory(void **state)
@@ -187,8 +299,12 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_output__writes_and_replaces, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_output__refuses_non_regular, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_output__symlink_is_replaced_not_followed,
-						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_output__symlink_is_refused, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_output__check, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_output__unwritable_directory, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_output__mode_ignores_umask, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_output__short_write_leaves_old_file, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_output__missing_directory, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_output__stdout, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_output__disk_full_leaves_old_file, setup,

@@ -42,31 +42,82 @@ static int fsync_dir(const char *dir)
 	return err;
 }
 
+/* path's directory into dir: dirname(3) of a copy. */
+static int dir_of(const char *path, char *dir, size_t size)
+{
+	char copy[PATH_MAX];
+
+	if (snprintf(copy, sizeof(copy), "%s", path) >= (int)sizeof(copy))
+		return -ENAMETOOLONG;
+	if (snprintf(dir, size, "%s", dirname(copy)) >= (int)size)
+		return -ENAMETOOLONG;
+	return 0;
+}
+
+static int check_target(const char *path)
+{
+	struct stat st;
+
+	if (lstat(path, &st)) {
+		if (errno == ENOENT)
+			return 0;
+		return -errno;
+	}
+	if (S_ISLNK(st.st_mode))
+		return -ELOOP;
+	return S_ISREG(st.st_mode) ? 0 : -EEXIST;
+}
+
+/* mkostemp: O_CREAT|O_EXCL, so never through a link; mode 0600 until fchmod. */
+static int make_temp(const char *dir, char *tmp, size_t size)
+{
+	int fd;
+
+	if (snprintf(tmp, size, "%s/.khbpf-out.XXXXXX", dir) >= (int)size)
+		return -ENAMETOOLONG;
+	fd = mkostemp(tmp, O_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
+int output__check(const char *path)
+{
+	char dir[PATH_MAX], tmp[PATH_MAX];
+	int fd, err;
+
+	if (!path || !*path)
+		return -EINVAL;
+	if (!strcmp(path, "-"))
+		return 0;
+	err = check_target(path);
+	err = err ?: dir_of(path, dir, sizeof(dir));
+	if (err)
+		return err;
+	fd = make_temp(dir, tmp, sizeof(tmp));
+	if (fd < 0)
+		return fd;
+	close(fd);
+	unlink(tmp);
+	return 0;
+}
+
 int output__write_file(const char *path, const void *data, size_t len,
 		       const struct output_opts *opts)
 {
-	char tmp[PATH_MAX], dircopy[PATH_MAX];
+	char tmp[PATH_MAX], dir[PATH_MAX];
 	mode_t mode = opts && opts->mode ? opts->mode : 0644;
-	const char *dir;
-	struct stat st;
 	int fd = -1, err = 0;
 
 	if (!path || !*path)
 		return -EINVAL;
-	if (!strcmp(path, "-")) {
+	if (!strcmp(path, "-"))
 		return write_all(STDOUT_FILENO, data, len);
-	}
-	if (lstat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode))
-		return -EEXIST;
-	if (snprintf(dircopy, sizeof(dircopy), "%s", path) >= (int)sizeof(dircopy))
-		return -ENAMETOOLONG;
-	dir = dirname(dircopy);
-	if (snprintf(tmp, sizeof(tmp), "%s/.khbpf-out.XXXXXX", dir) >= (int)sizeof(tmp))
-		return -ENAMETOOLONG;
-
-	fd = mkostemp(tmp, O_CLOEXEC);
+	err = check_target(path);
+	err = err ?: dir_of(path, dir, sizeof(dir));
+	if (err)
+		return err;
+	fd = make_temp(dir, tmp, sizeof(tmp));
 	if (fd < 0)
-		return -errno;
+		return fd;
 	if (fchmod(fd, mode & 07777)) {
 		err = -errno;
 		goto cleanup;

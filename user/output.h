@@ -12,15 +12,29 @@
 
 struct output_opts {
 	size_t sz; /* sizeof(struct output_opts), libbpf-style */
-	mode_t mode; /* 0 → 0644 */
+	mode_t mode; /* 0 → 0644; set exactly, whatever the umask */
 };
 
+/* Mode of files written with --private. */
+#define OUTPUT_MODE_PRIVATE 0600
+
 /*
- * Write len bytes to path ("-" → stdout). Refuses to replace anything but a
- * regular file (a FIFO, directory or device), and never follows a symlink
- * at path: rename replaces the link itself. Returns 0 or -errno (-EEXIST:
- * path exists and is not a regular file or symlink); on error nothing is
- * left behind and path is untouched.
+ * Before any work: could output__write_file(path) succeed with the caller's
+ * current credentials? path must be a regular file or not exist, and a file
+ * must be creatable in its directory (one is created O_EXCL and removed).
+ * "-" is always fine. Returns 0 or -errno: -ELOOP path is a symbolic link,
+ * -EEXIST path exists and is not a regular file, else why the directory
+ * refused (-ENOENT, -EACCES, -EROFS, -ENOSPC, ...).
+ */
+int output__check(const char *path);
+
+/*
+ * Write len bytes to path ("-" → stdout). The temp file is created O_EXCL
+ * (never through a link) with exactly opts->mode. A path that is a symlink
+ * is refused (-ELOOP), as is anything but a regular file (-EEXIST: a FIFO,
+ * directory, socket or device); should path become a symlink meanwhile,
+ * rename replaces the link itself and never writes through it. Returns 0
+ * or -errno; on error nothing is left behind and path is untouched.
  */
 int output__write_file(const char *path, const void *data, size_t len,
 		       const struct output_opts *opts);

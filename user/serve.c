@@ -1040,6 +1040,10 @@ int serve__run(const struct serve_opts *opts, char *errbuf, size_t errlen)
 	err = httpd__start(&s->http, &ho, errbuf, errlen);
 	if (err)
 		goto cleanup;
+	/* Listening, single-threaded (MHD polls from this loop): only fds from here on. */
+	err = session__drop_privileges(s->sess, errbuf, errlen);
+	if (err)
+		goto cleanup;
 	s->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
 	if (s->timerfd < 0 || set_timer(s->timerfd, FIRST_WINDOW_NS, FIRST_WINDOW_NS)) {
 		err = session__errf(errbuf, errlen, -errno, "timerfd: %s", strerror(errno));
