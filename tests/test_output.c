@@ -194,6 +194,42 @@ static void test_output__unwritable_directory(void **state)
 	assert_int_equal(entries(t->dir), 0);
 }
 
+/*
+ * Someone else's file in a sticky directory (/tmp): rename over it fails,
+ * and the check says so first.
+ */
+static void test_output__sticky_directory(void **state)
+{
+	struct tmp *t = *state;
+	int status;
+	pid_t pid;
+
+	require_or_skip(geteuid() == 0, "needs a second user: root and nobody");
+	assert_int_equal(output__write_file(t->path, "root's", 6, NULL), 0);
+	assert_int_equal(chmod(t->dir, 01777), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		char mine[200];
+
+		if (setresgid(65534, 65534, 65534) || setresuid(65534, 65534, 65534))
+			_exit(10);
+		if (output__check(t->path) != -EPERM)
+			_exit(11);
+		if (output__write_file(t->path, "x", 1, NULL) != -EPERM)
+			_exit(12);
+		/* A new name in the same directory is fine. */
+		snprintf(mine, sizeof(mine), "%s/mine.json", t->dir);
+		if (output__check(mine) || output__write_file(mine, "y", 1, NULL))
+			_exit(13);
+		_exit(output__check(mine) ? 14 : 0);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	assert_int_equal(entries(t->dir), 2);
+}
+
 /* The mode is exactly 0644 or 0600 (--private), whatever the umask. */
 static void test_output__mode_ignores_umask(void **state)
 {
@@ -236,6 +272,79 @@ static void test_output__short_write_leaves_old_file(void **state)
 	slurp(t->path, buf, sizeof(buf));
 	assert_string_equal(buf, "old");
 	assert_int_equal(entries(t->dir), 1);
+}
+
+/* serve --ndjson: created with the exact mode, never a link or a FIFO. */
+static void test_output__open_append(void **state)
+{
+	struct tmp *t = *state;
+	char fifo[160], link[160], buf[32];
+	struct stat st;
+	mode_t old = umask(077);
+	int fd;
+
+	fd = output__open_append(t->path, 0);
+	assert_true(fd >= 0);
+	assert_int_equal(fstat(fd, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0644);
+	assert_int_equal(output__append(fd, "one\n", 4), 0);
+	close(fd);
+	/* Existing: appended to, mode kept even with a private mode asked. */
+	fd = output__open_append(t->path, OUTPUT_MODE_PRIVATE);
+	assert_true(fd >= 0);
+	assert_int_equal(output__append(fd, "two\n", 4), 0);
+	close(fd);
+	slurp(t->path, buf, sizeof(buf));
+	assert_string_equal(buf, "one\ntwo\n");
+	assert_int_equal(stat(t->path, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0644);
+	umask(old);
+
+	snprintf(link, sizeof(link), "%s/link", t->dir);
+	assert_int_equal(symlink(t->path, link), 0);
+	assert_int_equal(output__open_append(link, 0), -ELOOP);
+	snprintf(fifo, sizeof(fifo), "%s/fifo", t->dir);
+	assert_int_equal(mkfifo(fifo, 0600), 0);
+	/* Would block forever waiting for a reader if it opened it plainly. */
+	assert_int_equal(output__open_append(fifo, 0), -EEXIST);
+	assert_int_equal(output__open_append(t->dir, 0), -EISDIR);
+	slurp(t->path, buf, sizeof(buf));
+	assert_string_equal(buf, "one\ntwo\n");
+}
+
+/* A record that does not fit is cut back: the file ends with the last whole one. */
+static void test_output__append_failure_leaves_no_partial_record(void **state)
+{
+	struct tmp *t = *state;
+	struct rlimit old, lim;
+	size_t n = 256 << 10;
+	struct stat st;
+	char *big;
+	int fd;
+
+	fd = output__open_append(t->path, OUTPUT_MODE_PRIVATE);
+	assert_true(fd >= 0);
+	assert_int_equal(fstat(fd, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0600);
+	assert_int_equal(output__append(fd, "{\"w\":1}\n", 8), 0);
+	big = malloc(n);
+	assert_non_null(big);
+	memset(big, 'x', n);
+	assert_int_equal(getrlimit(RLIMIT_FSIZE, &old), 0);
+	lim = old;
+	lim.rlim_cur = 64 << 10;
+	signal(SIGXFSZ, SIG_IGN);
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &lim), 0);
+	assert_int_equal(output__append(fd, big, n), -EFBIG);
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &old), 0);
+	signal(SIGXFSZ, SIG_DFL);
+	free(big);
+	assert_int_equal(fstat(fd, &st), 0);
+	assert_int_equal(st.st_size, 8);
+	assert_int_equal(output__append(fd, "{\"w\":2}\n", 8), 0);
+	close(fd);
+	assert_int_equal(stat(t->path, &st), 0);
+	assert_int_equal(st.st_size, 16);
 }
 
 static void test_output__missing_directory(void **state)
@@ -302,9 +411,13 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_output__symlink_is_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_output__check, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_output__unwritable_directory, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_output__sticky_directory, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_output__mode_ignores_umask, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_output__short_write_leaves_old_file, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_output__open_append, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_output__append_failure_leaves_no_partial_record, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_output__missing_directory, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_output__stdout, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_output__disk_full_leaves_old_file, setup,

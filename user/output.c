@@ -3,9 +3,12 @@
 #include <fcntl.h>
 #include <libgen.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/capability.h>
+#include <sys/fsuid.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -79,6 +82,34 @@ static int make_temp(const char *dir, char *tmp, size_t size)
 	return fd < 0 ? -errno : fd;
 }
 
+static bool fowner_effective(void)
+{
+	cap_flag_value_t v = CAP_CLEAR;
+	cap_t caps = cap_get_proc();
+
+	if (caps) {
+		cap_get_flag(caps, CAP_FOWNER, CAP_EFFECTIVE, &v);
+		cap_free(caps);
+	}
+	return v == CAP_SET;
+}
+
+/*
+ * The kernel's rule for renaming over a file in a sticky directory (/tmp),
+ * ahead of time: the file or the directory must be ours, or CAP_FOWNER.
+ */
+static int check_sticky(const char *path, const char *dir)
+{
+	uid_t fsuid = (uid_t)setfsuid((uid_t)-1);
+	struct stat st, d;
+
+	if (lstat(path, &st) || stat(dir, &d) || !(d.st_mode & S_ISVTX))
+		return 0;
+	if (st.st_uid == fsuid || d.st_uid == fsuid || fowner_effective())
+		return 0;
+	return -EPERM;
+}
+
 int output__check(const char *path)
 {
 	char dir[PATH_MAX], tmp[PATH_MAX];
@@ -90,6 +121,7 @@ int output__check(const char *path)
 		return 0;
 	err = check_target(path);
 	err = err ?: dir_of(path, dir, sizeof(dir));
+	err = err ?: check_sticky(path, dir);
 	if (err)
 		return err;
 	fd = make_temp(dir, tmp, sizeof(tmp));
@@ -145,5 +177,61 @@ cleanup:
 	if (fd >= 0)
 		close(fd);
 	unlink(tmp);
+	return err;
+}
+
+int output__open_append(const char *path, mode_t mode)
+{
+	const int flags = O_WRONLY | O_APPEND | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC;
+	struct stat st;
+	int fd, err;
+
+	if (!mode)
+		mode = 0644;
+	fd = open(path, flags | O_CREAT | O_EXCL, 0600);
+	if (fd >= 0) {
+		if (fchmod(fd, mode & 07777)) {
+			err = -errno;
+			close(fd);
+			unlink(path);
+			return err;
+		}
+	} else {
+		if (errno != EEXIST)
+			return -errno;
+		/* O_NONBLOCK: a FIFO without a reader fails (ENXIO) instead of waiting. */
+		fd = open(path, flags);
+		if (fd < 0)
+			return errno == ENXIO ? -EEXIST : -errno;
+	}
+	if (fstat(fd, &st)) {
+		err = -errno;
+		goto fail;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		err = -EEXIST;
+		goto fail;
+	}
+	if (fcntl(fd, F_SETFL, O_APPEND)) {
+		err = -errno;
+		goto fail;
+	}
+	return fd;
+fail:
+	close(fd);
+	return err;
+}
+
+int output__append(int fd, const void *data, size_t len)
+{
+	struct stat st;
+	int err;
+
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode))
+		return write_all(fd, data, len);
+	err = write_all(fd, data, len);
+	/* O_APPEND and one writer: what follows st_size is this record's. */
+	if (err && ftruncate(fd, st.st_size))
+		return -errno;
 	return err;
 }

@@ -39,4 +39,20 @@ int output__check(const char *path);
 int output__write_file(const char *path, const void *data, size_t len,
 		       const struct output_opts *opts);
 
+/*
+ * For appending (serve --ndjson): open path, creating it with exactly mode
+ * (0 → 0644) when missing; an existing file keeps its mode and owner. Never
+ * through a symlink (-ELOOP), never anything but a regular file (-EEXIST;
+ * a FIFO is refused at once, not waited on). Returns the fd or -errno.
+ */
+int output__open_append(const char *path, mode_t mode);
+
+/*
+ * Append one record to a regular file from output__open_append, whole or
+ * not at all: on a failed write (disk full) the file is cut back to its
+ * size before, so no partial record stays. Any other fd (stdout): plain
+ * writes. 0 or -errno.
+ */
+int output__append(int fd, const void *data, size_t len);
+
 #endif /* KHBPF_OUTPUT_H */
