@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: MIT
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -1577,6 +1578,21 @@ void session__writer_end(struct session_writer *w)
 	}
 }
 
+/* Credentials are per thread: a second thread would keep what this one drops. */
+static int single_threaded(void)
+{
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *e;
+	int n = 0;
+
+	if (!d)
+		return -errno;
+	while ((e = readdir(d)))
+		n += e->d_name[0] != '.';
+	closedir(d);
+	return n == 1 ? 0 : -EBUSY;
+}
+
 static int drop_privileges(const cap_value_t *want, int nr_want)
 {
 	cap_flag_value_t have, setpcap = CAP_CLEAR;
@@ -1584,7 +1600,8 @@ static int drop_privileges(const cap_value_t *want, int nr_want)
 	int i, nr_keep = 0, err;
 	cap_t caps;
 
-	err = writer_identity();
+	err = single_threaded();
+	err = err ?: writer_identity();
 	if (err)
 		return err;
 	caps = cap_get_proc();
