@@ -12,6 +12,7 @@
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
@@ -274,6 +275,70 @@ static void test_output__short_write_leaves_old_file(void **state)
 	assert_int_equal(entries(t->dir), 1);
 }
 
+static const char *xfsz_dir;
+static volatile sig_atomic_t xfsz_entries = -1;
+
+/* At SIGXFSZ, in the middle of the write: what names does the directory hold? */
+static void count_entries_on_xfsz(int sig)
+{
+	struct dirent64_ {
+		uint64_t ino;
+		int64_t off;
+		unsigned short reclen;
+		unsigned char type;
+		char name[];
+	} * d;
+	char buf[4096];
+	int fd, count = 0;
+	long n, off;
+
+	(void)sig;
+	fd = open(xfsz_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	while ((n = syscall(SYS_getdents64, fd, buf, sizeof(buf))) > 0) {
+		for (off = 0; off < n; off += d->reclen) {
+			d = (struct dirent64_ *)(buf + off);
+			count += strcmp(d->name, ".") && strcmp(d->name, "..");
+		}
+	}
+	close(fd);
+	xfsz_entries = count;
+}
+
+/*
+ * While the document is written it has no name at all (O_TMPFILE): killed
+ * then, khbpf would leave nothing behind.
+ */
+static void test_output__unnamed_while_writing(void **state)
+{
+	struct tmp *t = *state;
+	struct rlimit old, lim;
+	size_t n = 256 << 10;
+	char *big;
+	int fd;
+
+	fd = open(t->dir, O_TMPFILE | O_WRONLY, 0600);
+	require_or_skip(fd >= 0, "the file system of /tmp has no O_TMPFILE");
+	close(fd);
+	assert_int_equal(output__write_file(t->path, "old", 3, NULL), 0);
+	big = calloc(1, n);
+	assert_non_null(big);
+	xfsz_dir = t->dir;
+	signal(SIGXFSZ, count_entries_on_xfsz);
+	assert_int_equal(getrlimit(RLIMIT_FSIZE, &old), 0);
+	lim = old;
+	lim.rlim_cur = 64 << 10;
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &lim), 0);
+	assert_int_equal(output__write_file(t->path, big, n, NULL), -EFBIG);
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &old), 0);
+	signal(SIGXFSZ, SIG_DFL);
+	free(big);
+	/* Seen mid-write: the old document only. */
+	assert_int_equal(xfsz_entries, 1);
+	assert_int_equal(entries(t->dir), 1);
+}
+
 /* serve --ndjson: created with the exact mode, never a link or a FIFO. */
 static void test_output__open_append(void **state)
 {
@@ -414,6 +479,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_output__sticky_directory, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_output__mode_ignores_umask, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_output__short_write_leaves_old_file, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_output__unnamed_while_writing, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_output__open_append, setup, teardown),
 		cmocka_unit_test_setup_teardown(

@@ -82,6 +82,21 @@ static int make_temp(const char *dir, char *tmp, size_t size)
 	return fd < 0 ? -errno : fd;
 }
 
+/*
+ * An unnamed file in dir (O_TMPFILE): until it is complete it has no name,
+ * so nothing is left behind even if khbpf is killed while writing.
+ * -EOPNOTSUPP when the file system has none.
+ */
+static int open_unnamed(const char *dir)
+{
+	int fd = open(dir, O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
+
+	if (fd >= 0)
+		return fd;
+	/* EISDIR: kernels before 3.11; EINVAL/EOPNOTSUPP: the file system. */
+	return errno == EISDIR || errno == EINVAL || errno == EOPNOTSUPP ? -EOPNOTSUPP : -errno;
+}
+
 static bool fowner_effective(void)
 {
 	cap_flag_value_t v = CAP_CLEAR;
@@ -124,6 +139,13 @@ int output__check(const char *path)
 	err = err ?: check_sticky(path, dir);
 	if (err)
 		return err;
+	fd = open_unnamed(dir);
+	if (fd >= 0) {
+		close(fd);
+		return 0;
+	}
+	if (fd != -EOPNOTSUPP)
+		return fd;
 	fd = make_temp(dir, tmp, sizeof(tmp));
 	if (fd < 0)
 		return fd;
@@ -132,12 +154,75 @@ int output__check(const char *path)
 	return 0;
 }
 
+/* fchmod (exact mode, no umask), the data, fsync. */
+static int fill_temp(int fd, const void *data, size_t len, mode_t mode)
+{
+	int err;
+
+	if (fchmod(fd, mode & 07777))
+		return -errno;
+	err = write_all(fd, data, len);
+	if (!err && fsync(fd))
+		err = -errno;
+	return err;
+}
+
+/*
+ * Give the complete unnamed file a temporary name for the rename. Through
+ * /proc/self/fd: linkat's AT_EMPTY_PATH needs CAP_DAC_READ_SEARCH. linkat
+ * never follows or replaces an existing name, so a planted one is skipped.
+ */
+static int name_unnamed(int fd, const char *dir, char *tmp, size_t size)
+{
+	char proc[64];
+	unsigned int i;
+
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	for (i = 0; i < 64; i++) {
+		if (snprintf(tmp, size, "%s/.khbpf-out.%d.%u", dir, (int)getpid(), i) >= (int)size)
+			return -ENAMETOOLONG;
+		if (!linkat(AT_FDCWD, proc, AT_FDCWD, tmp, AT_SYMLINK_FOLLOW))
+			return 0;
+		if (errno != EEXIST)
+			return -errno;
+	}
+	return -EEXIST;
+}
+
+/* The complete document under a temporary name in dir, in tmp. */
+static int write_temp(const char *dir, char *tmp, size_t size, const void *data, size_t len,
+		      mode_t mode)
+{
+	int fd, err;
+
+	fd = open_unnamed(dir);
+	if (fd >= 0) {
+		err = fill_temp(fd, data, len, mode);
+		err = err ?: name_unnamed(fd, dir, tmp, size);
+		close(fd);
+		/* ENOENT: no /proc to name it through; write a named one instead. */
+		if (err != -ENOENT)
+			return err;
+	} else if (fd != -EOPNOTSUPP) {
+		return fd;
+	}
+	fd = make_temp(dir, tmp, size);
+	if (fd < 0)
+		return fd;
+	err = fill_temp(fd, data, len, mode);
+	if (close(fd) && !err)
+		err = -errno;
+	if (err)
+		unlink(tmp);
+	return err;
+}
+
 int output__write_file(const char *path, const void *data, size_t len,
 		       const struct output_opts *opts)
 {
 	char tmp[PATH_MAX], dir[PATH_MAX];
 	mode_t mode = opts && opts->mode ? opts->mode : 0644;
-	int fd = -1, err = 0;
+	int err;
 
 	if (!path || !*path)
 		return -EINVAL;
@@ -145,39 +230,15 @@ int output__write_file(const char *path, const void *data, size_t len,
 		return write_all(STDOUT_FILENO, data, len);
 	err = check_target(path);
 	err = err ?: dir_of(path, dir, sizeof(dir));
+	err = err ?: write_temp(dir, tmp, sizeof(tmp), data, len, mode);
 	if (err)
 		return err;
-	fd = make_temp(dir, tmp, sizeof(tmp));
-	if (fd < 0)
-		return fd;
-	if (fchmod(fd, mode & 07777)) {
-		err = -errno;
-		goto cleanup;
-	}
-	err = write_all(fd, data, len);
-	if (err)
-		goto cleanup;
-	if (fsync(fd)) {
-		err = -errno;
-		goto cleanup;
-	}
-	if (close(fd)) {
-		fd = -1;
-		err = -errno;
-		goto cleanup;
-	}
-	fd = -1;
 	if (rename(tmp, path)) {
 		err = -errno;
-		goto cleanup;
+		unlink(tmp);
+		return err;
 	}
 	return fsync_dir(dir);
-
-cleanup:
-	if (fd >= 0)
-		close(fd);
-	unlink(tmp);
-	return err;
 }
 
 int output__open_append(const char *path, mode_t mode)

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Output files: written whole or not at all. A temp file in the target's
- * directory is filled, fsync'd and renamed over the target, then the
- * directory is fsync'd, so a reader never sees a partial document.
+ * Output files: written whole or not at all. An unnamed file (O_TMPFILE;
+ * else an O_EXCL temp file) in the target's directory is filled, fsync'd,
+ * given a temporary name and renamed over the target, then the directory is
+ * fsync'd, so a reader never sees a partial document and a killed writer
+ * leaves none behind.
  */
 #ifndef KHBPF_OUTPUT_H
 #define KHBPF_OUTPUT_H
@@ -29,8 +31,8 @@ struct output_opts {
 int output__check(const char *path);
 
 /*
- * Write len bytes to path ("-" → stdout). The temp file is created O_EXCL
- * (never through a link) with exactly opts->mode. A path that is a symlink
+ * Write len bytes to path ("-" → stdout). The temp file is unnamed or
+ * created O_EXCL (never through a link), with exactly opts->mode. A path that is a symlink
  * is refused (-ELOOP), as is anything but a regular file (-EEXIST: a FIFO,
  * directory, socket or device); should path become a symlink meanwhile,
  * rename replaces the link itself and never writes through it. Returns 0
