@@ -106,8 +106,13 @@ static void output_error(const char *cmd, const char *opt, const char *path, int
 			"%s '%s': directory '%s' does not exist; create it or choose another path",
 			opt, path, dirname(dir));
 		break;
-	case -EACCES:
 	case -EPERM:
+		cli__error(
+			cmd,
+			"%s '%s': may not replace it (%s; in a sticky directory such as /tmp only its owner may); remove it or choose another path",
+			opt, path, strerror(-err));
+		break;
+	case -EACCES:
 	case -EROFS:
 		cli__error(
 			cmd, "%s '%s': cannot create files in '%s' (%s%s%s); choose another path",

@@ -107,6 +107,19 @@ fifo_case() {
 	no_temp "$TMP"
 }
 
+# Under sudo the file is written as the invoking user, who may not replace
+# root's file in a sticky directory: said before anything runs.
+sticky_case() {
+	chmod 0711 "$TMP"
+	mkdir -m 1777 "$TMP/sticky"
+	echo old >"$TMP/sticky/doc.json"
+	export SUDO_UID=65534 SUDO_GID=65534 # this case's subshell only
+	refused "may not replace it" run -o "$TMP/sticky/doc.json" -- touch "$TMP/sticky/ran"
+	[ ! -e "$TMP/sticky/ran" ] || fail "run started the command"
+	[ "$(cat "$TMP/sticky/doc.json")" = old ] || fail "root's file was changed"
+	[ "$(ls -A "$TMP/sticky")" = doc.json ] || fail "files left in $TMP/sticky"
+}
+
 # A tmpfs of 64 KiB holding an old document and a filler that leaves 4 KiB:
 # a document of 15 KB cannot fit.
 full_disk_case() {
@@ -231,6 +244,7 @@ case_ "-o in a read-only directory (mode)" readonly_mode_case
 case_ "-o on a read-only mount" readonly_mount_case
 case_ "-o is a symlink" symlink_case
 case_ "-o is a FIFO" fifo_case
+case_ "-o is root's file in a sticky directory, under sudo" sticky_case
 case_ "-o on a full file system" full_disk_case
 case_ "file modes and --private" modes_case
 case_ "serve --ndjson refused paths" serve_refused_case
