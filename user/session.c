@@ -253,8 +253,14 @@ static int user_groups(uid_t uid, gid_t gid)
 	return 0;
 }
 
+/*
+ * In the held child: become the invoking user, with their groups and, from
+ * their passwd entry, HOME, USER and LOGNAME (sudo leaves root's HOME, which
+ * the user may not write).
+ */
 static int drop_to_invoking_user(void)
 {
+	struct passwd *pw;
 	uid_t uid;
 	gid_t gid;
 	int err;
@@ -266,6 +272,10 @@ static int drop_to_invoking_user(void)
 	if (err)
 		return err;
 	if (setgid(gid) || setuid(uid))
+		return -errno;
+	pw = getpwuid(uid);
+	if (pw && (setenv("HOME", pw->pw_dir, 1) || setenv("USER", pw->pw_name, 1) ||
+		   setenv("LOGNAME", pw->pw_name, 1)))
 		return -errno;
 	return 0;
 }

@@ -95,6 +95,12 @@ rc=$?
 json_check "$W/term.json" "d['target']['exit']['value'] == {'signal': 15}" \
 	"d['window']['end_reason'] == 'target-exit'"
 
+# CMD's HOME, USER and LOGNAME are the invoking user's (sudo left root's).
+expect_exit 0 env SUDO_UID=65534 SUDO_GID=65534 HOME=/root USER=root LOGNAME=root "$KHBPF" run -- \
+	sh -c 'echo "$HOME $USER $LOGNAME" >"$0/env"' "$W"
+want="$(getent passwd nobody | cut -d: -f6) nobody nobody"
+[ "$(cat "$W/env")" = "$want" ] || fail "CMD's environment '$(cat "$W/env")', expected '$want'"
+
 # 3. run --as-root under sudo: CMD is root's, so not even CAP_KILL is kept.
 env SUDO_UID=65534 SUDO_GID=65534 "$KHBPF" run --as-root -o "$W/asroot.json" -- sleep 1 2>"$TMP/k.err" &
 K=$!
