@@ -214,7 +214,7 @@ signal_flood_case() {
 	local sig round k rc
 	for round in 1 2 3; do
 		for sig in TERM INT; do
-			rm -f "$TMP/f.json"
+			rm -f "$TMP/f.json" "$TMP/k.err"
 			"$KHBPF" attach --pid "$LIVE" -o "$TMP/f.json" 2>"$TMP/k.err" &
 			k=$!
 			for _ in $(seq 400); do grep -q "watching pid" "$TMP/k.err" && break; sleep 0.05; done
@@ -225,7 +225,7 @@ signal_flood_case() {
 			json_check "$TMP/f.json" "d['window']['end_reason'] == 'signal'" "len(d['threads']) == 1"
 			no_temp "$TMP"
 		done
-		rm -f "$TMP/f.json"
+		rm -f "$TMP/f.json" "$TMP/k.err"
 		"$KHBPF" run -o "$TMP/f.json" -- sleep 30 2>"$TMP/k.err" &
 		k=$!
 		for _ in $(seq 400); do grep -q "watching pid" "$TMP/k.err" && break; sleep 0.05; done

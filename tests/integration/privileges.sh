@@ -47,29 +47,40 @@ expect_caps() {
 	expect_status "$pid" NoNewPrivs 1
 }
 
+# start PATTERN CMD...: CMD (a khbpf command line, maybe behind env) in the
+# background, in a cpu cgroup as run_accuracy.sh does (a thread's exit is then
+# not held up behind other cgroups' tasks), with stderr in a fresh $TMP/k.err;
+# returns once that says PATTERN. K is khbpf's pid, JOB what to wait for.
+start() {
+	local pat=$1
+	shift
+	rm -f "$TMP/k.err"
+	in_cpu_cgroup "$@" 2>"$TMP/k.err" &
+	JOB=$!
+	PIDS+=("$JOB")
+	wait_line "$pat" "$TMP/k.err"
+	K=$(pgrep -P "$JOB" -x khbpf || echo "$JOB")
+	[ "$(cat "/proc/$K/comm")" = khbpf ] || fail "no khbpf process under job $JOB"
+	PIDS+=("$K")
+}
+
 NONE=0000000000000000
 KILL=0000000000000020 # 1 << CAP_KILL (5)
 
 # 1. run as root (no sudo): nothing kept, and the evidence is exact.
-"$KHBPF" run -o "$TMP/root.json" -- build/workloads/schedmix --duration-ms 1500 \
-	--out "$TMP/truth.jsonl" 2>"$TMP/k.err" &
-K=$!
-PIDS+=("$K")
-wait_line "watching pid" "$TMP/k.err"
+start "watching pid" "$KHBPF" run -o "$TMP/root.json" -- build/workloads/schedmix \
+	--duration-ms 1500 --out "$TMP/truth.jsonl"
 expect_caps "$K" "$NONE"
 expect_status "$K" Uid "0 0 0 0"
-wait "$K" || fail "run as root exited $?: $(cat "$TMP/k.err")"
+wait "$JOB" || fail "run as root exited $?: $(cat "$TMP/k.err")"
 "$PYTHON" "$CMP" truth "$TMP/root.json" "$TMP/truth.jsonl" || fail "run as root: evidence differs from /proc"
 "$PYTHON" "$CMP" totals "$TMP/root.json" || fail "run as root: totals"
 
 # 2. run under sudo: CMD runs as nobody, the loader keeps CAP_KILL only, its
 # file-system ids are nobody's (the output file is nobody's), and a SIGTERM
 # still reaches CMD.
-env SUDO_UID=65534 SUDO_GID=65534 SUDO_USER=nobody "$KHBPF" run -o "$W/user.json" -- \
-	build/workloads/schedmix --duration-ms 1500 --out "$W/truth.jsonl" 2>"$TMP/k.err" &
-K=$!
-PIDS+=("$K")
-wait_line "watching pid" "$TMP/k.err"
+start "watching pid" env SUDO_UID=65534 SUDO_GID=65534 SUDO_USER=nobody "$KHBPF" run \
+	-o "$W/user.json" -- build/workloads/schedmix --duration-ms 1500 --out "$W/truth.jsonl"
 expect_caps "$K" "$KILL"
 expect_status "$K" Uid "0 0 0 65534"
 expect_status "$K" Gid "0 0 0 65534"
@@ -77,19 +88,16 @@ expect_status "$K" Gid "0 0 0 65534"
 	fail "loader groups are not nobody's ($NOBODY_GROUPS): $(grep ^Groups: "/proc/$K/status")"
 CMD=$(cat /proc/"$K"/task/*/children | xargs)
 [ "$(stat -c %u "/proc/$CMD")" = 65534 ] || fail "CMD $CMD is not nobody's"
-wait "$K" || fail "run under sudo exited $?: $(cat "$TMP/k.err")"
+wait "$JOB" || fail "run under sudo exited $?: $(cat "$TMP/k.err")"
 [ "$(stat -c '%u:%g %a' "$W/user.json")" = "65534:65534 644" ] ||
 	fail "output is $(stat -c '%u:%g %a' "$W/user.json"), expected nobody's, 0644"
 "$PYTHON" "$CMP" truth "$W/user.json" "$W/truth.jsonl" || fail "run under sudo: evidence differs from /proc"
 "$PYTHON" tests/validate_schema.py "$SCHEMA" "$W/user.json" >/dev/null || fail "run under sudo: schema"
 
-env SUDO_UID=65534 SUDO_GID=65534 "$KHBPF" run -o "$W/term.json" -- sleep 30 2>"$TMP/k.err" &
-K=$!
-PIDS+=("$K")
-wait_line "watching pid" "$TMP/k.err"
+start "watching pid" env SUDO_UID=65534 SUDO_GID=65534 "$KHBPF" run -o "$W/term.json" -- sleep 30
 expect_caps "$K" "$KILL"
 kill -TERM "$K"
-wait "$K"
+wait "$JOB"
 rc=$?
 [ "$rc" -eq 143 ] || fail "run under sudo after SIGTERM exited $rc, expected 143 (CMD killed by it)"
 json_check "$W/term.json" "d['target']['exit']['value'] == {'signal': 15}" \
@@ -102,12 +110,9 @@ want="$(getent passwd nobody | cut -d: -f6) nobody nobody"
 [ "$(cat "$W/env")" = "$want" ] || fail "CMD's environment '$(cat "$W/env")', expected '$want'"
 
 # 3. run --as-root under sudo: CMD is root's, so not even CAP_KILL is kept.
-env SUDO_UID=65534 SUDO_GID=65534 "$KHBPF" run --as-root -o "$W/asroot.json" -- sleep 1 2>"$TMP/k.err" &
-K=$!
-PIDS+=("$K")
-wait_line "watching pid" "$TMP/k.err"
+start "watching pid" env SUDO_UID=65534 SUDO_GID=65534 "$KHBPF" run --as-root -o "$W/asroot.json" -- sleep 1
 expect_caps "$K" "$NONE"
-wait "$K" || fail "run --as-root exited $?"
+wait "$JOB" || fail "run --as-root exited $?"
 [ "$(stat -c %u "$W/asroot.json")" = 65534 ] || fail "run --as-root: output not the invoking user's"
 
 # 4. Under sudo the output may go only where the invoking user may write:
@@ -121,28 +126,26 @@ grep -q "SUDO_UID=65534" "$TMP/err" || fail "the error does not say who writes: 
 no_bpf_left
 
 # 5. attach to another user's process: nothing kept; its threads still read.
-su -s /bin/sh nobody -c 'while :; do :; done' &
+# (su reports its child's death by signal on stderr.)
+su -s /bin/sh nobody -c 'while :; do :; done' 2>/dev/null &
 SU=$!
 PIDS+=("$SU")
 sleep 0.2
-T=$(pgrep -u nobody -P "$SU" -n sh || echo "$SU")
+T=$(pgrep -u nobody -n -x sh -P "$SU")
 PIDS+=("$T")
 for mode in bpf no-bpf; do
 	flag=()
 	[ "$mode" = no-bpf ] && flag=(--no-bpf)
-	"$KHBPF" attach "${flag[@]}" --pid "$T" --duration 2 -o "$TMP/attach.json" 2>"$TMP/k.err" &
-	K=$!
-	PIDS+=("$K")
-	wait_line "watching pid" "$TMP/k.err"
+	start "watching pid" "$KHBPF" attach "${flag[@]}" --pid "$T" --duration 2 -o "$TMP/attach.json"
 	expect_caps "$K" "$NONE"
-	wait "$K" || fail "attach ($mode) exited $?: $(cat "$TMP/k.err")"
+	wait "$JOB" || fail "attach ($mode) exited $?: $(cat "$TMP/k.err")"
 	json_check "$TMP/attach.json" \
 		"d['target']['exe'] == {'status': 'recorded', 'value': '/usr/bin/dash'}" \
 		"len(d['threads']) == 1 and d['threads'][0]['thread_id'] == $T" \
 		"d['threads'][0]['on_cpu_ns']['value']['value'] > 0"
 done
 kill "$T"
-wait "$SU" 2>/dev/null
+wait "$SU"
 
 # 6. serve: nothing kept once listening (on a port below 1024: bound before
 # the drop); windows (task iterators, map reads and deletes) go on, and it
@@ -159,10 +162,7 @@ for p in range(1023, 900, -1):
 PY
 )
 [ -n "$PORT" ] || fail "no free port below 1024"
-"$KHBPF" serve --listen "127.0.0.1:$PORT" --interval 1 2>"$TMP/k.err" &
-K=$!
-PIDS+=("$K")
-wait_line "listening on" "$TMP/k.err"
+start "listening on" "$KHBPF" serve --listen "127.0.0.1:$PORT" --interval 1
 expect_caps "$K" "$NONE"
 for _ in $(seq 100); do
 	h=$(curl -sf "http://127.0.0.1:$PORT/healthz") && [ "${h#ok: }" != "$h" ] &&
@@ -172,21 +172,18 @@ done
 [ "$(echo "$h" | awk '{print $2}')" -ge 3 ] || fail "serve made fewer than 3 windows after the drop: '$h'"
 curl -sf "http://127.0.0.1:$PORT/metrics" | grep -q '^khbpf_oncpu_seconds_total{' || fail "no series after the drop"
 kill -INT "$K"
-wait "$K" || fail "serve exited $? after SIGINT: $(cat "$TMP/k.err")"
+wait "$JOB" || fail "serve exited $? after SIGINT: $(cat "$TMP/k.err")"
 
 # 7. serve listens on loopback unless told otherwise.
 if ss -ltnH 'sport = :9464' | grep -q .; then
 	[ "${CI:-}" = true ] && fail "port 9464 is taken; cannot check serve's default address"
 	echo "note: port 9464 in use here; default-address check skipped"
 else
-	"$KHBPF" serve --interval 1 2>"$TMP/k.err" &
-	K=$!
-	PIDS+=("$K")
-	wait_line "listening on" "$TMP/k.err"
+	start "listening on" "$KHBPF" serve --interval 1
 	l=$(ss -ltnH 'sport = :9464' | awk '{print $4}' | xargs)
 	[ "$l" = "127.0.0.1:9464" ] || fail "serve's default listens on '$l', expected 127.0.0.1:9464 only"
 	kill -INT "$K"
-	wait "$K" || fail "serve (default address) exited $?"
+	wait "$JOB" || fail "serve (default address) exited $?"
 fi
 no_bpf_left
 echo "privileges: ok"
