@@ -1531,7 +1531,6 @@ int session__signal_fd(const struct session *s)
  */
 static int writer_identity(void)
 {
-	static bool groups_set;
 	uid_t uid;
 	gid_t gid;
 	int err;
@@ -1541,12 +1540,9 @@ static int writer_identity(void)
 		return 0;
 	if ((uid_t)setfsuid((uid_t)-1) == uid && (gid_t)setfsgid((gid_t)-1) == gid)
 		return 0;
-	if (!groups_set) {
-		err = user_groups(uid, gid);
-		if (err)
-			return err;
-		groups_set = true;
-	}
+	err = user_groups(uid, gid);
+	if (err)
+		return err;
 	setfsgid(gid);
 	setfsuid(uid);
 	/* They return the previous id, not errors: read them back. */
@@ -1558,13 +1554,23 @@ static int writer_identity(void)
 int session__writer_begin(struct session_writer *w)
 {
 	cap_t noeff;
-	int err;
+	int n, err;
 
+	memset(w, 0, sizeof(*w));
 	w->fsuid = (uid_t)setfsuid((uid_t)-1);
 	w->fsgid = (gid_t)setfsgid((gid_t)-1);
 	w->caps = cap_get_proc();
 	if (!w->caps)
 		return -errno;
+	/* The groups too: a held child forked later (run --as-root) gets the loader's. */
+	n = getgroups(0, NULL);
+	w->groups = n > 0 ? calloc((size_t)n, sizeof(gid_t)) : NULL;
+	if (n < 0 || (n > 0 && !w->groups))
+		return n < 0 ? -errno : -ENOMEM;
+	w->nr_groups = n > 0 ? getgroups(n, w->groups) : 0;
+	if (w->nr_groups < 0)
+		return -errno;
+	w->have_groups = true;
 	err = writer_identity();
 	if (err)
 		return err;
@@ -1586,6 +1592,11 @@ void session__writer_end(struct session_writer *w)
 		cap_free(w->caps);
 		w->caps = NULL;
 	}
+	if (w->have_groups)
+		setgroups((size_t)w->nr_groups, w->groups);
+	free(w->groups);
+	w->groups = NULL;
+	w->have_groups = false;
 }
 
 /* Credentials are per thread: a second thread would keep what this one drops. */

@@ -96,6 +96,9 @@ struct session_writer {
 	void *caps; /* cap_t */
 	uid_t fsuid;
 	gid_t fsgid;
+	gid_t *groups;
+	int nr_groups;
+	bool have_groups;
 };
 int session__writer_begin(struct session_writer *w);
 void session__writer_end(struct session_writer *w);

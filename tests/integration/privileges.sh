@@ -115,6 +115,11 @@ expect_caps "$K" "$NONE"
 wait "$JOB" || fail "run --as-root exited $?"
 [ "$(stat -c %u "$W/asroot.json")" = 65534 ] || fail "run --as-root: output not the invoking user's"
 
+# The loader took nobody's groups for its -o check, not for CMD's sake.
+expect_exit 0 env SUDO_UID=65534 SUDO_GID=65534 "$KHBPF" run --as-root -o "$W/g.json" -- \
+	sh -c 'id -G >"$0/groups"' "$W"
+[ "$(cat "$W/groups")" = "$(id -G)" ] || fail "run --as-root: CMD's groups $(cat "$W/groups"), expected $(id -G)"
+
 # 4. Under sudo the output may go only where the invoking user may write:
 # refused before anything runs.
 mkdir -m 0700 "$TMP/rootonly"
