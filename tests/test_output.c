@@ -9,7 +9,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -110,20 +114,302 @@ static void test_output__refuses_non_regular(void **state)
 	assert_int_equal(entries(t->dir), 2);
 }
 
-static void test_output__symlink_is_replaced_not_followed(void **state)
+/* O_NOFOLLOW semantics: a link at the path is refused, its target untouched. */
+static void test_output__symlink_is_refused(void **state)
 {
 	struct tmp *t = *state;
-	char victim[160], link[160], buf[32];
+	char victim[160], link[160], dangling[160], buf[32];
+	struct stat st;
 
 	snprintf(victim, sizeof(victim), "%s/victim", t->dir);
 	snprintf(link, sizeof(link), "%s/link", t->dir);
+	snprintf(dangling, sizeof(dangling), "%s/dangling", t->dir);
 	assert_int_equal(output__write_file(victim, "keep", 4, NULL), 0);
 	assert_int_equal(symlink(victim, link), 0);
-	assert_int_equal(output__write_file(link, "new", 3, NULL), 0);
+	assert_int_equal(symlink("/nonexistent/khbpf-target", dangling), 0);
+	assert_int_equal(output__check(link), -ELOOP);
+	assert_int_equal(output__write_file(link, "new", 3, NULL), -ELOOP);
+	assert_int_equal(output__check(dangling), -ELOOP);
+	assert_int_equal(output__write_file(dangling, "new", 3, NULL), -ELOOP);
 	slurp(victim, buf, sizeof(buf));
 	assert_string_equal(buf, "keep");
-	slurp(link, buf, sizeof(buf));
-	assert_string_equal(buf, "new");
+	assert_int_equal(lstat(link, &st), 0);
+	assert_true(S_ISLNK(st.st_mode));
+	assert_int_equal(entries(t->dir), 3);
+}
+
+/* The check before any work: what the write would say, and nothing left. */
+static void test_output__check(void **state)
+{
+	struct tmp *t = *state;
+	char fifo[160], sub[160], under[200];
+
+	assert_int_equal(output__check("-"), 0);
+	assert_int_equal(output__check(""), -EINVAL);
+	assert_int_equal(output__check(t->path), 0);
+	assert_int_equal(entries(t->dir), 0);
+	assert_int_equal(output__write_file(t->path, "x", 1, NULL), 0);
+	assert_int_equal(output__check(t->path), 0);
+	snprintf(under, sizeof(under), "%s/doc.json", t->path);
+	assert_int_equal(output__check(under), -ENOTDIR);
+	snprintf(under, sizeof(under), "%s/no/doc.json", t->dir);
+	assert_int_equal(output__check(under), -ENOENT);
+	snprintf(fifo, sizeof(fifo), "%s/fifo", t->dir);
+	assert_int_equal(mkfifo(fifo, 0600), 0);
+	assert_int_equal(output__check(fifo), -EEXIST);
+	snprintf(sub, sizeof(sub), "%s/sub", t->dir);
+	assert_int_equal(mkdir(sub, 0700), 0);
+	assert_int_equal(output__check(sub), -EEXIST);
+	assert_int_equal(entries(t->dir), 3);
+}
+
+/* A directory the caller may not write to: refused by the check and the write. */
+static void test_output__unwritable_directory(void **state)
+{
+	struct tmp *t = *state;
+	int status;
+	pid_t pid;
+
+	assert_int_equal(chmod(t->dir, 0755), 0);
+	if (geteuid() != 0) {
+		assert_int_equal(chmod(t->dir, 0555), 0);
+		assert_int_equal(output__check(t->path), -EACCES);
+		assert_int_equal(output__write_file(t->path, "x", 1, NULL), -EACCES);
+		assert_int_equal(chmod(t->dir, 0700), 0);
+		assert_int_equal(entries(t->dir), 0);
+		return;
+	}
+	/* Root writes anywhere: check as nobody, as the loader does after its drop. */
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		if (setresgid(65534, 65534, 65534) || setresuid(65534, 65534, 65534))
+			_exit(10);
+		if (output__check(t->path) != -EACCES)
+			_exit(11);
+		_exit(output__write_file(t->path, "x", 1, NULL) == -EACCES ? 0 : 12);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	assert_int_equal(entries(t->dir), 0);
+}
+
+/*
+ * Someone else's file in a sticky directory (/tmp): rename over it fails,
+ * and the check says so first.
+ */
+static void test_output__sticky_directory(void **state)
+{
+	struct tmp *t = *state;
+	int status;
+	pid_t pid;
+
+	require_or_skip(geteuid() == 0, "needs a second user: root and nobody");
+	assert_int_equal(output__write_file(t->path, "root's", 6, NULL), 0);
+	assert_int_equal(chmod(t->dir, 01777), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		char mine[200];
+
+		if (setresgid(65534, 65534, 65534) || setresuid(65534, 65534, 65534))
+			_exit(10);
+		if (output__check(t->path) != -EPERM)
+			_exit(11);
+		if (output__write_file(t->path, "x", 1, NULL) != -EPERM)
+			_exit(12);
+		/* A new name in the same directory is fine. */
+		snprintf(mine, sizeof(mine), "%s/mine.json", t->dir);
+		if (output__check(mine) || output__write_file(mine, "y", 1, NULL))
+			_exit(13);
+		_exit(output__check(mine) ? 14 : 0);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	assert_int_equal(entries(t->dir), 2);
+}
+
+/* The mode is exactly 0644 or 0600 (--private), whatever the umask. */
+static void test_output__mode_ignores_umask(void **state)
+{
+	struct tmp *t = *state;
+	struct output_opts o = { .sz = sizeof(o) };
+	struct stat st;
+	mode_t old = umask(077);
+
+	assert_int_equal(output__write_file(t->path, "a", 1, &o), 0);
+	assert_int_equal(stat(t->path, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0644);
+	umask(0);
+	o.mode = OUTPUT_MODE_PRIVATE;
+	assert_int_equal(output__write_file(t->path, "b", 1, &o), 0);
+	assert_int_equal(stat(t->path, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0600);
+	umask(old);
+}
+
+/* A write cut short (file size limit, any user): old file kept, no temp left. */
+static void test_output__short_write_leaves_old_file(void **state)
+{
+	struct tmp *t = *state;
+	struct rlimit old, lim;
+	size_t n = 256 << 10;
+	char buf[32], *big;
+
+	assert_int_equal(output__write_file(t->path, "old", 3, NULL), 0);
+	big = calloc(1, n);
+	assert_non_null(big);
+	assert_int_equal(getrlimit(RLIMIT_FSIZE, &old), 0);
+	lim = old;
+	lim.rlim_cur = 64 << 10;
+	signal(SIGXFSZ, SIG_IGN);
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &lim), 0);
+	assert_int_equal(output__write_file(t->path, big, n, NULL), -EFBIG);
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &old), 0);
+	signal(SIGXFSZ, SIG_DFL);
+	free(big);
+	slurp(t->path, buf, sizeof(buf));
+	assert_string_equal(buf, "old");
+	assert_int_equal(entries(t->dir), 1);
+}
+
+static const char *xfsz_dir;
+static volatile sig_atomic_t xfsz_entries = -1;
+
+/* At SIGXFSZ, in the middle of the write: what names does the directory hold? */
+static void count_entries_on_xfsz(int sig)
+{
+	struct dirent64_ {
+		uint64_t ino;
+		int64_t off;
+		unsigned short reclen;
+		unsigned char type;
+		char name[];
+	} * d;
+	char buf[4096];
+	int fd, count = 0;
+	long n, off;
+
+	(void)sig;
+	fd = open(xfsz_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	while ((n = syscall(SYS_getdents64, fd, buf, sizeof(buf))) > 0) {
+		for (off = 0; off < n; off += d->reclen) {
+			d = (struct dirent64_ *)(buf + off);
+			count += strcmp(d->name, ".") && strcmp(d->name, "..");
+		}
+	}
+	close(fd);
+	xfsz_entries = count;
+}
+
+/*
+ * While the document is written it has no name at all (O_TMPFILE): killed
+ * then, khbpf would leave nothing behind.
+ */
+static void test_output__unnamed_while_writing(void **state)
+{
+	struct tmp *t = *state;
+	struct rlimit old, lim;
+	size_t n = 256 << 10;
+	char *big;
+	int fd;
+
+	fd = open(t->dir, O_TMPFILE | O_WRONLY, 0600);
+	require_or_skip(fd >= 0, "the file system of /tmp has no O_TMPFILE");
+	close(fd);
+	assert_int_equal(output__write_file(t->path, "old", 3, NULL), 0);
+	big = calloc(1, n);
+	assert_non_null(big);
+	xfsz_dir = t->dir;
+	signal(SIGXFSZ, count_entries_on_xfsz);
+	assert_int_equal(getrlimit(RLIMIT_FSIZE, &old), 0);
+	lim = old;
+	lim.rlim_cur = 64 << 10;
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &lim), 0);
+	assert_int_equal(output__write_file(t->path, big, n, NULL), -EFBIG);
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &old), 0);
+	signal(SIGXFSZ, SIG_DFL);
+	free(big);
+	/* Seen mid-write: the old document only. */
+	assert_int_equal(xfsz_entries, 1);
+	assert_int_equal(entries(t->dir), 1);
+}
+
+/* serve --ndjson: created with the exact mode, never a link or a FIFO. */
+static void test_output__open_append(void **state)
+{
+	struct tmp *t = *state;
+	char fifo[160], link[160], buf[32];
+	struct stat st;
+	mode_t old = umask(077);
+	int fd;
+
+	fd = output__open_append(t->path, 0);
+	assert_true(fd >= 0);
+	assert_int_equal(fstat(fd, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0644);
+	assert_int_equal(output__append(fd, "one\n", 4), 0);
+	close(fd);
+	/* Existing: appended to, mode kept even with a private mode asked. */
+	fd = output__open_append(t->path, OUTPUT_MODE_PRIVATE);
+	assert_true(fd >= 0);
+	assert_int_equal(output__append(fd, "two\n", 4), 0);
+	close(fd);
+	slurp(t->path, buf, sizeof(buf));
+	assert_string_equal(buf, "one\ntwo\n");
+	assert_int_equal(stat(t->path, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0644);
+	umask(old);
+
+	snprintf(link, sizeof(link), "%s/link", t->dir);
+	assert_int_equal(symlink(t->path, link), 0);
+	assert_int_equal(output__open_append(link, 0), -ELOOP);
+	snprintf(fifo, sizeof(fifo), "%s/fifo", t->dir);
+	assert_int_equal(mkfifo(fifo, 0600), 0);
+	/* Would block forever waiting for a reader if it opened it plainly. */
+	assert_int_equal(output__open_append(fifo, 0), -EEXIST);
+	assert_int_equal(output__open_append(t->dir, 0), -EISDIR);
+	slurp(t->path, buf, sizeof(buf));
+	assert_string_equal(buf, "one\ntwo\n");
+}
+
+/* A record that does not fit is cut back: the file ends with the last whole one. */
+static void test_output__append_failure_leaves_no_partial_record(void **state)
+{
+	struct tmp *t = *state;
+	struct rlimit old, lim;
+	size_t n = 256 << 10;
+	struct stat st;
+	char *big;
+	int fd;
+
+	fd = output__open_append(t->path, OUTPUT_MODE_PRIVATE);
+	assert_true(fd >= 0);
+	assert_int_equal(fstat(fd, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0600);
+	assert_int_equal(output__append(fd, "{\"w\":1}\n", 8), 0);
+	big = malloc(n);
+	assert_non_null(big);
+	memset(big, 'x', n);
+	assert_int_equal(getrlimit(RLIMIT_FSIZE, &old), 0);
+	lim = old;
+	lim.rlim_cur = 64 << 10;
+	signal(SIGXFSZ, SIG_IGN);
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &lim), 0);
+	assert_int_equal(output__append(fd, big, n), -EFBIG);
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &old), 0);
+	signal(SIGXFSZ, SIG_DFL);
+	free(big);
+	assert_int_equal(fstat(fd, &st), 0);
+	assert_int_equal(st.st_size, 8);
+	assert_int_equal(output__append(fd, "{\"w\":2}\n", 8), 0);
+	close(fd);
+	assert_int_equal(stat(t->path, &st), 0);
+	assert_int_equal(st.st_size, 16);
 }
 
 static void test_output__missing_directory(void **state)
@@ -187,8 +473,18 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_output__writes_and_replaces, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_output__refuses_non_regular, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_output__symlink_is_replaced_not_followed,
-						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_output__symlink_is_refused, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_output__check, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_output__unwritable_directory, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_output__sticky_directory, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_output__mode_ignores_umask, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_output__short_write_leaves_old_file, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_output__unnamed_while_writing, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_output__open_append, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_output__append_failure_leaves_no_partial_record, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_output__missing_directory, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_output__stdout, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_output__disk_full_leaves_old_file, setup,

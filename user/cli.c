@@ -81,9 +81,67 @@ int cli__bad_option(const char *cmd, int c, char **argv)
 	return CLI_EXIT_USAGE;
 }
 
+/* Why an output path was refused, with what to do: one line. */
+static void output_error(const char *cmd, const char *opt, const char *path, int err)
+{
+	const char *sudo = geteuid() == 0 ? getenv("SUDO_UID") : NULL;
+	char dir[PATH_MAX];
+
+	snprintf(dir, sizeof(dir), "%s", path);
+	switch (err) {
+	case -ELOOP:
+		cli__error(
+			cmd,
+			"%s '%s' is a symbolic link; khbpf does not write through links: give the real path",
+			opt, path);
+		break;
+	case -EEXIST:
+		cli__error(cmd, "%s '%s' exists and is not a regular file; choose another path",
+			   opt, path);
+		break;
+	case -ENOENT:
+	case -ENOTDIR:
+		cli__error(
+			cmd,
+			"%s '%s': directory '%s' does not exist; create it or choose another path",
+			opt, path, dirname(dir));
+		break;
+	case -EPERM:
+		cli__error(
+			cmd,
+			"%s '%s': may not replace it (%s; in a sticky directory such as /tmp only its owner may); remove it or choose another path",
+			opt, path, strerror(-err));
+		break;
+	case -EACCES:
+	case -EROFS:
+		cli__error(
+			cmd, "%s '%s': cannot create files in '%s' (%s%s%s); choose another path",
+			opt, path, dirname(dir), strerror(-err),
+			sudo && err != -EROFS ? "; under sudo they are created as SUDO_UID=" : "",
+			sudo && err != -EROFS ? sudo : "");
+		break;
+	case -ENOSPC:
+	case -EDQUOT:
+	case -EFBIG:
+		cli__error(
+			cmd,
+			"%s '%s': %s; nothing was written, free some space or choose another path",
+			opt, path, strerror(-err));
+		break;
+	default:
+		cli__error(cmd, "%s '%s': cannot write: %s; nothing was written", opt, path,
+			   strerror(-err));
+	}
+}
+
 int cli__emit_json(const char *cmd, struct json_object *obj, const char *path)
 {
-	struct output_opts oopts = { .sz = sizeof(oopts) };
+	return cli__emit_json_opts(cmd, obj, path, NULL);
+}
+
+int cli__emit_json_opts(const char *cmd, struct json_object *obj, const char *path,
+			const struct output_opts *oopts)
+{
 	const char *text;
 	size_t len;
 	char *buf;
@@ -103,12 +161,10 @@ int cli__emit_json(const char *cmd, struct json_object *obj, const char *path)
 	}
 	memcpy(buf, text, len);
 	buf[len++] = '\n';
-	err = output__write_file(path ? path : "-", buf, len, &oopts);
+	err = output__write_file(path ? path : "-", buf, len, oopts);
 	free(buf);
 	if (err) {
-		cli__error(cmd, "cannot write '%s': %s%s", path ? path : "-", strerror(-err),
-			   err == -EEXIST ? " (not a regular file; choose another -o path)" :
-					    "; check the directory exists and is writable");
+		output_error(cmd, "-o", path ? path : "-", err);
 		return CLI_EXIT_FAILURE;
 	}
 	return 0;
@@ -116,28 +172,9 @@ int cli__emit_json(const char *cmd, struct json_object *obj, const char *path)
 
 int cli__check_output_path(const char *cmd, const char *opt, const char *path)
 {
-	char copy[PATH_MAX];
-	const char *dir;
-	struct stat st;
-	int err;
+	int err = output__check(path);
 
-	if (!strcmp(path, "-"))
-		return 0;
-	if (snprintf(copy, sizeof(copy), "%s", path) >= (int)sizeof(copy)) {
-		cli__error(cmd, "%s '%s': path too long", opt, path);
-		return -ENAMETOOLONG;
-	}
-	if (!lstat(path, &st) && !S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode)) {
-		cli__error(cmd, "%s '%s' exists and is not a regular file; choose another path",
-			   opt, path);
-		return -EEXIST;
-	}
-	dir = dirname(copy);
-	if (access(dir, W_OK)) {
-		err = -errno;
-		cli__error(cmd, "%s '%s': directory '%s' is not writable (%s); choose another path",
-			   opt, path, dir, strerror(-err));
-		return err;
-	}
-	return 0;
+	if (err)
+		output_error(cmd, opt, path, err);
+	return err;
 }

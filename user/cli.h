@@ -37,6 +37,10 @@ int cli__bad_option(const char *cmd, int c, char **argv);
  * Prints the error itself; returns 0 or a CLI exit code.
  */
 int cli__emit_json(const char *cmd, struct json_object *obj, const char *path);
+struct output_opts;
+/* The same with the file's mode (NULL: 0644). */
+int cli__emit_json_opts(const char *cmd, struct json_object *obj, const char *path,
+			const struct output_opts *oopts);
 
 /* a year: larger durations are typos */
 #define CLI_MAX_SECONDS 31536000ULL
@@ -46,7 +50,8 @@ int cli__parse_seconds(const char *s, uint64_t *ns);
 int cli__parse_count(const char *s, uint64_t max, uint32_t *out);
 /*
  * Before any work: an output path (not "-") must be creatable, in a writable
- * directory, and not something other than a regular file. Prints the error
+ * directory, and neither a symlink nor anything but a regular file
+ * (output__check, with the caller's current credentials). Prints the error
  * naming the option; returns 0 or -errno.
  */
 int cli__check_output_path(const char *cmd, const char *opt, const char *path);

@@ -11,6 +11,7 @@
 
 #include "cli.h"
 #include "fsutil.h"
+#include "output.h"
 #include "session.h"
 #include "spanfind.h"
 
@@ -20,6 +21,7 @@
 #define COLLECT_COMMON_HELP                                                                 \
 	"      --max-spans N     span records kept (default 100000); every call still\n"    \
 	"                        counts in the per-metric totals\n"                         \
+	"      --private         create the -o file with mode 0600 (default 0644)\n"        \
 	"      --bpf-stats       time khbpf's BPF programs (BPF_ENABLE_STATS for the\n"     \
 	"                        window: every BPF program on the host then pays two\n"     \
 	"                        clock reads per run); without it `overhead` holds gaps\n"  \
@@ -104,6 +106,7 @@ static int collect(const char *cmd, int argc, char **argv, enum target_mode mode
 		{ "max-spans", required_argument, NULL, 'X' },
 		{ "counter-events", required_argument, NULL, 'C' },
 		{ "bpf-stats", no_argument, NULL, 'B' },
+		{ "private", no_argument, NULL, 'P' },
 		{ "help", no_argument, NULL, 'h' },
 		{},
 	};
@@ -113,6 +116,8 @@ static int collect(const char *cmd, int argc, char **argv, enum target_mode mode
 		.log = stderr,
 		.span_counters = SCHED_COUNTERS_HW,
 	};
+	struct output_opts oopts = { .sz = sizeof(oopts) };
+	struct session_writer writer;
 	struct span_request reqs[MAX_SPAN_ARGS];
 	char req_buf[MAX_SPAN_ARGS][512];
 	bool json = false, text = false, have_pid = false;
@@ -210,6 +215,9 @@ static int collect(const char *cmd, int argc, char **argv, enum target_mode mode
 		case 'B':
 			so.bpf_stats = true;
 			break;
+		case 'P':
+			oopts.mode = OUTPUT_MODE_PRIVATE;
+			break;
 		case 'C':
 			if (!strcmp(optarg, "hw")) {
 				so.span_counters = SCHED_COUNTERS_HW;
@@ -258,8 +266,18 @@ static int collect(const char *cmd, int argc, char **argv, enum target_mode mode
 		return CLI_EXIT_USAGE;
 	}
 	so.span_reqs = reqs;
-	if (out && cli__check_output_path(cmd, "-o", out))
-		return CLI_EXIT_FAILURE;
+	if (out) {
+		/* As the document will be written: after the privilege drop. */
+		err = session__writer_begin(&writer);
+		if (err)
+			cli__error(cmd, "-o '%s': cannot take the invoking user's ids: %s", out,
+				   strerror(-err));
+		else
+			err = cli__check_output_path(cmd, "-o", out);
+		session__writer_end(&writer);
+		if (err)
+			return CLI_EXIT_FAILURE;
+	}
 
 	err = session__run(&s, &so, errbuf, sizeof(errbuf));
 	if (err) {
@@ -272,7 +290,7 @@ static int collect(const char *cmd, int argc, char **argv, enum target_mode mode
 	if (out || json) {
 		doc = session__document(s);
 		if (out)
-			ret = cli__emit_json(cmd, doc, out);
+			ret = cli__emit_json_opts(cmd, doc, out, &oopts);
 		if (!ret && json)
 			ret = cli__emit_json(cmd, doc, "-");
 		json_object_put(doc);

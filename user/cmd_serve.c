@@ -39,6 +39,7 @@ void cmd_serve_help(FILE *f)
 		"  -i, --interval S      evidence window length (default 15)\n"
 		"      --ndjson FILE     append each window's document as one JSON line to FILE\n"
 		"                        ('-': stdout)\n"
+		"      --private         a new --ndjson file gets mode 0600 (default 0644)\n"
 		"      --max-groups N    groups the kernel keeps (default %d); the least\n"
 		"                        recently active are evicted past 9/10, and counted\n"
 		"      --max-age S       drop groups idle this long (default 300)\n"
@@ -65,6 +66,7 @@ int cmd_serve(int argc, char **argv)
 		{ "cgroup", required_argument, NULL, 'c' },
 		{ "interval", required_argument, NULL, 'i' },
 		{ "ndjson", required_argument, NULL, 'n' },
+		{ "private", no_argument, NULL, 'P' },
 		{ "max-groups", required_argument, NULL, 'G' },
 		{ "max-age", required_argument, NULL, 'A' },
 		{ "bpf-stats", no_argument, NULL, 'S' },
@@ -146,6 +148,9 @@ int cmd_serve(int argc, char **argv)
 			break;
 		case 'n':
 			so.ndjson = optarg;
+			break;
+		case 'P':
+			so.ndjson_private = true;
 			break;
 		case 'G':
 			if (cli__parse_count(optarg, 1u << 20, &so.max_groups) ||

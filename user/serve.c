@@ -15,6 +15,7 @@
 #include "cgroup.h"
 #include "cpufreq.h"
 #include "httpd.h"
+#include "output.h"
 #include "promtext.h"
 #include "sched_window.h"
 #include "serve.h"
@@ -843,20 +844,9 @@ static int end_window(struct serve *s)
 	s->doc_len = len;
 	s->doc_obj = doc;
 	s->windows++;
-	if (s->ndjson_fd >= 0) {
-		size_t off = 0;
-
-		/* One line per window, whole: a short write is retried, not split. */
-		while (off < s->doc_len) {
-			ssize_t n = write(s->ndjson_fd, s->doc + off, s->doc_len - off);
-
-			if (n < 0 && errno == EINTR)
-				continue;
-			if (n <= 0)
-				return -errno;
-			off += (size_t)n;
-		}
-	}
+	/* One line per window, whole: a failed write leaves no partial line. */
+	if (s->ndjson_fd >= 0)
+		return output__append(s->ndjson_fd, s->doc, s->doc_len);
 	return 0;
 }
 
@@ -991,16 +981,19 @@ int serve__run(const struct serve_opts *opts, char *errbuf, size_t errlen)
 			s->ndjson_fd = STDOUT_FILENO;
 		} else {
 			/* Appended: a log shipper follows it; never through a symlink. */
-			s->ndjson_fd =
-				open(s->o.ndjson,
-				     O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0644);
-			if (s->ndjson_fd < 0) {
+			err = output__open_append(s->o.ndjson,
+						  s->o.ndjson_private ? OUTPUT_MODE_PRIVATE : 0644);
+			if (err < 0) {
 				err = session__errf(
-					errbuf, errlen, -errno,
+					errbuf, errlen, err,
 					"--ndjson '%s': %s; give a writable file or '-'",
-					s->o.ndjson, strerror(errno));
+					s->o.ndjson,
+					err == -ELOOP  ? "is a symbolic link (not followed)" :
+					err == -EEXIST ? "exists and is not a regular file" :
+							 strerror(-err));
 				goto cleanup;
 			}
+			s->ndjson_fd = err;
 		}
 	}
 
@@ -1027,6 +1020,10 @@ int serve__run(const struct serve_opts *opts, char *errbuf, size_t errlen)
 	ho.routes = routes;
 	ho.nr_routes = sizeof(routes) / sizeof(routes[0]);
 	err = httpd__start(&s->http, &ho, errbuf, errlen);
+	if (err)
+		goto cleanup;
+	/* Listening, single-threaded (MHD polls from this loop): only fds from here on. */
+	err = session__drop_privileges(s->sess, errbuf, errlen);
 	if (err)
 		goto cleanup;
 	s->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);

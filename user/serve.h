@@ -29,6 +29,7 @@ struct serve_opts {
 	uint64_t max_age_ns; /* groups idle this long are dropped; 0 → 5 min */
 	uint64_t interval_ns; /* window and sweep period; 0 → 15 s */
 	const char *ndjson; /* one document per window: a path, "-" (stdout), or NULL */
+	bool ndjson_private; /* a new --ndjson file gets mode 0600, not 0644 */
 	bool bpf_stats;
 	uint32_t max_exited;
 	uint32_t max_threads;

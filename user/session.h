@@ -81,6 +81,30 @@ void session__destroy(struct session *s);
 int session__errf(char *buf, size_t len, int err, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 
+/*
+ * After the collector is attached (session__run does it itself; serve once
+ * its socket listens): drop every capability the mode no longer needs, from
+ * the effective, permitted, ambient and bounding sets, and set
+ * no_new_privs. Kept: CAP_KILL in run when CMD runs as the invoking user
+ * (signals are passed to it); nothing otherwise. Under sudo the file-system
+ * ids become SUDO_UID/SUDO_GID (with that user's groups), so output files
+ * are created as that user. Must run while single-threaded. 0 or -errno
+ * with errbuf set.
+ */
+int session__drop_privileges(struct session *s, char *errbuf, size_t errlen);
+
+/* The credentials output files are written with, assumed for a check before the drop. */
+struct session_writer {
+	void *caps; /* cap_t */
+	uid_t fsuid;
+	gid_t fsgid;
+	gid_t *groups;
+	int nr_groups;
+	bool have_groups;
+};
+int session__writer_begin(struct session_writer *w);
+void session__writer_end(struct session_writer *w);
+
 int session__serve_open(struct session **out, const struct session_opts *opts, char *errbuf,
 			size_t errlen);
 int session__serve_rotate(struct session *s, struct json_object **doc, char **text, size_t *len);

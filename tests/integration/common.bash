@@ -1,6 +1,10 @@
 # Sourced by the integration tests. Each test is a bash script that exits
 # non-zero on the first failed expectation.
 set -u
+# Under `sudo make check`, run would start CMD and write -o files as the
+# invoking user, who cannot write the tests' root-owned $TMP. The tests that
+# are about sudo set these themselves.
+unset SUDO_UID SUDO_GID SUDO_USER
 KHBPF=${KHBPF:-build/khbpf}
 PYTHON=${PYTHON:-/usr/bin/python3}
 SCHEMA=${SCHEMA:-../shared/spec/khbpf-evidence.schema.json}

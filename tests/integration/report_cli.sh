@@ -95,7 +95,7 @@ expect_one_line_error
 # A good document, an output directory that does not exist.
 expect_exit 1 "$KHBPF" report "$FIX/spans.json" --html "$TMP/o/no/such/dir/out.html"
 expect_one_line_error
-grep -q -- "--html '.*': directory '.*' is not writable" "$TMP/err" || fail "missing dir: $(cat "$TMP/err")"
+grep -q -- "--html '.*': directory '.*' does not exist" "$TMP/err" || fail "missing dir: $(cat "$TMP/err")"
 no_output
 # A failed report leaves an existing output as it was.
 echo old >"$TMP/keep.html"
