@@ -93,6 +93,7 @@ struct sched_collector_stats {
 	uint64_t span_events_malformed; /* ... of an unexpected size, not used */
 	uint64_t span_clock_gaps; /* missed switch-ins (spans across one: on-CPU is a gap) */
 	uint64_t span_counter_skews; /* counter readings given up (those spans: gaps) */
+	uint64_t span_open_at_exit_drops; /* open at a thread's exit, ring buffer full: lost */
 	/* Per-span counters: slots in use (0: none) and why not, -errno. */
 	uint32_t nr_counters;
 	int counters_err;

@@ -897,6 +897,8 @@ static int build_document(struct session *s)
 	LOSS("span_records_malformed", s->stats.span_events_malformed);
 	LOSS("span_clock_missed_switch_ins", s->stats.span_clock_gaps);
 	LOSS("span_counter_reads_skewed", s->stats.span_counter_skews);
+	LOSS("span_open_at_exit_dropped",
+	     s->stats.span_open_at_exit_drops + s->spans.exit_open_lost);
 	/* A run the kernel skipped (the program was busy on that CPU) may miss an event. */
 	for (i = 0; i < s->stats.nr_progs; i++) {
 		snprintf(s->loss_names[i], sizeof(s->loss_names[0]), "%s_recursion_misses",
