@@ -74,7 +74,8 @@ __u64 span_agg_overflow = 0; /* span_agg full: the call is in no aggregate */
 __u64 span_state_failures = 0;
 __u64 span_clock_gaps = 0; /* missed switch-ins seen (the spans across them are flagged) */
 __u64 span_counter_skews = 0; /* counter readings given up: never read close to the time */
-__u64 span_open_at_exit_drops = 0; /* spans open at a thread's exit the ring buffer had no room for */
+__u64 span_open_at_exit_drops =
+	0; /* spans open at a thread's exit the ring buffer had no room for */
 __u64 groups_made = 0; /* entries created in `groups` */
 __u64 group_overflow = 0; /* switch-outs of a group `groups` had no room for (in group_spill) */
 

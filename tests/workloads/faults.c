@@ -290,7 +290,8 @@ int main(int argc, char **argv)
 		return usage();
 	mode = argv[1];
 	if (!strcmp(mode, "threads") || !strcmp(mode, "die-in-span")) {
-		if (argc < 3 || parse_ulong(argv[2], 1, !strcmp(mode, "threads") ? 100000 : 1024, &n))
+		if (argc < 3 ||
+		    parse_ulong(argv[2], 1, !strcmp(mode, "threads") ? 100000 : 1024, &n))
 			return usage();
 		b = n;
 		a = 3;
