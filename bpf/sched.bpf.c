@@ -74,8 +74,9 @@ __u64 span_agg_overflow = 0; /* span_agg full: the call is in no aggregate */
 __u64 span_state_failures = 0;
 __u64 span_clock_gaps = 0; /* missed switch-ins seen (the spans across them are flagged) */
 __u64 span_counter_skews = 0; /* counter readings given up: never read close to the time */
-__u64 span_open_at_exit_drops =
-	0; /* spans open at a thread's exit the ring buffer had no room for */
+__u64 exec_renumbered = 0; /* a non-leader thread exec'd: it took the leader's id */
+/* spans open at a thread's exit the ring buffer had no room for */
+__u64 span_open_at_exit_drops = 0;
 __u64 groups_made = 0; /* entries created in `groups` */
 __u64 group_overflow = 0; /* switch-outs of a group `groups` had no room for (in group_spill) */
 
@@ -743,8 +744,30 @@ int BPF_PROG(khbpf_sched_process_exit, struct task_struct *p)
 	fill_rec(r, p, KHBPF_REC_EXITED);
 	key.tid = r->tid;
 	key.start_time = r->start_time;
-	if (bpf_map_update_elem(&exited, &key, r, BPF_NOEXIST))
+	if (!bpf_map_update_elem(&exited, &key, r, BPF_NOEXIST))
+		return 0;
+	/*
+	 * The identity exited before: a thread that exec'd took the old
+	 * leader's id and start time (de_thread). Counted in exec_renumbered;
+	 * its record replaces the old leader's, as its final switch would.
+	 */
+	if (bpf_map_lookup_elem(&exited, &key))
+		bpf_map_update_elem(&exited, &key, r, BPF_EXIST);
+	else
 		__sync_fetch_and_add(&exited_overflow, 1);
+	return 0;
+}
+
+/*
+ * exec from a thread other than the leader: the kernel ends the leader and
+ * gives the exec'ing thread its id and start time, so one identity covers
+ * two threads and the exec'ing thread's own id ends without an exit.
+ */
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(khbpf_sched_process_exec, struct task_struct *p, pid_t old_pid)
+{
+	if (is_target(p) && old_pid != p->pid)
+		__sync_fetch_and_add(&exec_renumbered, 1);
 	return 0;
 }
 

@@ -878,6 +878,7 @@ static int build_document(struct session *s)
 	LOSS("threads_dropped", s->win.dropped_threads);
 	LOSS("threads_without_baseline", s->win.threads_without_baseline);
 	LOSS("threads_vanished", s->win.vanished_threads);
+	LOSS("threads_renumbered_by_exec", s->stats.exec_renumbered);
 	LOSS("exited_records_overflow", s->stats.exited_overflow);
 	LOSS("exited_records_max", s->stats.max_exited);
 	LOSS("task_storage_failures", s->stats.storage_failures);
