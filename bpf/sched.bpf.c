@@ -801,6 +801,8 @@ int khbpf_iter_task(struct bpf_iter__task *ctx)
 		return 0;
 	if (task->flags & PF_EXITING)
 		flags |= KHBPF_REC_EXITING;
+	if (task->exit_state)
+		flags |= KHBPF_REC_ZOMBIE;
 	fill_rec(r, task, flags);
 	if (bpf_seq_write(seq, r, sizeof(*r)))
 		__sync_fetch_and_add(&iter_write_errors, 1);

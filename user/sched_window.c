@@ -168,6 +168,11 @@ int sched_window__compute(struct sched_window *w, const struct window_opts *o)
 		}
 		memcpy(t.comm, fin->comm, sizeof(t.comm));
 		t.exited = x != NULL;
+		if (!x && (e->flags & KHBPF_REC_ZOMBIE)) {
+			/* Its final counters, though its exit record did not fit. */
+			t.exited = true;
+			w->overflowed_listed++;
+		}
 		t.has_bpf = fin->flags & KHBPF_REC_HAS_STATE;
 		counters_delta(&t.delta, &fin->k, b ? &b->k : &zero);
 		bpf_delta(&t.bpf, &fin->b, b && (b->flags & KHBPF_REC_HAS_STATE) ? &b->b : NULL);

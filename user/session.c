@@ -881,6 +881,7 @@ static int build_document(struct session *s)
 	LOSS("threads_renumbered_by_exec", s->stats.exec_renumbered);
 	LOSS("exited_records_overflow", s->stats.exited_overflow);
 	LOSS("exited_records_max", s->stats.max_exited);
+	LOSS("exited_records_overflow_listed", s->win.overflowed_listed);
 	LOSS("task_storage_failures", s->stats.storage_failures);
 	LOSS("final_switch_unmatched", s->stats.final_unmatched);
 	LOSS("iterator_write_errors", s->stats.iter_write_errors);
