@@ -948,6 +948,24 @@ static int build_document(struct session *s)
 	return 0;
 }
 
+/*
+ * A process's comm is its leader thread's: take the last one the kernel had,
+ * which /proc no longer shows once the target is reaped.
+ */
+static void target_comm_from_window(struct session *s)
+{
+	size_t i;
+
+	for (i = 0; i < s->win.nr_threads; i++) {
+		const struct window_thread *w = &s->win.threads[i];
+
+		if (w->tid == (uint32_t)s->pid && !w->vanished && w->comm[0]) {
+			snprintf(s->target.comm, sizeof(s->target.comm), "%.16s", w->comm);
+			return;
+		}
+	}
+}
+
 static int finish_window(struct session *s)
 {
 	struct window_opts wo = { 0 };
@@ -987,7 +1005,10 @@ static int finish_window(struct session *s)
 	/* Without BPF there is no start_time: anything new at the end was born. */
 	wo.start_boot_ns = s->use_bpf ? s->start_boot : 0;
 	wo.max_threads = s->opts.max_threads;
-	return sched_window__compute(&s->win, &wo);
+	err = sched_window__compute(&s->win, &wo);
+	if (!err)
+		target_comm_from_window(s);
+	return err;
 }
 
 static int setup_signals(struct session *s, char *errbuf, size_t errlen)
