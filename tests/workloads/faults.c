@@ -45,6 +45,14 @@ static pid_t tid_self(void)
 	return (pid_t)syscall(SYS_gettid);
 }
 
+static uint64_t cpu_ns(clockid_t id)
+{
+	struct timespec ts;
+
+	clock_gettime(id, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 static int usage(void)
 {
 	fprintf(stderr, "faults: usage: faults threads N [B] | comm | exec-self | exec-thread | "
@@ -106,7 +114,8 @@ static int mode_threads(unsigned long n, unsigned long batch)
 	printf("{\"tids\": [");
 	for (i = 0; i <= n; i++)
 		printf("%s%d", i ? ", " : "", (int)tids[i]);
-	printf("]}\n");
+	printf("], \"process_cpu_ns\": %llu}\n",
+	       (unsigned long long)cpu_ns(CLOCK_PROCESS_CPUTIME_ID));
 	return 0;
 }
 
@@ -168,16 +177,36 @@ static void exec_after(void)
 
 static int mode_after_exec(void)
 {
+	char comm[32] = "";
+	FILE *f;
+
 	spin_for(50000000);
-	printf("{\"after_exec\": %d}\n", (int)tid_self());
+	f = fopen("/proc/thread-self/comm", "r");
+	if (!f || !fgets(comm, sizeof(comm), f))
+		return 1;
+	fclose(f);
+	comm[strcspn(comm, "\n")] = '\0';
+	printf("{\"after_exec\": %d, \"comm\": \"%s\", \"cpu_ns\": %llu}\n", (int)tid_self(), comm,
+	       (unsigned long long)cpu_ns(CLOCK_THREAD_CPUTIME_ID));
 	return 0;
 }
 
+static pid_t exec_tids[4];
+static atomic_int exec_started;
+
 static void *exec_thread(void *arg)
 {
+	int i = atomic_fetch_add(&exec_started, 1) + 1;
+
+	exec_tids[i] = tid_self();
 	spin_for(5000000);
-	if (arg)
+	if (arg) {
+		while (atomic_load(&exec_started) < 3)
+			usleep(1000);
+		printf("{\"before_exec\": [%d, %d, %d, %d], \"exec_by\": %d}\n", (int)exec_tids[0],
+		       (int)exec_tids[1], (int)exec_tids[2], (int)exec_tids[3], (int)tid_self());
 		exec_after();
+	}
 	for (;;)
 		usleep(1000);
 	return NULL;
@@ -188,6 +217,7 @@ static int mode_exec_thread(void)
 	pthread_t t;
 	int i;
 
+	exec_tids[0] = tid_self();
 	for (i = 0; i < 3; i++)
 		if (pthread_create(&t, NULL, exec_thread, i == 2 ? (void *)1 : NULL))
 			return 1;
