@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/timerfd.h>
 #include <sys/wait.h>
@@ -430,6 +431,20 @@ static void discover_spans(struct session *s)
 		logf_(s, "khbpf: span discovery failed: %s\n", strerror(-err));
 }
 
+/* PROC_PID_INIT_INO (include/linux/proc_ns.h): the initial PID namespace's inode. */
+#define PID_NS_INIT_INO 0xEFFFFFFCU
+
+/*
+ * BPF programs see tasks by their ids in the initial PID namespace; from
+ * inside another one, the target's id names another task, or none.
+ */
+static bool in_host_pid_ns(void)
+{
+	struct stat st;
+
+	return stat("/proc/self/ns/pid", &st) || st.st_ino == PID_NS_INIT_INO;
+}
+
 /* Load the collector and mark the target; attach comes after the baseline. */
 static void setup_collector(struct session *s)
 {
@@ -455,6 +470,15 @@ static void setup_collector(struct session *s)
 		s->bpf_avail = AVAIL_DISABLED;
 		snprintf(s->bpf_detail, sizeof(s->bpf_detail),
 			 "--no-bpf given: kernel counters read from /proc at the window's ends");
+		return;
+	}
+	if ((s->opts.mode != TARGET_MODE_SERVE || s->opts.nr_pids) && !in_host_pid_ns()) {
+		s->bpf_avail = AVAIL_UNSUPPORTED;
+		snprintf(
+			s->bpf_detail, sizeof(s->bpf_detail),
+			"khbpf runs in a PID namespace other than the host's, and BPF names tasks by their host ids; run khbpf in the host's PID namespace (e.g. docker run --pid=host)");
+		logf_(s, "khbpf: BPF unavailable (%s); falling back to /proc/%d/task/*/sched\n",
+		      s->bpf_detail, (int)s->pid);
 		return;
 	}
 	if (s->opts.mode == TARGET_MODE_SERVE) {
