@@ -26,9 +26,11 @@ W=build/workloads/faults
 FAILED=()
 TGT="" KH="" tp="" kh=""
 
+# ONLY=TEXT runs just the cases whose description contains TEXT.
 case_() {
 	local desc=$1
 	shift
+	[[ -z ${ONLY:-} || $desc == *"$ONLY"* ]] || return 0
 	("$@") || {
 		echo "  ^ in case: $desc" >&2
 		FAILED+=("$desc")
