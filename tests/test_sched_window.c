@@ -113,6 +113,41 @@ static void test_sched_window__merge_cases(void **state)
 	sched_window__free(&w);
 }
 
+/*
+ * A zombie at the window's end (the run leader, not yet reaped) whose exit
+ * record did not fit: listed as exited from its end record, and counted.
+ * A live thread and a thread with its exit record are not.
+ */
+static void test_sched_window__zombie_without_exit_record(void **state)
+{
+	struct khbpf_thread_rec end[] = {
+		rec(20, 10, 300, KHBPF_REC_EXITING | KHBPF_REC_ZOMBIE | KHBPF_REC_HAS_STATE),
+		rec(21, 10, 400, KHBPF_REC_HAS_STATE),
+		rec(22, 10, 500, KHBPF_REC_EXITING | KHBPF_REC_ZOMBIE),
+	};
+	struct khbpf_thread_rec ex[] = {
+		rec(22, 10, 501, KHBPF_REC_EXITED | KHBPF_REC_FINAL),
+	};
+	struct thread_table te = { end, 3 }, tx = { ex, 1 };
+	struct window_opts o = { .end = &te, .exited = &tx, .start_boot_ns = 1 };
+	const struct window_thread *t;
+	struct sched_window w;
+
+	(void)state;
+	assert_int_equal(sched_window__compute(&w, &o), 0);
+	assert_int_equal(w.nr_threads, 3);
+	assert_int_equal(w.overflowed_listed, 1);
+	t = find(&w, 20, 10);
+	assert_true(t->exited);
+	assert_int_equal(t->delta.nvcsw, 301);
+	assert_false(find(&w, 21, 10)->exited);
+	t = find(&w, 22, 10);
+	assert_true(t->exited);
+	assert_int_equal(t->delta.nvcsw, 502); /* from the exit record */
+	assert_int_equal(w.exited_threads, 2);
+	sched_window__free(&w);
+}
+
 static void test_sched_window__run_mode_zero_baseline(void **state)
 {
 	struct khbpf_thread_rec ex[] = { rec(7, 1, 100, KHBPF_REC_EXITED) };
@@ -208,6 +243,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_sched_window__merge_cases),
 		cmocka_unit_test(test_sched_window__run_mode_zero_baseline),
+		cmocka_unit_test(test_sched_window__zombie_without_exit_record),
 		cmocka_unit_test(test_sched_window__saturates_and_bounds),
 		cmocka_unit_test(test_sched_window__bpf_counts_from_baseline),
 		cmocka_unit_test(test_sched_window__slot_bounds),
