@@ -180,7 +180,8 @@ for tid, depth in t["open"]:
     assert 0 < outer["start_ns"] <= inner["start_ns"] <= wall, (outer, inner, wall)
 n = len(t["open"])
 m = {x["metric_id"]: (x["calls"], x["unfinished"]) for x in d["span_metrics"]}
-assert m == {"die-outer": (0, n), "die-inner": (0, n - 1), "die-kill": (0, 1)}, m
+want = {"die-outer": (0, n), "die-inner": (0, n - 1), "die-kill": (0, 1), "die-tick": (0, 0)}
+assert m == want, m
 assert d["events"]["spans"] == []
 assert d["loss"]["span_open_at_exit_dropped"]["value"] == 0
 assert len({o["span_id"] for o in opened}) == len(opened) == 2 * n
@@ -224,6 +225,49 @@ want = {tid: name for tid, name in t.values()}
 assert got == want, (got, want)
 assert d["target"]["comm"] == t["main"][1], d["target"]["comm"]
 PY
+}
+
+# The target dies with spans open while the span ring buffer is full (khbpf
+# stopped; 100000 finished spans first): the open spans that did not fit
+# are counted, and listed + counted = every open span.
+die_ringfull_case() {
+	trap 'kill -9 $kh $tp 2>/dev/null' EXIT
+	rm -f "$TMP/dr.in" "$TMP/dr.out"
+	mkfifo "$TMP/dr.in" || fail "mkfifo"
+	timeout -k 5 90 "$KHBPF" run --max-spans 1000000 -o "$TMP/dr.json" -- \
+		"$W" die-in-span 3 100000 --wait <"$TMP/dr.in" >"$TMP/dr.out" 2>"$TMP/kh.err" &
+	tp=$!
+	exec 7>"$TMP/dr.in"
+	wait_for ready "$TMP/dr.out" || fail "faults did not start: $(cat "$TMP/kh.err")"
+	kh=$(cat /proc/"$tp"/task/*/children | tr -s ' ' '\n' | grep . | head -n 1)
+	[ "$(cat /proc/"$kh"/comm)" = khbpf ] || fail "cannot find khbpf under timeout"
+	kill -STOP "$kh"
+	printf g >&7
+	exec 7>&-
+	wait_for ticks "$TMP/dr.out" || fail "the workload did not get to its end"
+	for _ in $(seq 100); do
+		[ "$(sed 's/.*) //' /proc/"$(cat /proc/"$kh"/task/*/children | tr -s ' ' '\n' | grep . | head -n 1)"/stat 2>/dev/null | cut -d' ' -f1)" = Z ] && break
+		sleep 0.05
+	done
+	kill -CONT "$kh"
+	wait "$tp"
+	[ $? -eq 137 ] || fail "khbpf run did not exit 137: $(cat "$TMP/kh.err")"
+	valid "$TMP/dr.json"
+	"$PYTHON" - "$TMP/dr.json" "$(truth "$TMP/dr.out")" <<'PY' || fail "open spans lost to a full ring buffer"
+import json, sys
+d = json.load(open(sys.argv[1])); t = json.loads(sys.argv[2])
+n = len(t["open"])
+lost = d["loss"]["span_open_at_exit_dropped"]["value"]
+listed = len(d["open_spans"])
+print(f"  died with {2 * n} spans open, ring buffer full: {listed} listed, {lost} counted as dropped")
+assert lost > 0, "the ring buffer had room"
+assert listed + lost == 2 * n, (listed, lost)
+assert sum(m["unfinished"] for m in d["span_metrics"]) == listed
+e = d["events"]
+assert len(e["spans"]) + e["dropped_span_events"] + e["sampled_out_events"] == t["ticks"] == 100000
+assert [m["calls"] for m in d["span_metrics"] if m["metric_id"] == "die-tick"] == [t["ticks"]]
+PY
+	no_bpf_left
 }
 
 comm_run_case() {
@@ -395,6 +439,7 @@ case_ "exec from a non-leader thread (run)" exec_thread_run_case
 case_ "exec from a non-leader thread (attach)" exec_thread_attach_case
 case_ "target SIGKILLs itself mid-span (run)" die_run_case
 case_ "target SIGKILLs itself mid-span (attach)" die_attach_case
+case_ "target dies mid-span, ring buffer full" die_ringfull_case
 case_ "comm changes (run)" comm_run_case
 case_ "comm changes (attach)" comm_attach_case
 case_ "10000 threads" many_threads_case

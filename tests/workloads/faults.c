@@ -7,20 +7,24 @@
  * Usage: faults MODE [ARGS] [--wait]
  *  threads N [B]  N threads besides main, at most B alive at once (default
  *                 N: all alive together, 64 KiB stacks); each spins ~0.2 ms;
- *                 prints {"tids": [main, ...]} (every thread that ran)
+ *                 prints {"tids": [main, ...], "process_cpu_ns": N} (every
+ *                 thread that ran; the process's CPU clock after the joins)
  *  comm           main renames itself "fa-first" then "fa-final"; a thread
  *                 names itself "th-first" then "th-final" and stays alive
  *                 until main ends; a second one names itself "th-gone" and
  *                 exits; prints their tids and final names
  *  exec-self      main execs "faults after-exec" (same pid, new image)
- *  exec-thread    3 threads; a non-leader one execs "faults after-exec"
+ *  exec-thread    3 threads; a non-leader one prints {"before_exec": [main,
+ *                 t1, t2, t3], "exec_by": tid} and execs "faults after-exec"
  *                 (the kernel gives it the leader's pid and ends the others)
- *  after-exec     spins ~50 ms and prints {"after_exec": tid}
+ *  after-exec     spins ~50 ms and prints {"after_exec": tid, "comm": its
+ *                 comm, "cpu_ns": its thread CPU clock}
  *  fork-exec      forks a child that execs "faults after-exec"; waits for it;
  *                 prints {"parent": pid, "child": pid}
- *  die-in-span N  N threads enter die-outer -> die-inner and block there;
- *                 once all are inside, main enters die-outer -> die-kill and
- *                 prints {"open": [[tid, depth], ...]} then SIGKILLs the
+ *  die-in-span N [T]  N threads enter die-outer -> die-inner and block
+ *                 there; once all are inside, main enters die-outer -> die-kill,
+ *                 calls die-tick T times (default 0) and
+ *                 prints {"ticks": T, "open": [[tid, depth], ...]}, SIGKILLs the
  *                 process: every span is left open
  * --wait prints "ready", then reads one byte (or EOF) from stdin first.
  */
@@ -259,16 +263,31 @@ int die_inner(int fd)
 }
 
 static pid_t die_tids[1025];
-static unsigned long die_n;
+static unsigned long die_n, die_ticks;
+
+int die_tick(unsigned long i);
+
+KHBPF_SPAN(die_tick, "die-tick")
+int die_tick(unsigned long i)
+{
+	KEEP(i);
+	return (int)i;
+}
 
 KHBPF_SPAN(die_kill, "die-kill")
 int die_kill(void)
 {
 	unsigned long i;
 
+	int r = 0;
+
 	while (atomic_load(&inside) < (int)die_n)
 		usleep(1000);
-	printf("{\"open\": [[%d, 2]", (int)tid_self());
+	for (i = 0; i < die_ticks; i++) {
+		r += die_tick(i);
+		KEEP(r);
+	}
+	printf("{\"ticks\": %lu, \"open\": [[%d, 2]", die_ticks, (int)tid_self());
 	for (i = 0; i < die_n; i++)
 		printf(", [%d, 2]", (int)die_tids[i]);
 	printf("]}\n");
@@ -294,7 +313,7 @@ static void *die_thread(void *arg)
 	return (void *)(long)die_outer(die_fd, 0);
 }
 
-static int mode_die_in_span(unsigned long n)
+static int mode_die_in_span(unsigned long n, unsigned long ticks)
 {
 	int p[2];
 	pthread_t t;
@@ -304,6 +323,7 @@ static int mode_die_in_span(unsigned long n)
 		return 1;
 	die_fd = p[0];
 	die_n = n;
+	die_ticks = ticks;
 	for (i = 0; i < n; i++)
 		if (pthread_create(&t, NULL, die_thread, (void *)i))
 			return 1;
@@ -323,10 +343,11 @@ int main(int argc, char **argv)
 		if (argc < 3 ||
 		    parse_ulong(argv[2], 1, !strcmp(mode, "threads") ? 100000 : 1024, &n))
 			return usage();
-		b = n;
+		b = !strcmp(mode, "threads") ? n : 0;
 		a = 3;
-		if (!strcmp(mode, "threads") && argc > 3 && argv[3][0] != '-') {
-			if (parse_ulong(argv[3], 1, n, &b))
+		if (argc > 3 && argv[3][0] != '-') {
+			if (parse_ulong(argv[3], !strcmp(mode, "threads"),
+					!strcmp(mode, "threads") ? n : 10000000, &b))
 				return usage();
 			a = 4;
 		}
@@ -351,6 +372,6 @@ int main(int argc, char **argv)
 	if (!strcmp(mode, "fork-exec"))
 		return mode_fork_exec();
 	if (!strcmp(mode, "die-in-span"))
-		return mode_die_in_span(n);
+		return mode_die_in_span(n, b);
 	return usage();
 }
