@@ -52,6 +52,32 @@ static struct json_object *get(struct json_object *o, const char *path)
 	return cur;
 }
 
+/*
+ * The lazily built document (threads and span records made while the text
+ * is written) prints byte for byte as the whole tree does, in every layout.
+ */
+static void expect_lazy_same_text(const struct evidence_doc *doc, struct json_object *eager)
+{
+	static const int layouts[] = {
+		JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED | JSON_C_TO_STRING_NOSLASHESCAPE,
+		JSON_C_TO_STRING_PLAIN,
+		JSON_C_TO_STRING_SPACED,
+		JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_PRETTY_TAB,
+	};
+	struct json_object *lazy = evidence_doc__to_json_lazy(doc);
+	size_t i;
+
+	assert_non_null(lazy);
+	for (i = 0; i < sizeof(layouts) / sizeof(layouts[0]); i++) {
+		char *want = strdup(json_object_to_json_string_ext(eager, layouts[i]));
+
+		assert_non_null(want);
+		assert_string_equal(json_object_to_json_string_ext(lazy, layouts[i]), want);
+		free(want);
+	}
+	json_object_put(lazy);
+}
+
 /* A document with every part recorded, extreme values and hostile strings. */
 static void test_document__full_document(void **state)
 {
@@ -190,6 +216,7 @@ static void test_document__full_document(void **state)
 	free(again);
 	json_object_put(back);
 
+	expect_lazy_same_text(&doc, obj);
 	save(obj, "document-full.json");
 	json_object_put(obj);
 	utilization__free(&hw.utilization);
@@ -218,6 +245,7 @@ static void test_document__all_gaps(void **state)
 	assert_string_equal(json_object_get_string(get(obj, "target.exe.reason")),
 			    "permission-denied");
 	assert_int_equal(json_object_array_length(get(obj, "threads")), 0);
+	expect_lazy_same_text(&doc, obj);
 	save(obj, "document-gaps.json");
 	json_object_put(obj);
 }

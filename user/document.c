@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: MIT
 #include <errno.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/utsname.h>
 #include <bpf/libbpf.h>
+#include <json-c/printbuf.h>
 
 #include "document.h"
 #include "evjson.h"
@@ -161,10 +164,116 @@ static struct json_object *thread_json(const struct doc_thread *t, int *err)
 	return obj;
 }
 
-static struct json_object *events_json(const struct event_stream *e, int *err)
+/*
+ * A lazy array: an empty json-c array whose serializer builds each element
+ * from the C array, writes its text and frees it. Its layout is json-c's own
+ * for arrays (checked against it in tests/test_document.c).
+ */
+struct lazy_array {
+	const char *items;
+	size_t nr, size;
+	struct json_object *(*build)(const void *item, int *err);
+};
+
+static int append_indent(struct printbuf *pb, int level, int flags)
+{
+	int i;
+
+	if (!(flags & JSON_C_TO_STRING_PRETTY))
+		return 0;
+	for (i = 0; i < level; i++)
+		if ((flags & JSON_C_TO_STRING_PRETTY_TAB ? printbuf_strappend(pb, "\t") :
+							   printbuf_strappend(pb, "  ")) < 0)
+			return -1;
+	return 0;
+}
+
+/* TEXT, made at level 0, placed at LEVEL: every new line gets LEVEL's indent. */
+static int append_at_level(struct printbuf *pb, const char *text, int level, int flags)
+{
+	const char *nl;
+
+	while ((nl = strchr(text, '\n'))) {
+		if (printbuf_memappend(pb, text, (int)(nl - text + 1)) < 0 ||
+		    append_indent(pb, level, flags))
+			return -1;
+		text = nl + 1;
+	}
+	return printbuf_memappend(pb, text, (int)strlen(text)) < 0 ? -1 : 0;
+}
+
+static int lazy_array_to_string(struct json_object *jso, struct printbuf *pb, int level, int flags)
+{
+	const struct lazy_array *a = json_object_get_userdata(jso);
+	bool pretty = flags & JSON_C_TO_STRING_PRETTY;
+	bool spaced = (flags & JSON_C_TO_STRING_SPACED) && !pretty;
+	size_t i;
+
+	if (printbuf_strappend(pb, "[") < 0 || (pretty && printbuf_strappend(pb, "\n") < 0))
+		return -1;
+	for (i = 0; i < a->nr; i++) {
+		struct json_object *v;
+		const char *text;
+		int err = 0, r;
+
+		if (i && (printbuf_strappend(pb, ",") < 0 ||
+			  (pretty && printbuf_strappend(pb, "\n") < 0)))
+			return -1;
+		if ((spaced && printbuf_strappend(pb, " ") < 0) ||
+		    append_indent(pb, level + 1, flags))
+			return -1;
+		v = a->build(a->items + i * a->size, &err);
+		text = v && !err ? json_object_to_json_string_ext(v, flags) : NULL;
+		r = text ? append_at_level(pb, text, level + 1, flags) : -1;
+		json_object_put(v);
+		if (r)
+			return -1;
+	}
+	if (pretty &&
+	    ((a->nr && printbuf_strappend(pb, "\n") < 0) || append_indent(pb, level, flags)))
+		return -1;
+	return (spaced ? printbuf_strappend(pb, " ]") : printbuf_strappend(pb, "]")) < 0 ? -1 : 0;
+}
+
+static void lazy_array_free(struct json_object *jso, void *userdata)
+{
+	(void)jso;
+	free(userdata);
+}
+
+static struct json_object *lazy_array(const void *items, size_t nr, size_t size,
+				      struct json_object *(*build)(const void *, int *))
+{
+	struct json_object *arr = json_object_new_array();
+	struct lazy_array *a = calloc(1, sizeof(*a));
+
+	if (!arr || !a) {
+		json_object_put(arr);
+		free(a);
+		return NULL;
+	}
+	*a = (struct lazy_array){ .items = items, .nr = nr, .size = size, .build = build };
+	json_object_set_serializer(arr, lazy_array_to_string, a, lazy_array_free);
+	return arr;
+}
+
+static struct json_object *thread_item(const void *t, int *err)
+{
+	return thread_json(t, err);
+}
+
+static struct json_object *span_item(const void *s, int *err)
+{
+	(void)err;
+	return evjson__span_record(s);
+}
+
+static struct json_object *events_json(const struct event_stream *e, bool lazy, int *err)
 {
 	struct json_object *obj = versioned(err);
-	struct json_object *spans = json_object_new_array_ext((int)e->nr_spans);
+	struct json_object *spans =
+		lazy ? lazy_array(e->spans, e->nr_spans, sizeof(*e->spans), span_item) :
+		       json_object_new_array_ext((int)e->nr_spans);
 	size_t i;
 
 	add(obj, "availability",
@@ -176,7 +285,7 @@ static struct json_object *events_json(const struct event_stream *e, int *err)
 	add(obj, "dropped_point_events", evjson__u64(0), err);
 	add(obj, "dropped_annotations", evjson__u64(0), err);
 	add(obj, "sampled_out_events", evjson__u64(e->sampled_out_events), err);
-	for (i = 0; spans && i < e->nr_spans; i++)
+	for (i = 0; !lazy && spans && i < e->nr_spans; i++)
 		push(spans, evjson__span_record(&e->spans[i]), err);
 	add(obj, "spans", spans, err);
 	add(obj, "point_events", json_object_new_array(), err);
@@ -246,7 +355,7 @@ static struct json_object *named_json(const struct named_u64 *v, size_t n, int *
 	return obj;
 }
 
-struct json_object *evidence_doc__to_json(const struct evidence_doc *doc)
+static struct json_object *doc_json(const struct evidence_doc *doc, bool lazy)
 {
 	struct json_object *obj = json_object_new_object();
 	struct json_object *ver, *arr;
@@ -272,14 +381,18 @@ struct json_object *evidence_doc__to_json(const struct evidence_doc *doc)
 	else
 		add(obj, "hardware", evjson__gap(doc->hardware_reason), &err);
 
-	arr = json_object_new_array_ext((int)doc->nr_threads);
-	for (i = 0; arr && i < doc->nr_threads; i++)
-		push(arr, thread_json(&doc->threads[i], &err), &err);
+	if (lazy) {
+		arr = lazy_array(doc->threads, doc->nr_threads, sizeof(*doc->threads), thread_item);
+	} else {
+		arr = json_object_new_array_ext((int)doc->nr_threads);
+		for (i = 0; arr && i < doc->nr_threads; i++)
+			push(arr, thread_json(&doc->threads[i], &err), &err);
+	}
 	add(obj, "threads", arr, &err);
 	add(obj, "scheduler_detail", detail_json(&doc->sched_detail, &err), &err);
 	add(obj, "kernel_run_delay_ns", evjson__sev_u64(doc->kernel_run_delay_ns), &err);
 
-	add(obj, "events", events_json(&doc->events, &err), &err);
+	add(obj, "events", events_json(&doc->events, lazy, &err), &err);
 
 	arr = json_object_new_array_ext((int)doc->nr_span_metrics);
 	for (i = 0; arr && i < doc->nr_span_metrics; i++)
@@ -314,4 +427,14 @@ struct json_object *evidence_doc__to_json(const struct evidence_doc *doc)
 		return NULL;
 	}
 	return obj;
+}
+
+struct json_object *evidence_doc__to_json(const struct evidence_doc *doc)
+{
+	return doc_json(doc, false);
+}
+
+struct json_object *evidence_doc__to_json_lazy(const struct evidence_doc *doc)
+{
+	return doc_json(doc, true);
 }

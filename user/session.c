@@ -1230,7 +1230,8 @@ int session__finish(struct session *s)
 
 struct json_object *session__document(const struct session *s)
 {
-	return evidence_doc__to_json(&s->doc);
+	/* Threads and span records are made into text from s's arrays: s outlives it. */
+	return evidence_doc__to_json_lazy(&s->doc);
 }
 
 int session__exit_code(const struct session *s)
