@@ -116,32 +116,41 @@ static void test_sched_window__merge_cases(void **state)
 /*
  * A zombie at the window's end (the run leader, not yet reaped) whose exit
  * record did not fit: listed as exited from its end record, and counted.
- * A live thread and a thread with its exit record are not.
+ * A live thread, a thread with its exit record, and a leader that was a
+ * zombie already at the window's start (it called pthread_exit before) are
+ * not.
  */
 static void test_sched_window__zombie_without_exit_record(void **state)
 {
+	const uint32_t z = KHBPF_REC_EXITING | KHBPF_REC_ZOMBIE;
+	struct khbpf_thread_rec base[] = {
+		rec(21, 10, 390, KHBPF_REC_HAS_STATE),
+		rec(23, 10, 600, z),
+	};
 	struct khbpf_thread_rec end[] = {
-		rec(20, 10, 300, KHBPF_REC_EXITING | KHBPF_REC_ZOMBIE | KHBPF_REC_HAS_STATE),
+		rec(20, 20, 300, z | KHBPF_REC_HAS_STATE),
 		rec(21, 10, 400, KHBPF_REC_HAS_STATE),
-		rec(22, 10, 500, KHBPF_REC_EXITING | KHBPF_REC_ZOMBIE),
+		rec(22, 20, 500, z),
+		rec(23, 10, 600, z),
 	};
 	struct khbpf_thread_rec ex[] = {
-		rec(22, 10, 501, KHBPF_REC_EXITED | KHBPF_REC_FINAL),
+		rec(22, 20, 501, KHBPF_REC_EXITED | KHBPF_REC_FINAL),
 	};
-	struct thread_table te = { end, 3 }, tx = { ex, 1 };
-	struct window_opts o = { .end = &te, .exited = &tx, .start_boot_ns = 1 };
+	struct thread_table tb = { base, 2 }, te = { end, 4 }, tx = { ex, 1 };
+	struct window_opts o = { .baseline = &tb, .end = &te, .exited = &tx, .start_boot_ns = 11 };
 	const struct window_thread *t;
 	struct sched_window w;
 
 	(void)state;
 	assert_int_equal(sched_window__compute(&w, &o), 0);
-	assert_int_equal(w.nr_threads, 3);
+	assert_int_equal(w.nr_threads, 4);
 	assert_int_equal(w.overflowed_listed, 1);
-	t = find(&w, 20, 10);
+	t = find(&w, 20, 20);
 	assert_true(t->exited);
 	assert_int_equal(t->delta.nvcsw, 301);
+	assert_false(find(&w, 23, 10)->exited);
 	assert_false(find(&w, 21, 10)->exited);
-	t = find(&w, 22, 10);
+	t = find(&w, 22, 20);
 	assert_true(t->exited);
 	assert_int_equal(t->delta.nvcsw, 502); /* from the exit record */
 	assert_int_equal(w.exited_threads, 2);

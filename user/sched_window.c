@@ -168,8 +168,12 @@ int sched_window__compute(struct sched_window *w, const struct window_opts *o)
 		}
 		memcpy(t.comm, fin->comm, sizeof(t.comm));
 		t.exited = x != NULL;
-		if (!x && (e->flags & KHBPF_REC_ZOMBIE)) {
-			/* Its final counters, though its exit record did not fit. */
+		if (!x && (e->flags & KHBPF_REC_ZOMBIE) && !(b && (b->flags & KHBPF_REC_ZOMBIE))) {
+			/*
+			 * It exited in the window (a zombie already at its start, as a
+			 * leader that called pthread_exit, exited before): its final
+			 * counters, though its exit record did not fit.
+			 */
 			t.exited = true;
 			w->overflowed_listed++;
 		}
