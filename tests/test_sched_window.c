@@ -118,7 +118,7 @@ static void test_sched_window__merge_cases(void **state)
  * record did not fit: listed as exited from its end record, and counted.
  * A live thread, a thread with its exit record, and a leader that was a
  * zombie already at the window's start (it called pthread_exit before) are
- * not.
+ * not; such a leader reaped inside the window has exited, not vanished.
  */
 static void test_sched_window__zombie_without_exit_record(void **state)
 {
@@ -126,6 +126,7 @@ static void test_sched_window__zombie_without_exit_record(void **state)
 	struct khbpf_thread_rec base[] = {
 		rec(21, 10, 390, KHBPF_REC_HAS_STATE),
 		rec(23, 10, 600, z),
+		rec(24, 10, 700, z),
 	};
 	struct khbpf_thread_rec end[] = {
 		rec(20, 20, 300, z | KHBPF_REC_HAS_STATE),
@@ -136,24 +137,30 @@ static void test_sched_window__zombie_without_exit_record(void **state)
 	struct khbpf_thread_rec ex[] = {
 		rec(22, 20, 501, KHBPF_REC_EXITED | KHBPF_REC_FINAL),
 	};
-	struct thread_table tb = { base, 2 }, te = { end, 4 }, tx = { ex, 1 };
+	struct thread_table tb = { base, 3 }, te = { end, 4 }, tx = { ex, 1 };
 	struct window_opts o = { .baseline = &tb, .end = &te, .exited = &tx, .start_boot_ns = 11 };
 	const struct window_thread *t;
 	struct sched_window w;
 
 	(void)state;
 	assert_int_equal(sched_window__compute(&w, &o), 0);
-	assert_int_equal(w.nr_threads, 4);
+	assert_int_equal(w.nr_threads, 5);
 	assert_int_equal(w.overflowed_listed, 1);
+	/* 24: a zombie at the start, reaped in the window: exited before, not vanished. */
+	assert_int_equal(w.vanished_threads, 0);
+	t = find(&w, 24, 10);
+	assert_true(t->exited);
+	assert_false(t->vanished);
+	assert_int_equal(t->delta.nvcsw, 0);
 	t = find(&w, 20, 20);
 	assert_true(t->exited);
 	assert_int_equal(t->delta.nvcsw, 301);
-	assert_false(find(&w, 23, 10)->exited);
+	assert_true(find(&w, 23, 10)->exited); /* a zombie throughout */
 	assert_false(find(&w, 21, 10)->exited);
 	t = find(&w, 22, 20);
 	assert_true(t->exited);
 	assert_int_equal(t->delta.nvcsw, 502); /* from the exit record */
-	assert_int_equal(w.exited_threads, 2);
+	assert_int_equal(w.exited_threads, 4);
 	sched_window__free(&w);
 }
 

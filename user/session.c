@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: MIT
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -144,6 +145,29 @@ static int proc_stat_state(const char *root, pid_t pid, char *state, unsigned lo
 
 #define PF_KTHREAD 0x00200000UL
 
+/*
+ * A zombie main thread with other threads still listed: the main thread
+ * called pthread_exit and the process runs on (exited threads other than
+ * the leader are reaped at once, so any other entry is a live thread).
+ */
+static bool other_threads_listed(const char *root, pid_t pid)
+{
+	char path[PATH_MAX];
+	struct dirent *de;
+	bool found = false;
+	DIR *d;
+
+	if (fsutil__path(path, sizeof(path), root, "/proc/%d/task", (int)pid) < 0)
+		return false;
+	d = opendir(path);
+	if (!d)
+		return false;
+	while (!found && (de = readdir(d)))
+		found = de->d_name[0] != '.' && strtol(de->d_name, NULL, 10) != pid;
+	closedir(d);
+	return found;
+}
+
 static int check_attach_target(struct session *s, char *errbuf, size_t errlen)
 {
 	unsigned long flags = 0;
@@ -163,7 +187,7 @@ static int check_attach_target(struct session *s, char *errbuf, size_t errlen)
 		return session__errf(errbuf, errlen, -EINVAL,
 				     "--pid %d is a kernel thread; khbpf watches user processes",
 				     (int)s->pid);
-	if (state == 'Z' || state == 'X')
+	if ((state == 'Z' || state == 'X') && !other_threads_listed(s->root, s->pid))
 		return session__errf(
 			errbuf, errlen, -ESRCH,
 			"--pid %d is a zombie (exited, not yet reaped); nothing left to watch",

@@ -10,6 +10,8 @@
 #  - the target SIGKILLs itself with spans open on every thread: each one is
 #    listed in open_spans with its start and counted as unfinished;
 #  - comm changes: threads and target show the last comm;
+#  - the main thread calls pthread_exit first: attach still works, nothing
+#    is counted as vanished;
 #  - 10000 threads at once: every one listed, khbpf's own memory and time
 #    bounded, totals equal to the process's own CPU time;
 #  - --max-threads and --max-exited far too small: listed + dropped + lost
@@ -289,6 +291,50 @@ comm_attach_case() {
 	no_bpf_left
 }
 
+# The main thread calls pthread_exit and the process runs on: attach takes
+# it (it is no zombie process), the main thread is listed as exited before
+# the window (nothing in it, nothing vanished), the others in full.
+leader_exit_case() {
+	local st=""
+	trap 'kill -9 $TGT $KH 2>/dev/null' EXIT
+	rm -f "$TMP/tgt.in" "$TMP/tgt.out"
+	mkfifo "$TMP/tgt.in" || fail "mkfifo"
+	"$W" leader-exit <"$TMP/tgt.in" >"$TMP/tgt.out" &
+	TGT=$!
+	exec 7>"$TMP/tgt.in"
+	wait_for ready "$TMP/tgt.out" || fail "faults leader-exit did not start"
+	for _ in $(seq 100); do
+		st=$(sed 's/.*) //' /proc/"$TGT"/stat | cut -d' ' -f1)
+		[ "$st" = Z ] && break
+		sleep 0.02
+	done
+	[ "$st" = Z ] || fail "the main thread did not exit"
+	attach_bg --duration 30 -o "$TMP/le.json"
+	go_target
+	wait "$KH" || fail "attach failed: $(cat "$TMP/kh.err")"
+	wait "$TGT" || fail "the workload failed"
+	valid "$TMP/le.json"
+	"$PYTHON" - "$TMP/le.json" "$(truth "$TMP/tgt.out")" <<'PY' || fail "main thread gone before the window"
+import json, sys
+d = json.load(open(sys.argv[1])); t = json.loads(sys.argv[2])
+L = {k: v["value"] for k, v in d["loss"].items() if isinstance(v, dict) and "value" in v}
+assert d["window"]["end_reason"] == "target-exit", d["window"]
+th = {x["thread_id"]: x for x in d["threads"]}
+assert sorted(th) == sorted([t["leader"]] + t["threads"]), (sorted(th), t)
+assert all(x["exited"] for x in th.values())
+lead = th[t["leader"]]
+assert lead["on_cpu_ns"]["value"]["value"] == 0, lead["on_cpu_ns"]
+for tid in t["threads"]:
+    # Each spun 20 ms of wall time inside the window; on a busy host less on a CPU.
+    assert th[tid]["on_cpu_ns"]["value"]["value"] > 1_000_000, th[tid]["on_cpu_ns"]
+assert L["threads_vanished"] == 0 and L["exited_records_overflow_listed"] == 0, L
+total = d["hardware"]["value"]["utilization"]["all_threads_cpu_ns"]
+assert total["status"] == "recorded" and total["value"] == sum(
+    x["on_cpu_ns"]["value"]["value"] for x in th.values()), total
+PY
+	no_bpf_left
+}
+
 # 10000 threads alive at once, watched by attach (so khbpf's own resources
 # are its own, not the target's): every thread listed, none lost, the
 # process's total equal to its own CPU clock, khbpf small and quick.
@@ -443,6 +489,7 @@ case_ "target SIGKILLs itself mid-span (attach)" die_attach_case
 case_ "target dies mid-span, ring buffer full" die_ringfull_case
 case_ "comm changes (run)" comm_run_case
 case_ "comm changes (attach)" comm_attach_case
+case_ "main thread exits first (pthread_exit)" leader_exit_case
 case_ "10000 threads" many_threads_case
 case_ "--max-threads 7" max_threads_case
 case_ "--max-exited 10" max_exited_case

@@ -21,6 +21,10 @@
  *                 comm, "cpu_ns": its thread CPU clock}
  *  fork-exec      forks a child that execs "faults after-exec"; waits for it;
  *                 prints {"parent": pid, "child": pid}
+ *  leader-exit    main starts 2 threads, prints "ready" and calls
+ *                 pthread_exit (a zombie while the process runs on); the
+ *                 threads wait for a byte on stdin, spin ~20 ms each and
+ *                 exit, the last printing {"leader": pid, "threads": [..]}
  *  die-in-span N [T]  N threads enter die-outer -> die-inner and block
  *                 there; once all are inside, main enters die-outer -> die-kill,
  *                 calls die-tick T times (default 0) and
@@ -60,7 +64,7 @@ static uint64_t cpu_ns(clockid_t id)
 static int usage(void)
 {
 	fprintf(stderr, "faults: usage: faults threads N [B] | comm | exec-self | exec-thread | "
-			"after-exec | fork-exec | die-in-span N  [--wait]\n");
+			"after-exec | fork-exec | leader-exit | die-in-span N [T]  [--wait]\n");
 	return 2;
 }
 
@@ -248,6 +252,43 @@ static int mode_fork_exec(void)
 	return 0;
 }
 
+/* leader-exit: the threads that outlive main. */
+static pid_t le_tids[2];
+static atomic_int le_go, le_done;
+
+static void *le_thread(void *arg)
+{
+	size_t i = (size_t)arg;
+
+	le_tids[i] = tid_self();
+	if (i == 0) {
+		read_byte(STDIN_FILENO);
+		atomic_store(&le_go, 1);
+	}
+	while (!atomic_load(&le_go))
+		usleep(1000);
+	spin_for(20000000);
+	if (atomic_fetch_add(&le_done, 1) == 1) {
+		printf("{\"leader\": %d, \"threads\": [%d, %d]}\n", (int)getpid(), (int)le_tids[0],
+		       (int)le_tids[1]);
+		fflush(stdout);
+	}
+	return NULL;
+}
+
+static int mode_leader_exit(void)
+{
+	pthread_t t;
+	size_t i;
+
+	for (i = 0; i < 2; i++)
+		if (pthread_create(&t, NULL, le_thread, (void *)i))
+			return 1;
+	printf("ready\n");
+	fflush(stdout);
+	pthread_exit(NULL);
+}
+
 static atomic_int inside;
 
 /* die-in-span: the spans every thread is in when the process is killed. */
@@ -371,6 +412,8 @@ int main(int argc, char **argv)
 		return mode_after_exec();
 	if (!strcmp(mode, "fork-exec"))
 		return mode_fork_exec();
+	if (!strcmp(mode, "leader-exit"))
+		return mode_leader_exit();
 	if (!strcmp(mode, "die-in-span"))
 		return mode_die_in_span(n, b);
 	return usage();
