@@ -474,8 +474,9 @@ sighup_run_case() {
 	no_bpf_left
 }
 
-# Signals while the document is built and written (10001 threads: seconds
-# of JSON): ignored; the document is whole, khbpf exits 0.
+# Signals after the target's exit, while khbpf reads the window's end and
+# builds and writes the document (10001 threads: about a second here):
+# ignored; the document is whole, khbpf exits 0.
 signal_write_case() {
 	local tgt kh n=0
 	rm -f "$TMP/t.in" "$TMP/t.out" "$OUT"
@@ -497,7 +498,7 @@ signal_write_case() {
 		sleep 0.05
 	done
 	wait "$kh" || fail "signals during the write: khbpf exited $?: $(cat "$TMP/err")"
-	[ "$n" -gt 2 ] || fail "khbpf was done before the signals came ($n rounds)"
+	[ "$n" -ge 1 ] || fail "khbpf was done before the signals came"
 	echo "  $n rounds of SIGTERM+SIGHUP+SIGINT while writing: document whole"
 	valid "$OUT"
 	json_check "$OUT" "d['window']['end_reason'] == 'target-exit'" "len(d['threads']) == 10001"
