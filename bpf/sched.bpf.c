@@ -74,6 +74,9 @@ __u64 span_agg_overflow = 0; /* span_agg full: the call is in no aggregate */
 __u64 span_state_failures = 0;
 __u64 span_clock_gaps = 0; /* missed switch-ins seen (the spans across them are flagged) */
 __u64 span_counter_skews = 0; /* counter readings given up: never read close to the time */
+__u64 exec_renumbered = 0; /* a non-leader thread exec'd: it took the leader's id */
+/* spans open at a thread's exit the ring buffer had no room for */
+__u64 span_open_at_exit_drops = 0;
 __u64 groups_made = 0; /* entries created in `groups` */
 __u64 group_overflow = 0; /* switch-outs of a group `groups` had no room for (in group_spill) */
 
@@ -682,6 +685,48 @@ int BPF_PROG(khbpf_sched_migrate_task, struct task_struct *p, int dest_cpu)
 	return 0;
 }
 
+/*
+ * A thread that exits (killed, or pthread_exit) inside spans never returns
+ * from them, and its span storage goes with it: report each open frame now,
+ * flagged open, so the window's end still lists it with its start.
+ */
+static __always_inline void spans_at_exit(struct task_struct *p)
+{
+	struct khbpf_span_state *ss = bpf_task_storage_get(&span_state, p, NULL, 0);
+	struct khbpf_span_event *e;
+	__u32 i, depth;
+
+	if (!ss)
+		return;
+	depth = ss->depth;
+	for (i = 0; i < KHBPF_SPAN_DEPTH; i++) {
+		struct khbpf_span_frame *f = &ss->frames[i];
+
+		if (i >= depth)
+			break;
+		e = bpf_ringbuf_reserve(&span_events,
+					nr_counters ? sizeof(*e) : KHBPF_SPAN_EVENT_NOHW_SIZE, 0);
+		if (!e) {
+			__sync_fetch_and_add(&span_open_at_exit_drops, 1);
+			continue;
+		}
+		__builtin_memset(e, 0, KHBPF_SPAN_EVENT_NOHW_SIZE);
+		e->span_id = f->span_id;
+		e->parent_span_id = i ? ss->frames[(i - 1) & (KHBPF_SPAN_DEPTH - 1)].span_id : 0;
+		e->start_ns = f->start_ns;
+		e->tid = p->pid;
+		e->metric = f->metric;
+		e->depth = i;
+		e->flags = KHBPF_SPAN_F_OPEN;
+		if (nr_counters)
+			__builtin_memset(e->hw, 0, sizeof(e->hw));
+		bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
+	}
+	/* Reported: the end-of-window iterator must not list them again (a zombie leader). */
+	ss->depth = 0;
+	ss->clock.spans_open = 0;
+}
+
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(khbpf_sched_process_exit, struct task_struct *p)
 {
@@ -691,14 +736,38 @@ int BPF_PROG(khbpf_sched_process_exit, struct task_struct *p)
 
 	if (!is_target(p))
 		return 0;
+	if (spans_enabled)
+		spans_at_exit(p);
 	r = bpf_map_lookup_elem(&scratch, &zero);
 	if (!r)
 		return 0;
 	fill_rec(r, p, KHBPF_REC_EXITED);
 	key.tid = r->tid;
 	key.start_time = r->start_time;
-	if (bpf_map_update_elem(&exited, &key, r, BPF_NOEXIST))
+	if (!bpf_map_update_elem(&exited, &key, r, BPF_NOEXIST))
+		return 0;
+	/*
+	 * The identity exited before: a thread that exec'd took the old
+	 * leader's id and start time (de_thread). Counted in exec_renumbered;
+	 * its record replaces the old leader's, as its final switch would.
+	 */
+	if (bpf_map_lookup_elem(&exited, &key))
+		bpf_map_update_elem(&exited, &key, r, BPF_EXIST);
+	else
 		__sync_fetch_and_add(&exited_overflow, 1);
+	return 0;
+}
+
+/*
+ * exec from a thread other than the leader: the kernel ends the leader and
+ * gives the exec'ing thread its id and start time, so one identity covers
+ * two threads and the exec'ing thread's own id ends without an exit.
+ */
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(khbpf_sched_process_exec, struct task_struct *p, pid_t old_pid)
+{
+	if (is_target(p) && old_pid != p->pid)
+		__sync_fetch_and_add(&exec_renumbered, 1);
 	return 0;
 }
 
@@ -732,6 +801,8 @@ int khbpf_iter_task(struct bpf_iter__task *ctx)
 		return 0;
 	if (task->flags & PF_EXITING)
 		flags |= KHBPF_REC_EXITING;
+	if (task->exit_state)
+		flags |= KHBPF_REC_ZOMBIE;
 	fill_rec(r, task, flags);
 	if (bpf_seq_write(seq, r, sizeof(*r)))
 		__sync_fetch_and_add(&iter_write_errors, 1);

@@ -719,8 +719,13 @@ static void test_httpd__bad_listen(void **state)
 	size_t i;
 
 	(void)state;
-	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		expect_bad_listen(bad[i]);
+		/* The command line's own check agrees with httpd__start. */
+		assert_int_equal(httpd__check_listen(bad[i]), -EINVAL);
+	}
+	assert_int_equal(httpd__check_listen("127.0.0.1:0"), 0);
+	assert_int_equal(httpd__check_listen("[::1]:65535"), 0);
 }
 
 static void test_httpd__bad_opts(void **state)

@@ -113,6 +113,57 @@ static void test_sched_window__merge_cases(void **state)
 	sched_window__free(&w);
 }
 
+/*
+ * A zombie at the window's end (the run leader, not yet reaped) whose exit
+ * record did not fit: listed as exited from its end record, and counted.
+ * A live thread, a thread with its exit record, and a leader that was a
+ * zombie already at the window's start (it called pthread_exit before) are
+ * not; such a leader reaped inside the window has exited, not vanished.
+ */
+static void test_sched_window__zombie_without_exit_record(void **state)
+{
+	const uint32_t z = KHBPF_REC_EXITING | KHBPF_REC_ZOMBIE;
+	struct khbpf_thread_rec base[] = {
+		rec(21, 10, 390, KHBPF_REC_HAS_STATE),
+		rec(23, 10, 600, z),
+		rec(24, 10, 700, z),
+	};
+	struct khbpf_thread_rec end[] = {
+		rec(20, 20, 300, z | KHBPF_REC_HAS_STATE),
+		rec(21, 10, 400, KHBPF_REC_HAS_STATE),
+		rec(22, 20, 500, z),
+		rec(23, 10, 600, z),
+	};
+	struct khbpf_thread_rec ex[] = {
+		rec(22, 20, 501, KHBPF_REC_EXITED | KHBPF_REC_FINAL),
+	};
+	struct thread_table tb = { base, 3 }, te = { end, 4 }, tx = { ex, 1 };
+	struct window_opts o = { .baseline = &tb, .end = &te, .exited = &tx, .start_boot_ns = 11 };
+	const struct window_thread *t;
+	struct sched_window w;
+
+	(void)state;
+	assert_int_equal(sched_window__compute(&w, &o), 0);
+	assert_int_equal(w.nr_threads, 5);
+	assert_int_equal(w.overflowed_listed, 1);
+	/* 24: a zombie at the start, reaped in the window: exited before, not vanished. */
+	assert_int_equal(w.vanished_threads, 0);
+	t = find(&w, 24, 10);
+	assert_true(t->exited);
+	assert_false(t->vanished);
+	assert_int_equal(t->delta.nvcsw, 0);
+	t = find(&w, 20, 20);
+	assert_true(t->exited);
+	assert_int_equal(t->delta.nvcsw, 301);
+	assert_true(find(&w, 23, 10)->exited); /* a zombie throughout */
+	assert_false(find(&w, 21, 10)->exited);
+	t = find(&w, 22, 20);
+	assert_true(t->exited);
+	assert_int_equal(t->delta.nvcsw, 502); /* from the exit record */
+	assert_int_equal(w.exited_threads, 4);
+	sched_window__free(&w);
+}
+
 static void test_sched_window__run_mode_zero_baseline(void **state)
 {
 	struct khbpf_thread_rec ex[] = { rec(7, 1, 100, KHBPF_REC_EXITED) };
@@ -208,6 +259,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_sched_window__merge_cases),
 		cmocka_unit_test(test_sched_window__run_mode_zero_baseline),
+		cmocka_unit_test(test_sched_window__zombie_without_exit_record),
 		cmocka_unit_test(test_sched_window__saturates_and_bounds),
 		cmocka_unit_test(test_sched_window__bpf_counts_from_baseline),
 		cmocka_unit_test(test_sched_window__slot_bounds),

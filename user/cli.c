@@ -151,7 +151,12 @@ int cli__emit_json_opts(const char *cmd, struct json_object *obj, const char *pa
 		cli__error(cmd, "out of memory building the JSON document");
 		return CLI_EXIT_FAILURE;
 	}
+	/* NULL: an element of a lazily built array could not be made. */
 	text = evjson__to_string(obj);
+	if (!text) {
+		cli__error(cmd, "out of memory building the JSON document");
+		return CLI_EXIT_FAILURE;
+	}
 	len = strlen(text);
 	/* One write of the whole document plus its newline. */
 	buf = malloc(len + 2);

@@ -9,6 +9,7 @@
 
 #include "cli.h"
 #include "fsutil.h"
+#include "httpd.h"
 #include "serve.h"
 
 #define MAX_PIDS 64
@@ -86,6 +87,14 @@ int cmd_serve(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, ":l:p:i:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'l':
+			/* Checked here, so a bad address is a usage error (2) before anything loads. */
+			if (httpd__check_listen(optarg)) {
+				cli__error(
+					"serve",
+					"--listen '%s': expected IPV4:PORT or [IPV6]:PORT with PORT 0..65535, e.g. 127.0.0.1:9464",
+					optarg);
+				return CLI_EXIT_USAGE;
+			}
 			so.listen = optarg;
 			break;
 		case 'b':

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include <errno.h>
-#include <sys/utsname.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/utsname.h>
 #include <bpf/libbpf.h>
 #include <json-c/printbuf.h>
 
@@ -165,122 +165,116 @@ static struct json_object *thread_json(const struct doc_thread *t, int *err)
 }
 
 /*
- * Arrays of --max-threads threads and --max-spans span records: as one json-c
- * tree they took 11 KiB of loader RSS per span record and 26 KiB per thread
- * at the write (200000 records: 2.2 GiB; 10000 threads: 268 MiB), mostly
- * json-c's per-object hash tables. So such an array is a placeholder whose
- * serializer builds one element's tree at a time, appends its text and frees
- * it. The layout is json-c's own (json_object_array_to_json_string); span
- * records, one_line, keep each record on a line of its own when pretty.
+ * A lazy array: an empty json-c array whose serializer builds each element
+ * from the C array, writes its text and frees it. Its layout is json-c's own
+ * for arrays (checked against it in tests/test_document.c).
  */
-typedef struct json_object *(*lazy_element_fn)(const void *base, size_t i, int *err);
-
 struct lazy_array {
-	const void *base;
-	size_t n;
-	lazy_element_fn element;
-	bool one_line;
+	const char *items;
+	size_t nr, size;
+	struct json_object *(*build)(const void *item, int *err);
 };
 
-static void lazy_append(struct printbuf *pb, const char *text, size_t len)
+static int append_indent(struct printbuf *pb, int level, int flags)
 {
-	printbuf_memappend(pb, text, (int)len);
+	int i;
+
+	if (!(flags & JSON_C_TO_STRING_PRETTY))
+		return 0;
+	for (i = 0; i < level; i++)
+		if ((flags & JSON_C_TO_STRING_PRETTY_TAB ? printbuf_strappend(pb, "\t") :
+							   printbuf_strappend(pb, "  ")) < 0)
+			return -1;
+	return 0;
 }
 
-static void lazy_indent(struct printbuf *pb, int level, int flags)
-{
-	if (flags & JSON_C_TO_STRING_PRETTY)
-		printbuf_memset(pb, -1, ' ', 2 * level);
-}
-
-/* text, printed at level 0, as if at `level`: every line after the first indented. */
-static void lazy_append_at(struct printbuf *pb, const char *text, int level, int flags)
+/* TEXT, made at level 0, placed at LEVEL: every new line gets LEVEL's indent. */
+static int append_at_level(struct printbuf *pb, const char *text, int level, int flags)
 {
 	const char *nl;
 
 	while ((nl = strchr(text, '\n'))) {
-		lazy_append(pb, text, (size_t)(nl - text) + 1);
-		lazy_indent(pb, level, flags);
+		if (printbuf_memappend(pb, text, (int)(nl - text + 1)) < 0 ||
+		    append_indent(pb, level, flags))
+			return -1;
 		text = nl + 1;
 	}
-	lazy_append(pb, text, strlen(text));
+	return printbuf_memappend(pb, text, (int)strlen(text)) < 0 ? -1 : 0;
 }
 
-static int lazy_serialize(struct json_object *jso, struct printbuf *pb, int level, int flags)
+static int lazy_array_to_string(struct json_object *jso, struct printbuf *pb, int level, int flags)
 {
 	const struct lazy_array *a = json_object_get_userdata(jso);
 	bool pretty = flags & JSON_C_TO_STRING_PRETTY;
 	bool spaced = (flags & JSON_C_TO_STRING_SPACED) && !pretty;
-	int eflags = a->one_line ? flags & ~JSON_C_TO_STRING_PRETTY : flags;
 	size_t i;
 
-	lazy_append(pb, pretty ? "[\n" : "[", pretty ? 2 : 1);
-	for (i = 0; i < a->n; i++) {
-		int err = 0;
-		struct json_object *el = a->element(a->base, i, &err);
-		const char *text = el && !err ? json_object_to_json_string_ext(el, eflags) : NULL;
+	if (printbuf_strappend(pb, "[") < 0 || (pretty && printbuf_strappend(pb, "\n") < 0))
+		return -1;
+	for (i = 0; i < a->nr; i++) {
+		struct json_object *v;
+		const char *text;
+		int err = 0, r;
 
-		if (!text) {
-			json_object_put(el);
+		if (i && (printbuf_strappend(pb, ",") < 0 ||
+			  (pretty && printbuf_strappend(pb, "\n") < 0)))
 			return -1;
-		}
-		if (i)
-			lazy_append(pb, pretty ? ",\n" : ",", pretty ? 2 : 1);
-		if (spaced)
-			lazy_append(pb, " ", 1);
-		lazy_indent(pb, level + 1, flags);
-		lazy_append_at(pb, text, level + 1, eflags);
-		json_object_put(el);
+		if ((spaced && printbuf_strappend(pb, " ") < 0) ||
+		    append_indent(pb, level + 1, flags))
+			return -1;
+		v = a->build(a->items + i * a->size, &err);
+		text = v && !err ? json_object_to_json_string_ext(v, flags) : NULL;
+		r = text ? append_at_level(pb, text, level + 1, flags) : -1;
+		json_object_put(v);
+		if (r)
+			return -1;
 	}
-	if (pretty && a->n)
-		lazy_append(pb, "\n", 1);
-	lazy_indent(pb, level, flags);
-	lazy_append(pb, spaced ? " ]" : "]", spaced ? 2 : 1);
-	return 0;
+	if (pretty &&
+	    ((a->nr && printbuf_strappend(pb, "\n") < 0) || append_indent(pb, level, flags)))
+		return -1;
+	return (spaced ? printbuf_strappend(pb, " ]") : printbuf_strappend(pb, "]")) < 0 ? -1 : 0;
 }
 
-static void lazy_free(struct json_object *jso, void *userdata)
+static void lazy_array_free(struct json_object *jso, void *userdata)
 {
 	(void)jso;
 	free(userdata);
 }
 
-/* An array of n elements built by element(base, i) when it is written. */
-static struct json_object *lazy_array(const void *base, size_t n, lazy_element_fn element,
-				      bool one_line, int *err)
+static struct json_object *lazy_array(const void *items, size_t nr, size_t size,
+				      struct json_object *(*build)(const void *, int *))
 {
 	struct json_object *arr = json_object_new_array();
-	struct lazy_array *a = malloc(sizeof(*a));
+	struct lazy_array *a = calloc(1, sizeof(*a));
 
 	if (!arr || !a) {
 		json_object_put(arr);
 		free(a);
-		*err = -ENOMEM;
 		return NULL;
 	}
-	*a = (struct lazy_array){ base, n, element, one_line };
-	json_object_set_serializer(arr, lazy_serialize, a, lazy_free);
+	*a = (struct lazy_array){ .items = items, .nr = nr, .size = size, .build = build };
+	json_object_set_serializer(arr, lazy_array_to_string, a, lazy_array_free);
 	return arr;
 }
 
-static struct json_object *span_element(const void *base, size_t i, int *err)
+static struct json_object *thread_item(const void *t, int *err)
 {
-	struct json_object *rec = evjson__span_record(&((const struct span_record *)base)[i]);
-
-	if (!rec)
-		*err = -ENOMEM;
-	return rec;
+	return thread_json(t, err);
 }
 
-static struct json_object *thread_element(const void *base, size_t i, int *err)
+static struct json_object *span_item(const void *s, int *err)
 {
-	return thread_json(&((const struct doc_thread *)base)[i], err);
+	(void)err;
+	return evjson__span_record(s);
 }
 
-static struct json_object *events_json(const struct event_stream *e, int *err)
+static struct json_object *events_json(const struct event_stream *e, bool lazy, int *err)
 {
 	struct json_object *obj = versioned(err);
-	struct json_object *spans = lazy_array(e->spans, e->nr_spans, span_element, true, err);
+	struct json_object *spans =
+		lazy ? lazy_array(e->spans, e->nr_spans, sizeof(*e->spans), span_item) :
+		       json_object_new_array_ext((int)e->nr_spans);
+	size_t i;
 
 	add(obj, "availability",
 	    e->availability_recorded ? evjson__recorded(json_object_new_boolean(e->availability)) :
@@ -291,6 +285,8 @@ static struct json_object *events_json(const struct event_stream *e, int *err)
 	add(obj, "dropped_point_events", evjson__u64(0), err);
 	add(obj, "dropped_annotations", evjson__u64(0), err);
 	add(obj, "sampled_out_events", evjson__u64(e->sampled_out_events), err);
+	for (i = 0; !lazy && spans && i < e->nr_spans; i++)
+		push(spans, evjson__span_record(&e->spans[i]), err);
 	add(obj, "spans", spans, err);
 	add(obj, "point_events", json_object_new_array(), err);
 	add(obj, "annotations", json_object_new_array(), err);
@@ -359,7 +355,7 @@ static struct json_object *named_json(const struct named_u64 *v, size_t n, int *
 	return obj;
 }
 
-struct json_object *evidence_doc__to_json(const struct evidence_doc *doc)
+static struct json_object *doc_json(const struct evidence_doc *doc, bool lazy)
 {
 	struct json_object *obj = json_object_new_object();
 	struct json_object *ver, *arr;
@@ -385,12 +381,18 @@ struct json_object *evidence_doc__to_json(const struct evidence_doc *doc)
 	else
 		add(obj, "hardware", evjson__gap(doc->hardware_reason), &err);
 
-	add(obj, "threads", lazy_array(doc->threads, doc->nr_threads, thread_element, false, &err),
-	    &err);
+	if (lazy) {
+		arr = lazy_array(doc->threads, doc->nr_threads, sizeof(*doc->threads), thread_item);
+	} else {
+		arr = json_object_new_array_ext((int)doc->nr_threads);
+		for (i = 0; arr && i < doc->nr_threads; i++)
+			push(arr, thread_json(&doc->threads[i], &err), &err);
+	}
+	add(obj, "threads", arr, &err);
 	add(obj, "scheduler_detail", detail_json(&doc->sched_detail, &err), &err);
 	add(obj, "kernel_run_delay_ns", evjson__sev_u64(doc->kernel_run_delay_ns), &err);
 
-	add(obj, "events", events_json(&doc->events, &err), &err);
+	add(obj, "events", events_json(&doc->events, lazy, &err), &err);
 
 	arr = json_object_new_array_ext((int)doc->nr_span_metrics);
 	for (i = 0; arr && i < doc->nr_span_metrics; i++)
@@ -425,4 +427,14 @@ struct json_object *evidence_doc__to_json(const struct evidence_doc *doc)
 		return NULL;
 	}
 	return obj;
+}
+
+struct json_object *evidence_doc__to_json(const struct evidence_doc *doc)
+{
+	return doc_json(doc, false);
+}
+
+struct json_object *evidence_doc__to_json_lazy(const struct evidence_doc *doc)
+{
+	return doc_json(doc, true);
 }

@@ -161,12 +161,15 @@ struct evidence_doc {
 const char *target_mode__name(enum target_mode mode);
 const char *end_reason__name(enum end_reason reason);
 
-/*
- * The whole document as a json-c object (caller puts it); NULL on ENOMEM.
- * Its events.spans array is written from doc's records when the tree is
- * serialized: serialize it before doc changes or is freed.
- */
+/* The whole document as a json-c object (caller puts it); NULL on ENOMEM. */
 struct json_object *evidence_doc__to_json(const struct evidence_doc *doc);
+/*
+ * The same, but `threads` and `events.spans` are built one element at a time
+ * from doc's arrays while the text is made, so memory does not hold a json-c
+ * object per field of every thread and span at once. doc must outlive the
+ * result; the text is the same as evidence_doc__to_json's.
+ */
+struct json_object *evidence_doc__to_json_lazy(const struct evidence_doc *doc);
 
 /* "producer" fields: khbpf, libbpf and kernel versions of this host. */
 struct json_object *evidence_doc__producer(void);

@@ -88,6 +88,14 @@ static int parse_listen(const char *s, union sockaddr_any *a, socklen_t *alen)
 	return 0;
 }
 
+int httpd__check_listen(const char *addr)
+{
+	union sockaddr_any a;
+	socklen_t alen;
+
+	return parse_listen(addr, &a, &alen);
+}
+
 static int listen_on(const union sockaddr_any *a, socklen_t alen, uint16_t *port)
 {
 	union sockaddr_any bound;

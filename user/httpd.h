@@ -79,6 +79,8 @@ struct httpd_opts {
  * -EINVAL for a malformed address or options.
  */
 int httpd__start(struct httpd **out, const struct httpd_opts *opts, char *errbuf, size_t errlen);
+/* 0 when ADDR is a listen address httpd__start accepts, else -EINVAL. */
+int httpd__check_listen(const char *addr);
 uint16_t httpd__port(const struct httpd *h); /* the bound port */
 int httpd__fd(const struct httpd *h); /* poll it for POLLIN */
 int httpd__run(struct httpd *h); /* does ready work, never blocks; 0 or -EIO */

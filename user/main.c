@@ -16,9 +16,15 @@
 
 bool cli_verbose;
 
+/*
+ * libbpf's own messages only with -v: khbpf reports every failure itself, in
+ * one line with its errno (a missing capability otherwise comes with four
+ * lines of libbpf warnings before that line).
+ */
 static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
-	if (level == LIBBPF_DEBUG && !cli_verbose)
+	(void)level;
+	if (!cli_verbose)
 		return 0;
 	return vfprintf(stderr, fmt, ap);
 }

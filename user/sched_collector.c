@@ -572,6 +572,8 @@ int sched_collector__stats(struct sched_collector *c, struct sched_collector_sta
 	out->span_events_malformed = c->malformed;
 	out->span_clock_gaps = c->skel->bss->span_clock_gaps;
 	out->span_counter_skews = c->skel->bss->span_counter_skews;
+	out->exec_renumbered = c->skel->bss->exec_renumbered;
+	out->span_open_at_exit_drops = c->skel->bss->span_open_at_exit_drops;
 	out->groups_made = c->skel->bss->groups_made;
 	out->group_overflow = c->skel->bss->group_overflow;
 	out->nr_counters = c->nr_counters;

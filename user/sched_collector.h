@@ -61,7 +61,7 @@ struct thread_table {
 	size_t nr;
 };
 
-#define SCHED_PROG_MAX 8
+#define SCHED_PROG_MAX 10
 struct sched_prog_stats {
 	char name[32];
 	uint64_t run_cnt;
@@ -93,6 +93,8 @@ struct sched_collector_stats {
 	uint64_t span_events_malformed; /* ... of an unexpected size, not used */
 	uint64_t span_clock_gaps; /* missed switch-ins (spans across one: on-CPU is a gap) */
 	uint64_t span_counter_skews; /* counter readings given up (those spans: gaps) */
+	uint64_t exec_renumbered; /* non-leader exec: two threads under the leader's id */
+	uint64_t span_open_at_exit_drops; /* open at a thread's exit, ring buffer full: lost */
 	/* Per-span counters: slots in use (0: none) and why not, -errno. */
 	uint32_t nr_counters;
 	int counters_err;

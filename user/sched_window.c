@@ -154,6 +154,10 @@ int sched_window__compute(struct sched_window *w, const struct window_opts *o)
 			continue;
 		}
 		t.born = !b;
+		if (!fin && (b->flags & KHBPF_REC_ZOMBIE)) {
+			/* Exited before the window (a main thread after pthread_exit), reaped in it. */
+			fin = b;
+		}
 		if (!fin) {
 			/* In the baseline, then gone without an exit record. */
 			memcpy(t.comm, b->comm, sizeof(t.comm));
@@ -167,7 +171,17 @@ int sched_window__compute(struct sched_window *w, const struct window_opts *o)
 			continue;
 		}
 		memcpy(t.comm, fin->comm, sizeof(t.comm));
-		t.exited = x != NULL;
+		/* A zombie at the end has exited too; !e: fin is the zombie's baseline. */
+		t.exited = x || !e || (e->flags & KHBPF_REC_ZOMBIE);
+		if (!x && e && (e->flags & KHBPF_REC_ZOMBIE) &&
+		    !(b && (b->flags & KHBPF_REC_ZOMBIE))) {
+			/*
+			 * It exited in the window (not a zombie already at its start, as
+			 * a leader after pthread_exit): its final counters, though its
+			 * exit record did not fit.
+			 */
+			w->overflowed_listed++;
+		}
 		t.has_bpf = fin->flags & KHBPF_REC_HAS_STATE;
 		counters_delta(&t.delta, &fin->k, b ? &b->k : &zero);
 		bpf_delta(&t.bpf, &fin->b, b && (b->flags & KHBPF_REC_HAS_STATE) ? &b->b : NULL);

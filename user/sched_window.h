@@ -38,6 +38,8 @@ struct sched_window {
 	uint64_t dropped_threads; /* beyond max_threads: counted, not kept */
 	uint64_t threads_without_baseline; /* existed before the window, seen only at its end */
 	uint64_t vanished_threads; /* at the start, then gone without an exit record */
+	/* Exited (a zombie at the end), its exit record lost to a full map: listed from the end. */
+	uint64_t overflowed_listed;
 	uint64_t exited_threads;
 	uint64_t born_threads;
 	/* Sums over threads whose deltas are known (exited ones included). */

@@ -17,6 +17,7 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/timerfd.h>
 #include <sys/wait.h>
@@ -147,6 +148,29 @@ static int proc_stat_state(const char *root, pid_t pid, char *state, unsigned lo
 
 #define PF_KTHREAD 0x00200000UL
 
+/*
+ * A zombie main thread with other threads still listed: the main thread
+ * called pthread_exit and the process runs on (exited threads other than
+ * the leader are reaped at once, so any other entry is a live thread).
+ */
+static bool other_threads_listed(const char *root, pid_t pid)
+{
+	char path[PATH_MAX];
+	struct dirent *de;
+	bool found = false;
+	DIR *d;
+
+	if (fsutil__path(path, sizeof(path), root, "/proc/%d/task", (int)pid) < 0)
+		return false;
+	d = opendir(path);
+	if (!d)
+		return false;
+	while (!found && (de = readdir(d)))
+		found = de->d_name[0] != '.' && strtol(de->d_name, NULL, 10) != pid;
+	closedir(d);
+	return found;
+}
+
 static int check_attach_target(struct session *s, char *errbuf, size_t errlen)
 {
 	unsigned long flags = 0;
@@ -166,7 +190,7 @@ static int check_attach_target(struct session *s, char *errbuf, size_t errlen)
 		return session__errf(errbuf, errlen, -EINVAL,
 				     "--pid %d is a kernel thread; khbpf watches user processes",
 				     (int)s->pid);
-	if (state == 'Z' || state == 'X')
+	if ((state == 'Z' || state == 'X') && !other_threads_listed(s->root, s->pid))
 		return session__errf(
 			errbuf, errlen, -ESRCH,
 			"--pid %d is a zombie (exited, not yet reaped); nothing left to watch",
@@ -472,6 +496,20 @@ static void discover_spans(struct session *s)
 		logf_(s, "khbpf: span discovery failed: %s\n", strerror(-err));
 }
 
+/* PROC_PID_INIT_INO (include/linux/proc_ns.h): the initial PID namespace's inode. */
+#define PID_NS_INIT_INO 0xEFFFFFFCU
+
+/*
+ * BPF programs see tasks by their ids in the initial PID namespace; from
+ * inside another one, the target's id names another task, or none.
+ */
+static bool in_host_pid_ns(void)
+{
+	struct stat st;
+
+	return stat("/proc/self/ns/pid", &st) || st.st_ino == PID_NS_INIT_INO;
+}
+
 /* Load the collector and mark the target; attach comes after the baseline. */
 static void setup_collector(struct session *s)
 {
@@ -497,6 +535,15 @@ static void setup_collector(struct session *s)
 		s->bpf_avail = AVAIL_DISABLED;
 		snprintf(s->bpf_detail, sizeof(s->bpf_detail),
 			 "--no-bpf given: kernel counters read from /proc at the window's ends");
+		return;
+	}
+	if ((s->opts.mode != TARGET_MODE_SERVE || s->opts.nr_pids) && !in_host_pid_ns()) {
+		s->bpf_avail = AVAIL_UNSUPPORTED;
+		snprintf(
+			s->bpf_detail, sizeof(s->bpf_detail),
+			"khbpf runs in a PID namespace other than the host's, and BPF names tasks by their host ids; run khbpf in the host's PID namespace (e.g. docker run --pid=host)");
+		logf_(s, "khbpf: BPF unavailable (%s); falling back to /proc/%d/task/*/sched\n",
+		      s->bpf_detail, (int)s->pid);
 		return;
 	}
 	if (s->opts.mode == TARGET_MODE_SERVE) {
@@ -920,8 +967,10 @@ static int build_document(struct session *s)
 	LOSS("threads_dropped", s->win.dropped_threads);
 	LOSS("threads_without_baseline", s->win.threads_without_baseline);
 	LOSS("threads_vanished", s->win.vanished_threads);
+	LOSS("threads_renumbered_by_exec", s->stats.exec_renumbered);
 	LOSS("exited_records_overflow", s->stats.exited_overflow);
 	LOSS("exited_records_max", s->stats.max_exited);
+	LOSS("exited_records_overflow_listed", s->win.overflowed_listed);
 	LOSS("task_storage_failures", s->stats.storage_failures);
 	LOSS("final_switch_unmatched", s->stats.final_unmatched);
 	LOSS("iterator_write_errors", s->stats.iter_write_errors);
@@ -939,6 +988,8 @@ static int build_document(struct session *s)
 	LOSS("span_records_malformed", s->stats.span_events_malformed);
 	LOSS("span_clock_missed_switch_ins", s->stats.span_clock_gaps);
 	LOSS("span_counter_reads_skewed", s->stats.span_counter_skews);
+	LOSS("span_open_at_exit_dropped",
+	     s->stats.span_open_at_exit_drops + s->spans.exit_open_lost);
 	/* A run the kernel skipped (the program was busy on that CPU) may miss an event. */
 	for (i = 0; i < s->stats.nr_progs; i++) {
 		snprintf(s->loss_names[i], sizeof(s->loss_names[0]), "%s_recursion_misses",
@@ -986,6 +1037,24 @@ static int build_document(struct session *s)
 	return 0;
 }
 
+/*
+ * A process's comm is its leader thread's: take the last one the kernel had,
+ * which /proc no longer shows once the target is reaped.
+ */
+static void target_comm_from_window(struct session *s)
+{
+	size_t i;
+
+	for (i = 0; i < s->win.nr_threads; i++) {
+		const struct window_thread *w = &s->win.threads[i];
+
+		if (w->tid == (uint32_t)s->pid && !w->vanished && w->comm[0]) {
+			snprintf(s->target.comm, sizeof(s->target.comm), "%.16s", w->comm);
+			return;
+		}
+	}
+}
+
 static int finish_window(struct session *s)
 {
 	struct window_opts wo = { 0 };
@@ -1025,7 +1094,10 @@ static int finish_window(struct session *s)
 	/* Without BPF there is no start_time: anything new at the end was born. */
 	wo.start_boot_ns = s->use_bpf ? s->start_boot : 0;
 	wo.max_threads = s->opts.max_threads;
-	return sched_window__compute(&s->win, &wo);
+	err = sched_window__compute(&s->win, &wo);
+	if (!err)
+		target_comm_from_window(s);
+	return err;
 }
 
 static int setup_signals(struct session *s, char *errbuf, size_t errlen)
@@ -1226,7 +1298,8 @@ int session__finish(struct session *s)
 
 struct json_object *session__document(const struct session *s)
 {
-	return evidence_doc__to_json(&s->doc);
+	/* Threads and span records are made into text from s's arrays: s outlives it. */
+	return evidence_doc__to_json_lazy(&s->doc);
 }
 
 int session__exit_code(const struct session *s)
@@ -1458,12 +1531,13 @@ static void serve_window_free(struct session *s)
 
 /*
  * The window's document as one line (with its newline), written while the
- * window's threads and records still exist; the tree kept for the gap
- * metrics loses the arrays that are written from them (document.c).
+ * window's threads and records still exist: its per-thread and per-span
+ * arrays are made from them as the text is (evidence_doc__to_json_lazy), so
+ * the tree kept for the gap metrics leaves them out.
  */
 static int serve_document(struct session *s, struct json_object **doc, char **text, size_t *len)
 {
-	struct json_object *obj = evidence_doc__to_json(&s->doc), *events;
+	struct json_object *obj = evidence_doc__to_json_lazy(&s->doc), *events;
 	const char *t = obj ? json_object_to_json_string_ext(obj, JSON_C_TO_STRING_PLAIN) : NULL;
 	size_t n;
 

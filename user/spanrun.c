@@ -133,10 +133,33 @@ void span_run__attach(struct span_run *r, struct sched_collector *c, pid_t pid)
 	}
 }
 
+/* A span still open when its thread exited: kept with those open at the end. */
+static void span_run__open_at_exit(struct span_run *r, const struct khbpf_span_event *e)
+{
+	struct khbpf_span_event *grown;
+
+	if (r->nr_exit_open == r->exit_open_cap) {
+		size_t cap = r->exit_open_cap ? 2 * r->exit_open_cap : 16;
+
+		grown = realloc(r->exit_open, cap * sizeof(*grown));
+		if (!grown) {
+			r->exit_open_lost++;
+			return;
+		}
+		r->exit_open = grown;
+		r->exit_open_cap = cap;
+	}
+	r->exit_open[r->nr_exit_open++] = *e;
+}
+
 void span_run__on_event(void *ctx, const struct khbpf_span_event *e)
 {
 	struct span_run *r = ctx;
 
+	if (e->flags & KHBPF_SPAN_F_OPEN) {
+		span_run__open_at_exit(r, e);
+		return;
+	}
 	if (r->nr_events >= r->max_records) {
 		r->events_over_cap++;
 		return;
@@ -161,6 +184,7 @@ void span_run__on_event(void *ctx, const struct khbpf_span_event *e)
 
 int span_run__finish(struct span_run *r, struct sched_collector *c)
 {
+	struct khbpf_span_event *grown;
 	int n, err;
 
 	if (!r->nr_attached)
@@ -171,7 +195,21 @@ int span_run__finish(struct span_run *r, struct sched_collector *c)
 	if (n < 0)
 		return n;
 	err = sched_collector__span_aggs(c, &r->aggs, &r->nr_aggs);
-	return err ?: sched_collector__open_spans(c, &r->open, &r->nr_open);
+	err = err ?: sched_collector__open_spans(c, &r->open, &r->nr_open);
+	if (err || !r->nr_exit_open)
+		return err;
+	/* Those of threads that exited with spans open come first. */
+	grown = realloc(r->exit_open, (r->nr_exit_open + r->nr_open) * sizeof(*grown));
+	if (!grown)
+		return -ENOMEM;
+	if (r->nr_open)
+		memcpy(grown + r->nr_exit_open, r->open, r->nr_open * sizeof(*grown));
+	free(r->open);
+	r->open = grown;
+	r->nr_open += r->nr_exit_open;
+	r->exit_open = NULL;
+	r->nr_exit_open = r->exit_open_cap = 0;
+	return 0;
 }
 
 static int record_cmp(const void *a, const void *b)
@@ -435,6 +473,7 @@ void span_run__free(struct span_run *r)
 	free(r->events);
 	free(r->aggs);
 	free(r->open);
+	free(r->exit_open);
 	free(r->records);
 	free(r->doc_metrics);
 	free(r->buckets);

@@ -29,6 +29,10 @@ struct span_run {
 	size_t nr_aggs;
 	struct khbpf_span_event *open; /* still open at the end */
 	size_t nr_open;
+	struct khbpf_span_event *exit_open; /* open when their thread exited (delivered) */
+	size_t nr_exit_open;
+	size_t exit_open_cap;
+	uint64_t exit_open_lost; /* ... not kept: out of memory */
 	size_t nr_attached;
 
 	/* Document parts, valid after span_run__document. */

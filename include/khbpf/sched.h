@@ -40,6 +40,7 @@
 #define KHBPF_REC_FINAL 0x2 /* refreshed at the final switch-out (TASK_DEAD) */
 #define KHBPF_REC_HAS_STATE 0x4 /* the thread had task storage: BPF-timed fields valid */
 #define KHBPF_REC_EXITING 0x8 /* iterator saw PF_EXITING: an exit record will follow */
+#define KHBPF_REC_ZOMBIE 0x10 /* iterator saw exit_state set: sched_process_exit already ran */
 
 struct khbpf_cpu_topo {
 	__s32 core; /* dense ids from the loader's sysfs topology; -1 unknown */

@@ -79,6 +79,7 @@ struct khbpf_span_state {
 
 /* khbpf_span_event.flags */
 #define KHBPF_SPAN_F_CLOCK_GAP 1 /* ledger.on_cpu_ns is unknown (a switch-in was missed) */
+#define KHBPF_SPAN_F_OPEN 2 /* still open when its thread exited: only the start is known */
 
 /* A span's counter readings (virtual, the thread's own) and their status. */
 struct khbpf_span_hw {
