@@ -9,9 +9,13 @@ runs with a 5 s window, 64 groups and a 30 s idle age; /metrics and
 VmRSS and its open file descriptors.
 
 Verdict: after a warm-up (the first 5 minutes, or a sixth of a shorter run),
-RSS must stay within SOAK_RSS_SLACK_KIB (default 4096) of the warm-up's
-highest value and the fd count must not rise; every scrape must succeed; serve
-must exit 0 on SIGINT. Not part of `make check`: `sudo make soak`.
+the median RSS of the last sixth of the run must stay within
+SOAK_RSS_SLACK_KIB (default 4096) of the warm-up's median, and the fd count
+must not rise; every scrape must succeed; serve must exit 0 on SIGINT. Peaks
+are reported but not judged: serve's window holds every thread of the host,
+so a burst of threads anywhere (another test's 10000) lifts RSS for a window,
+and a leak shows as a level that does not come back down.
+Not part of `make check`: `sudo make soak`.
 
 Writes build/bench/soak.json and build/bench/soak.md.
 """
@@ -19,6 +23,7 @@ import json
 import os
 import signal
 import socket
+import statistics
 import subprocess
 import sys
 import time
@@ -102,11 +107,15 @@ def main():
     after = [s for s in samples if s["t"] > warm_s]
     if not warm or not after:
         raise RuntimeError("too few samples: run longer")
-    warm_rss, warm_fds = max(s["rss_kib"] for s in warm), max(s["fds"] for s in warm)
-    last_rss, peak_rss = after[-1]["rss_kib"], max(s["rss_kib"] for s in after)
+    warm_rss = int(statistics.median(s["rss_kib"] for s in warm))
+    warm_fds = max(s["fds"] for s in warm)
+    tail = samples[-max(1, len(samples) // 6):]
+    last_rss, peak_rss = int(statistics.median(s["rss_kib"] for s in tail)), \
+        max(s["rss_kib"] for s in after)
     peak_fds = max(s["fds"] for s in after)
-    if peak_rss > warm_rss + SLACK_KIB:
-        failures.append(f"RSS rose from {warm_rss} KiB (warm-up peak) to {peak_rss} KiB")
+    if last_rss > warm_rss + SLACK_KIB:
+        failures.append(f"RSS rose from {warm_rss} KiB (warm-up median) to {last_rss} KiB "
+                        "(median of the last sixth)")
     if peak_fds > warm_fds:
         failures.append(f"open fds rose from {warm_fds} to {peak_fds}")
     if serve.returncode != 0:
@@ -120,9 +129,11 @@ def main():
              f"{SECONDS / 60:.0f} min under churn (about 100 short processes a second, 50 "
              f"threads started every ~50 ms); {scrapes} scrapes of /metrics and /evidence.", "",
              "| | RSS | open fds |", "| --- | --- | --- |",
-             f"| warm-up peak (first {warm_s / 60:.0f} min) | {warm_rss} KiB | {warm_fds} |",
+             f"| warm-up (first {warm_s / 60:.0f} min): median RSS, most fds "
+             f"| {warm_rss} KiB | {warm_fds} |",
              f"| after it: peak | {peak_rss} KiB | {peak_fds} |",
-             f"| at the end | {last_rss} KiB | {after[-1]['fds']} |", "",
+             f"| last sixth: median RSS, fds at the end | {last_rss} KiB "
+             f"| {after[-1]['fds']} |", "",
              "Verdict: " + ("flat (RSS within " f"{SLACK_KIB} KiB, no fd growth, every scrape "
                             "answered)" if not failures else "; ".join(failures[:5]))]
     open(f"{OUT}/soak.md", "w").write("\n".join(lines) + "\n")
