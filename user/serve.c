@@ -190,7 +190,8 @@ static int sweep(struct serve *s)
 	err = sched_collector__groups(s->coll, &g, &nr);
 	if (err)
 		return err;
-	qsort(g, nr, sizeof(*g), entry_cmp);
+	if (nr)
+		qsort(g, nr, sizeof(*g), entry_cmp);
 	next = calloc(nr ? nr : 1, sizeof(*next));
 	order = calloc(nr ? nr : 1, sizeof(*order));
 	if (!next || !order) {

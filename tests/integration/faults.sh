@@ -360,7 +360,7 @@ sys.exit(os.waitstatus_to_exitcode(st))' "$TMP/rss" \
 	echo "  khbpf attach on 10001 threads: peak RSS $rss KiB (wait4)"
 	valid "$TMP/many.json"
 	"$PYTHON" - "$TMP/many.json" "$TMP/tgt.out" "$ms" <<'PY' || fail "10000 threads"
-import json, sys
+import json, os, sys
 d = json.load(open(sys.argv[1])); t = json.loads([l for l in open(sys.argv[2]) if l.startswith("{")][-1])
 ms = int(sys.argv[3])
 L = {k: v["value"] for k, v in d["loss"].items() if isinstance(v, dict) and "value" in v}
@@ -387,12 +387,14 @@ rss = d["overhead"]["loader_max_rss_kib"]["value"]
 cpu = d["overhead"]["loader_cpu_ns"]["value"]
 print(f"  10001 threads: before the document khbpf had RSS {rss} KiB, CPU {cpu // 1000000} ms; "
       f"{ms} ms from the target's exit to khbpf's")
-assert rss < 64 * 1024, rss
+# Memory bounds are the plain build's: a sanitized allocator keeps what was freed.
+assert rss < 64 * 1024 or os.environ.get("KHBPF_SANITIZED"), rss
 assert ms < 30000, ms
 PY
 	# The document's text (~2.2 KiB per thread) and its copy for the write;
 	# building the whole json-c tree first took ~26 KiB per thread.
-	[ "${rss:-0}" -gt 0 ] && [ "$rss" -lt $((64 * 1024 + 8 * 10001)) ] || fail "khbpf peak RSS '$rss' KiB"
+	[ "${rss:-0}" -gt 0 ] && { [ -n "${KHBPF_SANITIZED:-}" ] || [ "$rss" -lt $((64 * 1024 + 8 * 10001)) ]; } ||
+		fail "khbpf peak RSS '$rss' KiB"
 	no_bpf_left
 }
 
