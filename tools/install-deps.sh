@@ -7,7 +7,7 @@
 #   --with-browser     also require headless Chromium and a font (`make check` renders the HTML report)
 set -eu
 
-pkgs="libbpf-dev clang llvm bpftool libelf-dev zlib1g-dev libcmocka-dev libjson-c-dev libmicrohttpd-dev python3-jsonschema pkg-config make"
+pkgs="libbpf-dev clang libclang-rt-dev llvm bpftool libelf-dev zlib1g-dev libcmocka-dev libjson-c-dev libmicrohttpd-dev python3-jsonschema pkg-config make"
 check_only=0
 for arg in "$@"; do
 	case "$arg" in
