@@ -22,14 +22,17 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 
-/* A broken property: print it and abort, so libFuzzer keeps the input. */
-#define FUZZ_CHECK(cond)                                                                           \
-	do {                                                                                       \
-		if (!(cond)) {                                                                     \
-			fprintf(stderr, "fuzz property failed at %s:%d: %s\n", __FILE__, __LINE__, \
-				#cond);                                                            \
-			abort();                                                                   \
-		}                                                                                  \
+/*
+ * A broken property: print it and abort, so libFuzzer keeps the input.
+ * Straight to fd 2: a harness may point stderr elsewhere.
+ */
+#define FUZZ_CHECK(cond)                                                                        \
+	do {                                                                                    \
+		if (!(cond)) {                                                                  \
+			dprintf(STDERR_FILENO, "fuzz property failed at %s:%d: %s\n", __FILE__, \
+				__LINE__, #cond);                                               \
+			abort();                                                                \
+		}                                                                               \
 	} while (0)
 
 static char fuzz_root[64];
