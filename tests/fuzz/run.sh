@@ -1,7 +1,8 @@
 #!/bin/bash
 # Runs libFuzzer harnesses: first each input of tests/fuzz/regressions/TARGET
 # once (crashes found before, now fixed), then fuzzing for SECONDS from the
-# seed corpus tests/fuzz/corpus/TARGET; new inputs go to build/fuzz/corpus,
+# seed corpus tests/fuzz/corpus/TARGET (and tests/fuzz/TARGET.dict when there
+# is one); new inputs go to build/fuzz/corpus,
 # a crash to build/fuzz/artifacts/TARGET/. Exits non-zero when any harness
 # fails.
 #
@@ -22,6 +23,8 @@ for t in "$@"; do
 	corpus=build/fuzz/corpus/$t
 	artifacts=build/fuzz/artifacts/$t/
 	log=build/fuzz/$t.log
+	dict=()
+	[ -f tests/fuzz/"$t".dict ] && dict=(-dict=tests/fuzz/"$t".dict)
 	mkdir -p "$corpus" "$artifacts" tests/fuzz/corpus/"$t"
 
 	regs=(tests/fuzz/regressions/"$t"/*)
@@ -35,7 +38,7 @@ for t in "$@"; do
 	fi
 	# -timeout: one input taking this long is a hang, reported as a crash.
 	if "$bin" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
-		-print_final_stats=1 -artifact_prefix="$artifacts" \
+		-print_final_stats=1 -artifact_prefix="$artifacts" "${dict[@]}" \
 		"$corpus" tests/fuzz/corpus/"$t" >"$log" 2>&1; then
 		echo "ok   fuzz $t: $(grep -E '^stat::number_of_executed_units' "$log" | awk '{print $2}') inputs in ${seconds}s, $(ls "$corpus" | wc -l) in build corpus, ${#regs[@]} regression inputs"
 	else
