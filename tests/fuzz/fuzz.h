@@ -35,7 +35,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv);
 		}                                                                               \
 	} while (0)
 
-static char fuzz_root[64];
+static char fuzz_root[256];
 
 static inline int fuzz_rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
 {
@@ -58,7 +58,7 @@ static inline const char *fuzz_tmp_root(void)
 		const char *tmp = getenv("TMPDIR");
 
 		snprintf(fuzz_root, sizeof(fuzz_root), "%s/khbpf-fuzz-XXXXXX",
-			 tmp && *tmp && strlen(tmp) < 32 ? tmp : "/tmp");
+			 tmp && *tmp == '/' && strlen(tmp) < 200 ? tmp : "/tmp");
 		if (!mkdtemp(fuzz_root)) {
 			perror("mkdtemp");
 			abort();

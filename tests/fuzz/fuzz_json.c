@@ -12,7 +12,10 @@
  *     its HTML page and trace are valid UTF-8, the trace valid JSON
  *   - the Prometheus writer, given each string as a label value and as
  *     HELP text, writes one line per sample and the value unescapes back
- *     to the sanitized string
+ *     to the sanitized string; a string as an Accept header selects
+ *     OpenMetrics only when it names it
+ *   - the first 8 bytes as nanoseconds: promtext__fmt_seconds reads back
+ *     exactly, report__fmt_ns to within its rounding, three digits
  */
 #include <errno.h>
 #include <limits.h>
@@ -174,6 +177,71 @@ static void check_promtext(const char *value, bool om)
 	free(text);
 }
 
+static void check_seconds(uint64_t ns)
+{
+	char buf[PROMTEXT_SECONDS_MAX + 8];
+	unsigned __int128 back = 0;
+	size_t len = promtext__fmt_seconds(buf, ns), i, frac = 0;
+	bool dot = false;
+
+	FUZZ_CHECK(len < PROMTEXT_SECONDS_MAX && strlen(buf) == len);
+	for (i = 0; i < len; i++) {
+		if (buf[i] == '.') {
+			FUZZ_CHECK(!dot && i);
+			dot = true;
+			continue;
+		}
+		FUZZ_CHECK(buf[i] >= '0' && buf[i] <= '9');
+		back = back * 10 + (unsigned)(buf[i] - '0');
+		frac += dot;
+	}
+	FUZZ_CHECK(frac <= 9 && (!dot || (frac && buf[len - 1] != '0')));
+	for (; frac < 9; frac++)
+		back *= 10;
+	FUZZ_CHECK(back == ns);
+}
+
+static void check_fmt_ns(uint64_t ns)
+{
+	static const struct {
+		const char *unit;
+		uint64_t div;
+	} units[] = { { "ns", 1 }, { "us", 1000 }, { "ms", 1000000 }, { "s", 1000000000 } };
+	unsigned __int128 scaled = 0, p10 = 1, lhs, rhs;
+	char buf[64], *sp;
+	size_t i, u;
+	bool dot = false;
+
+	report__fmt_ns(buf, sizeof(buf), ns);
+	sp = strchr(buf, ' ');
+	FUZZ_CHECK(sp && sp > buf);
+	for (u = 0; u < 4 && strcmp(sp + 1, units[u].unit); u++)
+		;
+	FUZZ_CHECK(u < 4);
+	for (i = 0; buf + i < sp; i++) {
+		if (buf[i] == '.') {
+			FUZZ_CHECK(!dot && i);
+			dot = true;
+			continue;
+		}
+		FUZZ_CHECK(buf[i] >= '0' && buf[i] <= '9');
+		scaled = scaled * 10 + (unsigned)(buf[i] - '0');
+		if (dot)
+			p10 *= 10;
+	}
+	if (ns < 1000) {
+		FUZZ_CHECK(u == 0 && scaled == ns && !dot);
+		return;
+	}
+	FUZZ_CHECK(u > 0);
+	/* Rounded to the nearest last digit, half up. */
+	lhs = scaled * units[u].div;
+	rhs = (unsigned __int128)ns * p10;
+	FUZZ_CHECK((lhs > rhs ? lhs - rhs : rhs - lhs) * 2 <= units[u].div);
+	/* Three significant digits; whole seconds beyond 999. */
+	FUZZ_CHECK(scaled >= 100 && (scaled <= 999 || (u == 3 && !dot)));
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static struct evidence_doc doc;
@@ -292,5 +360,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	check_promtext(doc.target.comm, false);
 	check_promtext(doc.target.exe, true);
+	if (!strcasestr(doc.target.comm, "openmetrics"))
+		FUZZ_CHECK(!promtext__wants_openmetrics(doc.target.comm));
+	if (size >= 8) {
+		uint64_t ns;
+
+		memcpy(&ns, data, sizeof(ns));
+		check_seconds(ns);
+		check_fmt_ns(ns);
+		check_seconds(ns % 4000000000u);
+		check_fmt_ns(ns % 4000000000u);
+	}
 	return 0;
 }

@@ -17,6 +17,10 @@ shift
 case "$seconds" in '' | *[!0-9]*) echo "run.sh: SECONDS must be a whole number, not '$seconds'" >&2; exit 2 ;; esac
 
 failed=()
+# The harnesses' private trees; a crashing one cannot remove its own.
+export TMPDIR=$PWD/build/fuzz/tmp
+mkdir -p "$TMPDIR"
+trap 'rm -rf "$TMPDIR"' EXIT
 for t in "$@"; do
 	bin=build/fuzz/fuzz_$t
 	[ -x "$bin" ] || { echo "run.sh: $bin is missing; run 'make fuzz-build'" >&2; exit 2; }
