@@ -93,8 +93,11 @@ static inline void fuzz_put(const char *root, const char *rel, const void *data,
 		unlink(path);
 		return;
 	}
-	fuzz_mkdirs(root, rel);
 	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0 && errno == ENOENT) {
+		fuzz_mkdirs(root, rel);
+		fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	}
 	if (fd < 0) {
 		perror(path);
 		abort();
