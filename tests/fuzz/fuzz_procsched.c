@@ -4,9 +4,10 @@
  *   0  procsched__parse_sched on the rest, against an independent reading
  *      of its documented format, and "on error *out is unchanged"
  *   1  procsched__parse_schedstat on the rest, the same way
- *   2  procsched__read_thread and procsched__read on a /proc tree whose
- *      task/TID/{comm,sched,schedstat,stat} are the NUL-separated parts of
- *      the rest (a missing part: no such file)
+ *   2  procsched__read_thread, procsched__read and census__read on a /proc
+ *      tree whose task/TID/{comm,sched,schedstat,stat} are the NUL-separated
+ *      parts of the rest (a missing part: no such file); they agree
+ *      with each other
  *   3  spanfind__mapped_objects on the rest as /proc/PID/maps
  */
 #include <errno.h>
@@ -14,6 +15,7 @@
 #include <limits.h>
 
 #include "fuzz.h"
+#include "census.h"
 #include "procsched.h"
 #include "spanfind.h"
 
@@ -223,6 +225,25 @@ static void check_thread(const uint8_t *data, size_t size)
 		FUZZ_CHECK(!memcmp(&snap.threads[0], &t, sizeof(t)));
 	}
 	procsched__free(&snap);
+
+	/* The census reads schedstat's runtime the same way, or else stat. */
+	{
+		struct thread_census c;
+		enum ev_source src;
+		int cerr = census__read(root, 7, 1, &c, &src);
+
+		FUZZ_CHECK(cerr <= 0);
+		if (!err && t.has_schedstat && parts[2].len < 128) {
+			FUZZ_CHECK(!cerr && c.nr_threads == 1 && c.threads[0].thread_id == 7);
+			FUZZ_CHECK(c.threads[0].cpu_time_ns == t.sum_exec_runtime_ns);
+			FUZZ_CHECK(src == EV_SRC_PROC_PID_SCHEDSTAT);
+		}
+		if (!cerr)
+			FUZZ_CHECK(c.nr_threads == 1 && c.elapsed_ns == 1);
+		else
+			FUZZ_CHECK(!c.threads && !c.nr_threads);
+		census__free(&c);
+	}
 }
 
 static void check_maps(const uint8_t *data, size_t size)
