@@ -6,7 +6,9 @@
  * as `khbpf attach` does. Properties:
  *   - every site is either good (kebab-case metric, no reason, file offset
  *     as the input's own program headers give it) or has an error and a
- *     reason; a file error is one site with that error
+ *     reason without control bytes (it is printed as one line; symbol
+ *     names in the file may hold any byte); a file error is one site with
+ *     that error
  *   - good note sites have distinct addresses; symbol sites come in
  *     strictly increasing address order
  *   - discovery finds exactly the sites spanfind__notes finds, in order
@@ -100,6 +102,8 @@ static void check_site(const struct span_site *s, const uint8_t *data, size_t si
 	if (s->err) {
 		FUZZ_CHECK(s->err < 0);
 		FUZZ_CHECK(s->reason[0]);
+		for (const char *c = s->reason; *c; c++)
+			FUZZ_CHECK((unsigned char)*c >= 0x20 && *c != 0x7f);
 		FUZZ_CHECK(!s->metric[0] || kebab(s->metric));
 		return;
 	}
