@@ -9,7 +9,8 @@
  *     the bytes themselves when they were valid UTF-8); printing the parsed
  *     document again gives the same text byte for byte
  *   - `khbpf report` reads the document back with the same strings, and
- *     its HTML page and trace are valid UTF-8, the trace valid JSON
+ *     its HTML page (without a script) and trace are valid UTF-8, the
+ *     trace valid JSON
  *   - the Prometheus writer, given each string as a label value and as
  *     HELP text, writes one line per sample and the value unescapes back
  *     to the sanitized string; a string as an Accept header selects
@@ -350,6 +351,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	FUZZ_CHECK(report__text(rd, devnull) == 0);
 	FUZZ_CHECK(report__html(rd, &html, &html_len) == 0);
 	FUZZ_CHECK(fuzz_utf8_valid(html, html_len));
+	FUZZ_CHECK(!strcasestr(html, "<script"));
 	FUZZ_CHECK(report__trace(rd, &trace, &trace_len) == 0);
 	FUZZ_CHECK(fuzz_utf8_valid(trace, trace_len));
 	json_object_put(parse_whole(trace, trace_len));

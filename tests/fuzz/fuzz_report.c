@@ -6,7 +6,9 @@
  *   - a document it loads renders: the terminal report as valid UTF-8
  *     without control bytes but '\n' (the document's strings cannot drive
  *     the terminal), an HTML page that is valid UTF-8, and a trace that is
- *     valid UTF-8 JSON which json-c parses whole
+ *     valid UTF-8 JSON which json-c parses whole; the page has
+ *     no script and no control bytes but HTML's whitespace (tab, CR, LF),
+ *     whatever the strings
  */
 #include <errno.h>
 #include <json-c/json.h>
@@ -62,6 +64,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	check_text(doc);
 	FUZZ_CHECK(report__html(doc, &html, &html_len) == 0);
 	FUZZ_CHECK(fuzz_utf8_valid(html, html_len) && strlen(html) == html_len);
+	FUZZ_CHECK(!strcasestr(html, "<script"));
+	for (size_t i = 0; i < html_len; i++)
+		FUZZ_CHECK(((unsigned char)html[i] >= 0x20 && html[i] != 0x7f) || html[i] == '\n' ||
+			   html[i] == '\t' || html[i] == '\r');
 	FUZZ_CHECK(report__trace(doc, &trace, &trace_len) == 0);
 	check_trace(trace, trace_len);
 	free(html);
