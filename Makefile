@@ -205,7 +205,7 @@ fuzz: fuzz-build
 	$(Q)tests/fuzz/run.sh $(FUZZ_SECONDS) $(FUZZ_TARGETS)
 
 fuzz-check: fuzz-build
-	$(Q)tests/fuzz/run.sh $(FUZZ_CHECK_SECONDS) $(FUZZ_TARGETS)
+	$(Q)tests/fuzz/run.sh --fresh $(FUZZ_CHECK_SECONDS) $(FUZZ_TARGETS)
 
 build/tools/%: tools/%.c $(SKELS) | $(DEPS_STAMP)
 	$(call msg,CC,$@)

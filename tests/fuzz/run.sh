@@ -1,17 +1,24 @@
 #!/bin/bash
 # Runs libFuzzer harnesses: first each input of tests/fuzz/regressions/TARGET
 # once (crashes found before, now fixed), then fuzzing for SECONDS from the
-# seed corpus tests/fuzz/corpus/TARGET (and tests/fuzz/TARGET.dict when there
-# is one); new inputs go to build/fuzz/corpus,
-# a crash to build/fuzz/artifacts/TARGET/. Exits non-zero when any harness
-# fails.
+# seed corpus tests/fuzz/corpus/TARGET (with tests/fuzz/TARGET.dict when there
+# is one). New inputs go to build/fuzz/corpus/TARGET, a crash to
+# build/fuzz/artifacts/TARGET/. Exits non-zero when any harness fails.
 #
-# Usage: tests/fuzz/run.sh SECONDS TARGET...   (from the repository root, after make fuzz-build)
+# --fresh (make check) starts from the seeds alone, into a corpus thrown
+# away afterwards, so the run's length does not grow with earlier runs.
+#
+# Usage: tests/fuzz/run.sh [--fresh] SECONDS TARGET...   (from the repository root, after make fuzz-build)
 set -u
 shopt -s nullglob
 cd "$(dirname "$0")/../.."
 
-[ $# -ge 2 ] || { echo "usage: tests/fuzz/run.sh SECONDS TARGET..." >&2; exit 2; }
+fresh=0
+if [ "${1:-}" = --fresh ]; then
+	fresh=1
+	shift
+fi
+[ $# -ge 2 ] || { echo "usage: tests/fuzz/run.sh [--fresh] SECONDS TARGET..." >&2; exit 2; }
 seconds=$1
 shift
 case "$seconds" in '' | *[!0-9]*) echo "run.sh: SECONDS must be a whole number, not '$seconds'" >&2; exit 2 ;; esac
@@ -25,6 +32,10 @@ for t in "$@"; do
 	bin=build/fuzz/fuzz_$t
 	[ -x "$bin" ] || { echo "run.sh: $bin is missing; run 'make fuzz-build'" >&2; exit 2; }
 	corpus=build/fuzz/corpus/$t
+	if [ $fresh = 1 ]; then
+		corpus=$TMPDIR/corpus-$t
+		rm -rf "$corpus"
+	fi
 	artifacts=build/fuzz/artifacts/$t/
 	log=build/fuzz/$t.log
 	dict=()
@@ -44,7 +55,7 @@ for t in "$@"; do
 	if "$bin" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
 		-print_final_stats=1 -artifact_prefix="$artifacts" "${dict[@]}" \
 		"$corpus" tests/fuzz/corpus/"$t" >"$log" 2>&1; then
-		echo "ok   fuzz $t: $(grep -E '^stat::number_of_executed_units' "$log" | awk '{print $2}') inputs in ${seconds}s, $(ls "$corpus" | wc -l) in build corpus, ${#regs[@]} regression inputs"
+		echo "ok   fuzz $t: $(grep -E '^stat::number_of_executed_units' "$log" | awk '{print $2}') inputs in ${seconds}s, $(ls "$corpus" | wc -l) new in corpus, ${#regs[@]} regression inputs"
 	else
 		echo "FAIL fuzz $t: crash or broken property; input saved in $artifacts (log: $log)"
 		grep -E 'ERROR|fuzz property failed|SUMMARY|Test unit written' "$log" | head -n 10
