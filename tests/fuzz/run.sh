@@ -55,7 +55,7 @@ for t in "$@"; do
 	if "$bin" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
 		-print_final_stats=1 -artifact_prefix="$artifacts" "${dict[@]}" \
 		"$corpus" tests/fuzz/corpus/"$t" >"$log" 2>&1; then
-		echo "ok   fuzz $t: $(grep -E '^stat::number_of_executed_units' "$log" | awk '{print $2}') inputs in ${seconds}s, $(ls "$corpus" | wc -l) new in corpus, ${#regs[@]} regression inputs"
+		echo "ok   fuzz $t: $(grep -E '^stat::number_of_executed_units' "$log" | awk '{print $2}') inputs in ${seconds}s, corpus $corpus: $(ls "$corpus" | wc -l), regression inputs: ${#regs[@]}"
 	else
 		echo "FAIL fuzz $t: crash or broken property; input saved in $artifacts (log: $log)"
 		grep -E 'ERROR|fuzz property failed|SUMMARY|Test unit written' "$log" | head -n 10
