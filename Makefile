@@ -8,6 +8,7 @@
 #                        not in `all`: tests/integration/spans_rust.sh builds it)
 #   make V=1             show the commands
 #   make SANITIZE=address,undefined   build user code and tests with sanitizers
+#   make fuzz            run each libFuzzer harness of tests/fuzz for FUZZ_SECONDS (60)
 #   VMLINUX_BTF=/path    kernel BTF used to generate build/vmlinux.h
 #   VMLINUX_H=/path      use an existing vmlinux.h instead of generating one
 
@@ -165,6 +166,47 @@ check: unit-tests workloads
 	$(Q)tools/install-deps.sh --with-browser || test "$$(id -u)" != 0
 	$(Q)$(MAKE) --no-print-directory SANITIZE=address,undefined unit-tests
 	$(Q)tests/run.sh build build/sanitize
+	$(Q)$(MAKE) --no-print-directory fuzz-check
+
+# libFuzzer harnesses (tests/fuzz/fuzz_*.c): the user code built by clang with
+# ASan+UBSan and coverage in build/fuzz, each harness linked with libFuzzer.
+# `make fuzz` runs each for FUZZ_SECONDS; `make check` runs each for
+# FUZZ_CHECK_SECONDS and replays tests/fuzz/regressions/. New inputs go to
+# build/fuzz/corpus, crashes to build/fuzz/artifacts.
+FUZZ_SECONDS ?= 60
+FUZZ_CHECK_SECONDS ?= 10
+FUZZ_BUILD := build/fuzz
+FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+FUZZ_CFLAGS := -O1 -g -std=gnu11 $(WARN) $(FUZZ_SAN) -D_GNU_SOURCE \
+	-DKHBPF_VERSION='"$(KHBPF_VERSION)"' -Iinclude -Iuser -I$(BPF_OUT) -MMD -MP
+FUZZ_TARGETS := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
+FUZZ_BINS := $(patsubst %,$(FUZZ_BUILD)/fuzz_%,$(FUZZ_TARGETS))
+FUZZ_LIB := $(FUZZ_BUILD)/libkhbpf.a
+C_FILES += $(wildcard tests/fuzz/*.c tests/fuzz/*.h)
+.PHONY: fuzz fuzz-check fuzz-build
+
+$(FUZZ_BUILD)/obj/%.o: user/%.c $(SKELS) | $(DEPS_STAMP)
+	$(call msg,CC-FUZZ,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link $(PC_CFLAGS) -c $< -o $@
+
+$(FUZZ_LIB): $(patsubst user/%.c,$(FUZZ_BUILD)/obj/%.o,$(LIB_SRCS))
+	$(call msg,AR,$@)
+	$(Q)rm -f $@
+	$(Q)ar rcs $@ $^
+
+$(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c $(wildcard tests/fuzz/*.h) $(FUZZ_LIB) | $(DEPS_STAMP)
+	$(call msg,FUZZ,$@)
+	$(Q)$(CLANG) $(FUZZ_CFLAGS) -Wno-missing-prototypes -fsanitize=fuzzer $(PC_CFLAGS) \
+		$< $(FUZZ_LIB) $(LDLIBS) -o $@
+
+fuzz-build: $(FUZZ_BINS)
+
+fuzz: fuzz-build
+	$(Q)tests/fuzz/run.sh $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+
+fuzz-check: fuzz-build
+	$(Q)tests/fuzz/run.sh --fresh $(FUZZ_CHECK_SECONDS) $(FUZZ_TARGETS)
 
 build/tools/%: tools/%.c $(SKELS) | $(DEPS_STAMP)
 	$(call msg,CC,$@)
@@ -211,3 +253,4 @@ clean:
 	$(Q)rm -rf build
 
 -include $(wildcard $(BUILD)/obj/*.d $(BUILD)/tests/*.d $(BUILD)/tests/helpers/*.d)
+-include $(wildcard $(FUZZ_BUILD)/obj/*.d $(FUZZ_BUILD)/*.d)

@@ -8,7 +8,7 @@
 #   --with-valgrind    also require valgrind (`make check` runs the demo under memcheck)
 set -eu
 
-pkgs="libbpf-dev clang llvm bpftool libelf-dev zlib1g-dev libcmocka-dev libjson-c-dev libmicrohttpd-dev libcap-dev python3-jsonschema pkg-config make"
+pkgs="libbpf-dev clang libclang-rt-dev llvm bpftool libelf-dev zlib1g-dev libcmocka-dev libjson-c-dev libmicrohttpd-dev libcap-dev python3-jsonschema pkg-config make"
 check_only=0
 for arg in "$@"; do
 	case "$arg" in

@@ -38,8 +38,11 @@ int cli__parse_seconds(const char *s, uint64_t *ns)
 		return -EINVAL;
 	while (frac_digits++ < 9)
 		frac *= 10;
+	/* A year exactly is the most: whole == CLI_MAX_SECONDS leaves no room for frac. */
+	if (!(whole || frac) || whole * 1000000000ULL + frac > CLI_MAX_SECONDS * 1000000000ULL)
+		return -ERANGE;
 	*ns = whole * 1000000000ULL + frac;
-	return *ns ? 0 : -ERANGE;
+	return 0;
 }
 
 int cli__parse_count(const char *s, uint64_t max, uint32_t *out)

@@ -10,12 +10,11 @@
 #include <json-c/json.h>
 
 #include "cli.h"
+#include "cmdargs.h"
 #include "fsutil.h"
 #include "output.h"
 #include "session.h"
 #include "spanfind.h"
-
-#define MAX_SPAN_ARGS 64
 
 /* The options attach and run share, after their own. */
 #define COLLECT_COMMON_HELP                                                                 \
@@ -88,7 +87,8 @@ void cmd_run_help(FILE *f)
 		"  sudo khbpf run -o build.json -- ./my-server --port 8080\n");
 }
 
-static int collect(const char *cmd, int argc, char **argv, enum target_mode mode)
+int collect_args__parse(const char *cmd, int argc, char **argv, enum target_mode mode,
+			struct collect_args *a)
 {
 	static const struct option opts[] = {
 		{ "pid", required_argument, NULL, 'p' },
@@ -110,24 +110,17 @@ static int collect(const char *cmd, int argc, char **argv, enum target_mode mode
 		{ "help", no_argument, NULL, 'h' },
 		{},
 	};
-	struct session_opts so = {
-		.sz = sizeof(so),
-		.mode = mode,
-		.log = stderr,
-		.span_counters = SCHED_COUNTERS_HW,
-	};
-	struct output_opts oopts = { .sz = sizeof(oopts) };
-	struct session_writer writer;
-	struct span_request reqs[MAX_SPAN_ARGS];
-	char req_buf[MAX_SPAN_ARGS][512];
-	bool json = false, text = false, have_pid = false;
-	const char *out = NULL;
-	struct json_object *doc = NULL;
-	struct session *s = NULL;
-	char errbuf[512] = "";
+	struct session_opts *so = &a->so;
+	bool have_pid = false;
 	uint64_t v;
-	int c, err, ret;
+	int c, err;
 
+	memset(a, 0, sizeof(*a));
+	so->sz = sizeof(*so);
+	so->mode = mode;
+	so->log = stderr;
+	so->span_counters = SCHED_COUNTERS_HW;
+	so->span_reqs = a->reqs;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "+:p:d:i:o:h", opts, NULL)) != -1) {
 		switch (c) {
@@ -139,13 +132,13 @@ static int collect(const char *cmd, int argc, char **argv, enum target_mode mode
 					   INT_MAX);
 				return CLI_EXIT_USAGE;
 			}
-			so.pid = (pid_t)v;
+			so->pid = (pid_t)v;
 			have_pid = true;
 			break;
 		case 'd':
 		case 'i':
 			err = cli__parse_seconds(optarg,
-						 c == 'd' ? &so.duration_ns : &so.interval_ns);
+						 c == 'd' ? &so->duration_ns : &so->interval_ns);
 			if (err) {
 				cli__error(
 					cmd,
@@ -156,26 +149,26 @@ static int collect(const char *cmd, int argc, char **argv, enum target_mode mode
 			}
 			break;
 		case 'o':
-			out = optarg;
+			a->out = optarg;
 			break;
 		case 'J':
-			json = true;
+			a->json = true;
 			break;
 		case 'T':
-			text = true;
+			a->text = true;
 			break;
 		case 'R':
 			if (mode != TARGET_MODE_RUN)
 				goto usage;
-			so.as_root = true;
+			so->as_root = true;
 			break;
 		case 'N':
-			so.no_bpf = true;
+			so->no_bpf = true;
 			break;
 		case 'E':
 		case 'M':
 			if (cli__parse_count(optarg, 1u << 24,
-					     c == 'E' ? &so.max_exited : &so.max_threads)) {
+					     c == 'E' ? &so->max_exited : &so->max_threads)) {
 				cli__error(cmd, "--%s '%s': expected a count from 1 to %u",
 					   c == 'E' ? "max-exited" : "max-threads", optarg,
 					   1u << 24);
@@ -183,23 +176,24 @@ static int collect(const char *cmd, int argc, char **argv, enum target_mode mode
 			}
 			break;
 		case 'S':
-			if (so.nr_span_reqs == MAX_SPAN_ARGS) {
+			if (so->nr_span_reqs == CMDARGS_MAX_SPANS) {
 				cli__error(cmd, "--span: at most %d of them; use a glob instead",
-					   MAX_SPAN_ARGS);
+					   CMDARGS_MAX_SPANS);
 				return CLI_EXIT_USAGE;
 			}
-			if (span_request__parse(optarg, &reqs[so.nr_span_reqs],
-						req_buf[so.nr_span_reqs], sizeof(req_buf[0]))) {
+			if (span_request__parse(optarg, &a->reqs[so->nr_span_reqs],
+						a->req_buf[so->nr_span_reqs],
+						sizeof(a->req_buf[0]))) {
 				cli__error(
 					cmd,
 					"--span '%s': expected [OBJECT:]SYMBOL[=metric], metric in kebab-case",
 					optarg);
 				return CLI_EXIT_USAGE;
 			}
-			so.nr_span_reqs++;
+			so->nr_span_reqs++;
 			break;
 		case 'A':
-			so.no_annotations = true;
+			so->no_annotations = true;
 			break;
 		case 'X': {
 			uint32_t n;
@@ -209,22 +203,22 @@ static int collect(const char *cmd, int argc, char **argv, enum target_mode mode
 					   optarg, 1u << 24);
 				return CLI_EXIT_USAGE;
 			}
-			so.max_spans = n;
+			so->max_spans = n;
 			break;
 		}
 		case 'B':
-			so.bpf_stats = true;
+			so->bpf_stats = true;
 			break;
 		case 'P':
-			oopts.mode = OUTPUT_MODE_PRIVATE;
+			a->private_out = true;
 			break;
 		case 'C':
 			if (!strcmp(optarg, "hw")) {
-				so.span_counters = SCHED_COUNTERS_HW;
+				so->span_counters = SCHED_COUNTERS_HW;
 			} else if (!strcmp(optarg, "none")) {
-				so.span_counters = SCHED_COUNTERS_NONE;
+				so->span_counters = SCHED_COUNTERS_NONE;
 			} else if (!strcmp(optarg, "sw-cpu-clock")) {
-				so.span_counters = SCHED_COUNTERS_SW_CPU_CLOCK;
+				so->span_counters = SCHED_COUNTERS_SW_CPU_CLOCK;
 			} else {
 				cli__error(
 					cmd,
@@ -234,10 +228,7 @@ static int collect(const char *cmd, int argc, char **argv, enum target_mode mode
 			}
 			break;
 		case 'h':
-			if (mode == TARGET_MODE_RUN)
-				cmd_run_help(stdout);
-			else
-				cmd_attach_help(stdout);
+			a->help = true;
 			return 0;
 		default:
 			return cli__bad_option(cmd, c, argv);
@@ -259,13 +250,45 @@ static int collect(const char *cmd, int argc, char **argv, enum target_mode mode
 				   "no command given; usage: khbpf run [OPTIONS] -- CMD [ARGS...]");
 			return CLI_EXIT_USAGE;
 		}
-		so.argv = argv + optind;
+		so->argv = argv + optind;
 	}
-	if (json && text) {
+	if (a->json && a->text) {
 		cli__error(cmd, "--json and --text both write to stdout; pick one");
 		return CLI_EXIT_USAGE;
 	}
-	so.span_reqs = reqs;
+	return 0;
+
+usage:
+	cli__error(cmd, "run 'khbpf %s --help' for usage", cmd);
+	return CLI_EXIT_USAGE;
+}
+
+static int collect(const char *cmd, int argc, char **argv, enum target_mode mode)
+{
+	struct output_opts oopts = { .sz = sizeof(oopts) };
+	struct session_writer writer;
+	struct json_object *doc = NULL;
+	struct collect_args *a;
+	struct session *s = NULL;
+	char errbuf[512] = "";
+	const char *out;
+	int err, ret;
+
+	/* About 40 KiB: the --span buffers. */
+	a = malloc(sizeof(*a));
+	if (!a) {
+		cli__error(cmd, "out of memory");
+		return CLI_EXIT_FAILURE;
+	}
+	ret = collect_args__parse(cmd, argc, argv, mode, a);
+	if (ret || a->help) {
+		if (a->help && mode == TARGET_MODE_RUN)
+			cmd_run_help(stdout);
+		else if (a->help)
+			cmd_attach_help(stdout);
+		goto out;
+	}
+	out = a->out;
 	if (out) {
 		/* As the document will be written: after the privilege drop. */
 		err = session__writer_begin(&writer);
@@ -275,27 +298,31 @@ static int collect(const char *cmd, int argc, char **argv, enum target_mode mode
 		else
 			err = cli__check_output_path(cmd, "-o", out);
 		session__writer_end(&writer);
-		if (err)
-			return CLI_EXIT_FAILURE;
+		if (err) {
+			ret = CLI_EXIT_FAILURE;
+			goto out;
+		}
 	}
+	if (a->private_out)
+		oopts.mode = OUTPUT_MODE_PRIVATE;
 
-	err = session__run(&s, &so, errbuf, sizeof(errbuf));
+	err = session__run(&s, &a->so, errbuf, sizeof(errbuf));
 	if (err) {
 		cli__error(cmd, "%s", errbuf);
 		ret = s ? session__exit_code(s) : CLI_EXIT_FAILURE;
 		session__destroy(s);
-		return ret ? ret : CLI_EXIT_FAILURE;
+		ret = ret ? ret : CLI_EXIT_FAILURE;
+		goto out;
 	}
-	ret = 0;
-	if (out || json) {
+	if (out || a->json) {
 		doc = session__document(s);
 		if (out)
 			ret = cli__emit_json_opts(cmd, doc, out, &oopts);
-		if (!ret && json)
+		if (!ret && a->json)
 			ret = cli__emit_json(cmd, doc, "-");
 		json_object_put(doc);
 	}
-	if (!ret && (text || (!out && !json))) {
+	if (!ret && (a->text || (!out && !a->json))) {
 		session__print_summary(s, stdout);
 		if (fflush(stdout))
 			ret = CLI_EXIT_FAILURE;
@@ -308,11 +335,9 @@ static int collect(const char *cmd, int argc, char **argv, enum target_mode mode
 	if (!ret)
 		ret = session__exit_code(s);
 	session__destroy(s);
+out:
+	free(a);
 	return ret;
-
-usage:
-	cli__error(cmd, "run 'khbpf %s --help' for usage", cmd);
-	return CLI_EXIT_USAGE;
 }
 
 int cmd_attach(int argc, char **argv)

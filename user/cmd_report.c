@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include "cli.h"
+#include "cmdargs.h"
 #include "output.h"
 #include "report.h"
 
@@ -68,7 +69,7 @@ static int write_out(const char *opt, const char *path, const char *buf, size_t 
 	return 0;
 }
 
-int cmd_report(int argc, char **argv)
+int report_args__parse(int argc, char **argv, struct report_args *a)
 {
 	static const struct option opts[] = {
 		{ "html", required_argument, NULL, 'H' },
@@ -77,28 +78,23 @@ int cmd_report(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{},
 	};
-	const char *in, *html = NULL, *trace = NULL;
-	char *html_buf = NULL, *trace_buf = NULL;
-	size_t html_len = 0, trace_len = 0;
-	struct report_doc *doc = NULL;
-	char err[512] = "";
-	bool text = false;
-	int c, ret;
+	int c;
 
+	memset(a, 0, sizeof(*a));
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'H':
-			html = optarg;
+			a->html = optarg;
 			break;
 		case 'P':
-			trace = optarg;
+			a->trace = optarg;
 			break;
 		case 'T':
-			text = true;
+			a->text = true;
 			break;
 		case 'h':
-			cmd_report_help(stdout);
+			a->help = true;
 			return 0;
 		default:
 			return cli__bad_option("report", c, argv);
@@ -110,12 +106,36 @@ int cmd_report(int argc, char **argv)
 			"no document given; usage: khbpf report FILE.json [--html OUT.html] [--perfetto OUT.json]");
 		return CLI_EXIT_USAGE;
 	}
-	in = argv[optind];
+	a->in = argv[optind];
 	if (optind + 1 < argc) {
 		cli__error("report", "unexpected argument '%s'; run 'khbpf report --help'",
 			   argv[optind + 1]);
 		return CLI_EXIT_USAGE;
 	}
+	return 0;
+}
+
+int cmd_report(int argc, char **argv)
+{
+	const char *in, *html, *trace;
+	char *html_buf = NULL, *trace_buf = NULL;
+	size_t html_len = 0, trace_len = 0;
+	struct report_doc *doc = NULL;
+	struct report_args a;
+	char err[512] = "";
+	bool text;
+	int ret;
+
+	ret = report_args__parse(argc, argv, &a);
+	if (ret || a.help) {
+		if (a.help)
+			cmd_report_help(stdout);
+		return ret;
+	}
+	in = a.in;
+	html = a.html;
+	trace = a.trace;
+	text = a.text;
 	if (html && trace && (!strcmp(html, trace) || same_file(html, trace))) {
 		cli__error("report",
 			   "--html and --perfetto name the same file '%s'; give each its own",

@@ -8,11 +8,10 @@
 #include <sys/types.h>
 
 #include "cli.h"
+#include "cmdargs.h"
 #include "fsutil.h"
 #include "httpd.h"
 #include "serve.h"
-
-#define MAX_PIDS 64
 
 void cmd_serve_help(FILE *f)
 {
@@ -54,10 +53,10 @@ void cmd_serve_help(FILE *f)
 		"  sudo khbpf serve --listen 0.0.0.0:9464 --by process --top 20\n"
 		"  sudo khbpf serve --cgroup /system.slice --ndjson /var/log/khbpf.ndjson\n"
 		"  curl -s localhost:9464/metrics | grep khbpf_runqueue_delay_seconds_count\n",
-		MAX_PIDS, KHBPF_MAX_CGROUP_FILTERS, KHBPF_DEFAULT_MAX_GROUPS);
+		CMDARGS_MAX_PIDS, KHBPF_MAX_CGROUP_FILTERS, KHBPF_DEFAULT_MAX_GROUPS);
 }
 
-int cmd_serve(int argc, char **argv)
+int serve_args__parse(int argc, char **argv, struct serve_args *a)
 {
 	static const struct option opts[] = {
 		{ "listen", required_argument, NULL, 'l' },
@@ -76,13 +75,15 @@ int cmd_serve(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{},
 	};
-	const char *cgroups[KHBPF_MAX_CGROUP_FILTERS];
-	struct serve_opts so = { .sz = sizeof(so), .log = stderr };
-	pid_t pids[MAX_PIDS];
-	char errbuf[512];
+	struct serve_opts *so = &a->so;
 	uint64_t v;
 	int c, err;
 
+	memset(a, 0, sizeof(*a));
+	so->sz = sizeof(*so);
+	so->log = stderr;
+	so->pids = a->pids;
+	so->cgroups = a->cgroups;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":l:p:i:h", opts, NULL)) != -1) {
 		switch (c) {
@@ -95,13 +96,13 @@ int cmd_serve(int argc, char **argv)
 					optarg);
 				return CLI_EXIT_USAGE;
 			}
-			so.listen = optarg;
+			so->listen = optarg;
 			break;
 		case 'b':
 			if (!strcmp(optarg, "cgroup")) {
-				so.group_by = KHBPF_GROUP_CGROUP;
+				so->group_by = KHBPF_GROUP_CGROUP;
 			} else if (!strcmp(optarg, "process")) {
-				so.group_by = KHBPF_GROUP_PROCESS;
+				so->group_by = KHBPF_GROUP_PROCESS;
 			} else {
 				cli__error("serve", "--by '%s': give 'cgroup' or 'process'",
 					   optarg);
@@ -109,7 +110,7 @@ int cmd_serve(int argc, char **argv)
 			}
 			break;
 		case 't':
-			if (cli__parse_count(optarg, 10000, &so.top)) {
+			if (cli__parse_count(optarg, 10000, &so->top)) {
 				cli__error("serve", "--top '%s': give a count from 1 to 10000",
 					   optarg);
 				return CLI_EXIT_USAGE;
@@ -120,16 +121,16 @@ int cmd_serve(int argc, char **argv)
 				cli__error("serve", "--pid '%s': not a process id", optarg);
 				return CLI_EXIT_USAGE;
 			}
-			if (so.nr_pids == MAX_PIDS) {
+			if (so->nr_pids == CMDARGS_MAX_PIDS) {
 				cli__error("serve",
 					   "at most %d --pid options; use --cgroup for more",
-					   MAX_PIDS);
+					   CMDARGS_MAX_PIDS);
 				return CLI_EXIT_USAGE;
 			}
-			pids[so.nr_pids++] = (pid_t)v;
+			a->pids[so->nr_pids++] = (pid_t)v;
 			break;
 		case 'c':
-			if (so.nr_cgroups == KHBPF_MAX_CGROUP_FILTERS) {
+			if (so->nr_cgroups == KHBPF_MAX_CGROUP_FILTERS) {
 				cli__error("serve",
 					   "at most %d --cgroup options; name a parent cgroup",
 					   KHBPF_MAX_CGROUP_FILTERS);
@@ -142,12 +143,12 @@ int cmd_serve(int argc, char **argv)
 					   optarg);
 				return CLI_EXIT_USAGE;
 			}
-			cgroups[so.nr_cgroups++] = optarg;
+			a->cgroups[so->nr_cgroups++] = optarg;
 			break;
 		case 'i':
 		case 'A':
 			err = cli__parse_seconds(optarg,
-						 c == 'i' ? &so.interval_ns : &so.max_age_ns);
+						 c == 'i' ? &so->interval_ns : &so->max_age_ns);
 			if (err) {
 				cli__error("serve", "--%s '%s': give seconds > 0 and at most %llu",
 					   c == 'i' ? "interval" : "max-age", optarg,
@@ -156,26 +157,26 @@ int cmd_serve(int argc, char **argv)
 			}
 			break;
 		case 'n':
-			so.ndjson = optarg;
+			so->ndjson = optarg;
 			break;
 		case 'P':
-			so.ndjson_private = true;
+			so->ndjson_private = true;
 			break;
 		case 'G':
-			if (cli__parse_count(optarg, 1u << 20, &so.max_groups) ||
-			    so.max_groups < 16) {
+			if (cli__parse_count(optarg, 1u << 20, &so->max_groups) ||
+			    so->max_groups < 16) {
 				cli__error("serve", "--max-groups '%s': give a count from 16 to %u",
 					   optarg, 1u << 20);
 				return CLI_EXIT_USAGE;
 			}
 			break;
 		case 'S':
-			so.bpf_stats = true;
+			so->bpf_stats = true;
 			break;
 		case 'E':
 		case 'T':
 			if (cli__parse_count(optarg, 1u << 24,
-					     c == 'E' ? &so.max_exited : &so.max_threads)) {
+					     c == 'E' ? &so->max_exited : &so->max_threads)) {
 				cli__error("serve", "--%s '%s': give a count from 1 to %u",
 					   c == 'E' ? "max-exited" : "max-threads", optarg,
 					   1u << 24);
@@ -183,7 +184,7 @@ int cmd_serve(int argc, char **argv)
 			}
 			break;
 		case 'h':
-			cmd_serve_help(stdout);
+			a->help = true;
 			return 0;
 		default:
 			return cli__bad_option("serve", c, argv);
@@ -194,14 +195,27 @@ int cmd_serve(int argc, char **argv)
 			   argv[optind]);
 		return CLI_EXIT_USAGE;
 	}
-	if (so.top && so.group_by != KHBPF_GROUP_PROCESS) {
+	if (so->top && so->group_by != KHBPF_GROUP_PROCESS) {
 		cli__error("serve", "--top needs --by process (cgroup series are bounded by the "
 				    "cgroups themselves)");
 		return CLI_EXIT_USAGE;
 	}
-	so.pids = pids;
-	so.cgroups = cgroups;
-	err = serve__run(&so, errbuf, sizeof(errbuf));
+	return 0;
+}
+
+int cmd_serve(int argc, char **argv)
+{
+	struct serve_args a;
+	char errbuf[512];
+	int ret, err;
+
+	ret = serve_args__parse(argc, argv, &a);
+	if (ret || a.help) {
+		if (a.help)
+			cmd_serve_help(stdout);
+		return ret;
+	}
+	err = serve__run(&a.so, errbuf, sizeof(errbuf));
 	if (err) {
 		cli__error("serve", "%s", errbuf);
 		return CLI_EXIT_FAILURE;

@@ -25,16 +25,37 @@ struct loader {
 
 static void fail(struct loader *ld, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/*
+ * Messages quote the document's own strings and keys: their control bytes
+ * are written as \xNN, so the message stays one line and cannot drive a
+ * terminal.
+ */
 static void fail(struct loader *ld, const char *fmt, ...)
 {
+	char msg[512];
+	size_t i, n = 0;
 	va_list ap;
 
 	if (ld->failed)
 		return;
 	ld->failed = -EPROTO;
+	if (!ld->errlen)
+		return;
 	va_start(ap, fmt);
-	vsnprintf(ld->err, ld->errlen, fmt, ap);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
+	for (i = 0; msg[i]; i++) {
+		unsigned char c = (unsigned char)msg[i];
+		bool ctrl = c < 0x20 || c == 0x7f;
+
+		if (n + (ctrl ? 4 : 1) >= ld->errlen)
+			break;
+		if (ctrl)
+			n += (size_t)snprintf(ld->err + n, ld->errlen - n, "\\x%02x", c);
+		else
+			ld->err[n++] = (char)c;
+	}
+	ld->err[n] = '\0';
 }
 
 static const char *type_word(enum json_type t)

@@ -318,14 +318,38 @@ static void print_gaps(const struct report_doc *d, FILE *f)
 	}
 }
 
+/*
+ * Rendered in memory first: the document's strings (versions, ids, paths,
+ * reasons) are printed as they are, and the whole report is then made
+ * valid UTF-8 with every control byte but '\n' shown as '?', so a
+ * document cannot drive the terminal.
+ */
 int report__text(const struct report_doc *d, FILE *f)
 {
-	print_run(d, f);
-	print_threads(d, f);
-	print_rq(d, f);
-	if (print_spans(d, f))
+	char *buf = NULL, *clean, *p;
+	size_t len = 0;
+	FILE *m;
+	int err;
+
+	m = open_memstream(&buf, &len);
+	if (!m)
 		return -ENOMEM;
-	print_loss(d, f);
-	print_gaps(d, f);
+	print_run(d, m);
+	print_threads(d, m);
+	print_rq(d, m);
+	err = print_spans(d, m) ? -ENOMEM : 0;
+	print_loss(d, m);
+	print_gaps(d, m);
+	if (fclose(m) && !err)
+		err = -ENOMEM;
+	clean = err ? NULL : evjson__utf8_sanitize(buf, len);
+	free(buf);
+	if (!clean)
+		return -ENOMEM;
+	for (p = clean; *p; p++)
+		if (((unsigned char)*p < 0x20 && *p != '\n') || *p == 0x7f)
+			*p = '?';
+	fputs(clean, f);
+	free(clean);
 	return ferror(f) ? -EIO : 0;
 }

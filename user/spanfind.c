@@ -90,15 +90,34 @@ static int vec_hand_over(struct site_vec *vec, struct span_site **sites, size_t 
 	return 0;
 }
 
+/*
+ * Reasons quote symbol names and paths, which may hold any byte: control
+ * bytes are written as \xNN, so a reason prints as one line and cannot
+ * drive a terminal.
+ */
 __attribute__((format(printf, 3, 4))) static void site_fail(struct span_site *s, int err,
 							    const char *fmt, ...)
 {
+	char msg[sizeof(s->reason)];
+	size_t i, n = 0;
 	va_list ap;
 
 	s->err = err;
 	va_start(ap, fmt);
-	vsnprintf(s->reason, sizeof(s->reason), fmt, ap);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
+	for (i = 0; msg[i]; i++) {
+		unsigned char c = (unsigned char)msg[i];
+		bool ctrl = c < 0x20 || c == 0x7f;
+
+		if (n + (ctrl ? 4 : 1) >= sizeof(s->reason))
+			break;
+		if (ctrl)
+			n += (size_t)snprintf(s->reason + n, sizeof(s->reason) - n, "\\x%02x", c);
+		else
+			s->reason[n++] = (char)c;
+	}
+	s->reason[n] = '\0';
 }
 
 static bool metric_valid_n(const char *m, size_t len)
