@@ -66,15 +66,17 @@ done
 # expects khbpf to fail with 1 or 2 cannot mistake a sanitizer report for it;
 # a test marked "khbpf-test: plain-only" (valgrind, memory bounds) runs once.
 integration() {
-	local bin=$1 label=$2 t rc
+	local bin=$1 label=$2 t rc start
 	for t in tests/integration/*.sh; do
 		[ -e "$t" ] || continue
 		if [ -n "$label" ] && grep -q '^# khbpf-test: plain-only' "$t"; then
 			continue
 		fi
 		echo "== $t$label"
+		start=$SECONDS
 		KHBPF="$bin" SCHEMA="$SCHEMA" PYTHON="$PYTHON" bash "$t"
 		rc=$?
+		echo "   ($((SECONDS - start)) s)"
 		if [ "$rc" -eq 0 ] && [ "$(leaked_progs)" -ne 0 ]; then
 			echo "$t left BPF programs loaded: $(orphan_progs | tr '\n' ' ')" >&2
 			rc=1

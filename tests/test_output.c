@@ -250,6 +250,22 @@ static void test_output__mode_ignores_umask(void **state)
 	umask(old);
 }
 
+/* newline: the data and then "\n", so callers need not copy a document to add it. */
+static void test_output__newline(void **state)
+{
+	struct tmp *t = *state;
+	struct output_opts o = { .sz = sizeof(o), .newline = true };
+	char buf[64];
+
+	assert_int_equal(output__write_file(t->path, "{}", 2, &o), 0);
+	assert_int_equal(slurp(t->path, buf, sizeof(buf)), 3);
+	assert_string_equal(buf, "{}\n");
+	o.newline = false;
+	assert_int_equal(output__write_file(t->path, "{}", 2, &o), 0);
+	assert_int_equal(slurp(t->path, buf, sizeof(buf)), 2);
+	assert_string_equal(buf, "{}");
+}
+
 /* A write cut short (file size limit, any user): old file kept, no temp left. */
 static void test_output__short_write_leaves_old_file(void **state)
 {
@@ -478,6 +494,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_output__unwritable_directory, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_output__sticky_directory, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_output__mode_ignores_umask, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_output__newline, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_output__short_write_leaves_old_file, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_output__unnamed_while_writing, setup,

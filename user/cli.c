@@ -145,9 +145,9 @@ int cli__emit_json(const char *cmd, struct json_object *obj, const char *path)
 int cli__emit_json_opts(const char *cmd, struct json_object *obj, const char *path,
 			const struct output_opts *oopts)
 {
+	struct output_opts o;
 	const char *text;
 	size_t len;
-	char *buf;
 	int err;
 
 	if (!obj) {
@@ -161,16 +161,10 @@ int cli__emit_json_opts(const char *cmd, struct json_object *obj, const char *pa
 		return CLI_EXIT_FAILURE;
 	}
 	len = strlen(text);
-	/* One write of the whole document plus its newline. */
-	buf = malloc(len + 2);
-	if (!buf) {
-		cli__error(cmd, "out of memory building the JSON document");
-		return CLI_EXIT_FAILURE;
-	}
-	memcpy(buf, text, len);
-	buf[len++] = '\n';
-	err = output__write_file(path ? path : "-", buf, len, oopts);
-	free(buf);
+	/* The document and its newline, written from json-c's own buffer: no copy. */
+	o = oopts ? *oopts : (struct output_opts){ .sz = sizeof(o) };
+	o.newline = true;
+	err = output__write_file(path ? path : "-", text, len, &o);
 	if (err) {
 		output_error(cmd, "-o", path ? path : "-", err);
 		return CLI_EXIT_FAILURE;

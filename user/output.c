@@ -154,14 +154,22 @@ int output__check(const char *path)
 	return 0;
 }
 
+/* The data, then a newline if asked for: the caller needs no copy to add it. */
+static int write_data(int fd, const void *data, size_t len, bool newline)
+{
+	int err = write_all(fd, data, len);
+
+	return err ?: newline ? write_all(fd, "\n", 1) : 0;
+}
+
 /* fchmod (exact mode, no umask), the data, fsync. */
-static int fill_temp(int fd, const void *data, size_t len, mode_t mode)
+static int fill_temp(int fd, const void *data, size_t len, mode_t mode, bool newline)
 {
 	int err;
 
 	if (fchmod(fd, mode & 07777))
 		return -errno;
-	err = write_all(fd, data, len);
+	err = write_data(fd, data, len, newline);
 	if (!err && fsync(fd))
 		err = -errno;
 	return err;
@@ -191,13 +199,13 @@ static int name_unnamed(int fd, const char *dir, char *tmp, size_t size)
 
 /* The complete document under a temporary name in dir, in tmp. */
 static int write_temp(const char *dir, char *tmp, size_t size, const void *data, size_t len,
-		      mode_t mode)
+		      mode_t mode, bool newline)
 {
 	int fd, err;
 
 	fd = open_unnamed(dir);
 	if (fd >= 0) {
-		err = fill_temp(fd, data, len, mode);
+		err = fill_temp(fd, data, len, mode, newline);
 		err = err ?: name_unnamed(fd, dir, tmp, size);
 		close(fd);
 		/* ENOENT: no /proc to name it through; write a named one instead. */
@@ -209,7 +217,7 @@ static int write_temp(const char *dir, char *tmp, size_t size, const void *data,
 	fd = make_temp(dir, tmp, size);
 	if (fd < 0)
 		return fd;
-	err = fill_temp(fd, data, len, mode);
+	err = fill_temp(fd, data, len, mode, newline);
 	if (close(fd) && !err)
 		err = -errno;
 	if (err)
@@ -222,15 +230,16 @@ int output__write_file(const char *path, const void *data, size_t len,
 {
 	char tmp[PATH_MAX], dir[PATH_MAX];
 	mode_t mode = opts && opts->mode ? opts->mode : 0644;
+	bool newline = opts && opts->newline;
 	int err;
 
 	if (!path || !*path)
 		return -EINVAL;
 	if (!strcmp(path, "-"))
-		return write_all(STDOUT_FILENO, data, len);
+		return write_data(STDOUT_FILENO, data, len, newline);
 	err = check_target(path);
 	err = err ?: dir_of(path, dir, sizeof(dir));
-	err = err ?: write_temp(dir, tmp, sizeof(tmp), data, len, mode);
+	err = err ?: write_temp(dir, tmp, sizeof(tmp), data, len, mode, newline);
 	if (err)
 		return err;
 	if (rename(tmp, path)) {

@@ -9,12 +9,14 @@
 #ifndef KHBPF_OUTPUT_H
 #define KHBPF_OUTPUT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
 
 struct output_opts {
 	size_t sz; /* sizeof(struct output_opts), libbpf-style */
 	mode_t mode; /* 0 → 0644; set exactly, whatever the umask */
+	bool newline; /* write a newline after the data */
 };
 
 /* Mode of files written with --private. */

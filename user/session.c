@@ -227,6 +227,76 @@ static void fill_target(struct session *s, struct doc_target *t)
 #define CHILD_FAILED_USER 1 /* dropping to SUDO_UID/SUDO_GID */
 #define CHILD_FAILED_EXEC 2
 
+/*
+ * execv of one file. A file the kernel will not load (ENOEXEC) runs under
+ * /bin/sh only if it is text, as shells do with a script without "#!";
+ * execvp(3) would also hand a truncated or foreign binary to sh, which then
+ * fails in confusing ways with sh's own exit status.
+ */
+static void exec_file(const char *file, char *const argv[])
+{
+	char head[256], **sh_argv;
+	size_t argc = 0, i;
+	ssize_t n;
+	int fd;
+
+	execv(file, argv);
+	if (errno != ENOEXEC)
+		return;
+	fd = open(file, O_RDONLY | O_CLOEXEC);
+	n = fd >= 0 ? read(fd, head, sizeof(head)) : -1;
+	if (fd >= 0)
+		close(fd);
+	if (n < 0 || memchr(head, '\0', (size_t)n) || (n >= 4 && !memcmp(head, "\177ELF", 4))) {
+		errno = ENOEXEC;
+		return;
+	}
+	while (argv[argc])
+		argc++;
+	/* The parent is single-threaded when it forks: malloc is safe here. */
+	sh_argv = calloc(argc + 2, sizeof(*sh_argv));
+	if (!sh_argv) {
+		errno = ENOMEM;
+		return;
+	}
+	sh_argv[0] = "sh";
+	sh_argv[1] = (char *)file;
+	for (i = 1; i < argc; i++)
+		sh_argv[i + 1] = argv[i];
+	execv("/bin/sh", sh_argv);
+	free(sh_argv);
+}
+
+/* execvp(3) without its ENOEXEC fallback (exec_file); returns with errno set. */
+static void exec_command(char *const argv[])
+{
+	const char *path = getenv("PATH"), *cmd = argv[0];
+	char buf[PATH_MAX];
+	bool denied = false;
+
+	if (strchr(cmd, '/')) {
+		exec_file(cmd, argv);
+		return;
+	}
+	if (!path)
+		path = "/usr/local/bin:/usr/bin:/bin";
+	while (*path) {
+		size_t len = strcspn(path, ":");
+
+		if (snprintf(buf, sizeof(buf), "%.*s/%s", (int)len, len ? path : ".", cmd) <
+		    (int)sizeof(buf)) {
+			exec_file(buf, argv);
+			if (errno == EACCES)
+				denied = true;
+			else if (errno != ENOENT && errno != ENOTDIR && errno != ESTALE &&
+				 errno != ENODEV && errno != ETIMEDOUT)
+				return;
+		}
+		path += len + (path[len] == ':');
+	}
+	errno = denied ? EACCES : ENOENT;
+}
+
 /* Release the held child; learn whether exec worked through the CLOEXEC pipe. */
 static int start_child(struct session *s, int go_fd, int err_fd)
 {
@@ -331,7 +401,7 @@ static int fork_held_child(struct session *s, int *go_fd, int *err_fd, char *err
 		if (read(go[0], &c, 1) != 1)
 			_exit(127);
 		if (!report[1]) {
-			execvp(s->opts.argv[0], s->opts.argv);
+			exec_command(s->opts.argv);
 			report[0] = CHILD_FAILED_EXEC;
 			report[1] = errno;
 		}
