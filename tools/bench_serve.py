@@ -186,9 +186,13 @@ def overhead():
     ratio = med["serve"][0] / med["runqlat"][0] if med["runqlat"][0] > 0 else float("inf")
     pt = [prog_time_round() for _ in range(3)]
     prog = {k: med_iqr([r[k] for r in pt]) for k in ("serve", "runqlat")}
+    # The unit for comparing across hosts: one empty syscall, measured in this run.
+    out = subprocess.run(["perf", "bench", "syscall", "basic", "-l", "2000000"], check=True,
+                         capture_output=True, text=True).stdout
+    syscall_ns = float(re.search(r"([0-9.]+) usecs/op", out).group(1)) * 1000
     return {"raw": runs, "ns_per_switch": {k: med_iqr(v) for k, v in per.items()},
             "added_ns_per_switch": med, "serve_over_runqlat": ratio,
-            "bpf_ns_per_switch": prog,
+            "bpf_ns_per_switch": prog, "empty_syscall_ns": syscall_ns,
             "bpf_serve_over_runqlat": med_iqr([r["serve"] / r["runqlat"] for r in pt])}
 
 
@@ -268,7 +272,10 @@ def main():
         "BPF program time per host context switch (run-time stats, all of the tool's "
         f"programs, 3 runs): serve {f(o['bpf_ns_per_switch']['serve'])} ns, runqlat "
         f"{f(o['bpf_ns_per_switch']['runqlat'])} ns; serve / runqlat "
-        f"{f(o['bpf_serve_over_runqlat'], 2)}.",
+        f"{f(o['bpf_serve_over_runqlat'], 2)}. In empty syscalls (`perf bench syscall basic`, "
+        f"{o['empty_syscall_ns']:.0f} ns in this run): serve "
+        f"{o['bpf_ns_per_switch']['serve'][0] / o['empty_syscall_ns']:.2f}, runqlat "
+        f"{o['bpf_ns_per_switch']['runqlat'][0] / o['empty_syscall_ns']:.2f}.",
         "",
         f"Scrape with {sc['series']} process series (`--by process --top 1000`, 1000 sleeping "
         f"processes): {f(sc['ms'], 1)} ms median of 20, max {sc['max_ms']:.1f} ms, "

@@ -339,6 +339,15 @@ def orphan_progs(before):
             and p.get("name", "").startswith("khbpf_")]
 
 
+def empty_syscall_ns():
+    """`perf bench syscall basic` on CPU 0: the unit that makes costs comparable across hosts."""
+    out = run(["taskset", "-c", "0", "perf", "bench", "syscall", "basic", "-l", "2000000"]).stdout
+    m = re.search(r"([0-9.]+) usecs/op", out)
+    if not m:
+        raise BenchError("no usecs/op in perf bench syscall output:\n" + out)
+    return float(m.group(1)) * 1000
+
+
 def med_iqr(xs):
     xs = sorted(xs)
     if len(xs) < 4:
@@ -379,7 +388,9 @@ def main():
                 TARGET_S * 1e9 / max(per, 1) / 1000) * 1000))
         print(f"calls per run: {calls} ({time.time() - t0:.0f} s)", file=sys.stderr)
         rounds = {s: {c: [] for c in CONFIGS} for s in SITES}
+        syscall_ns = []  # one empty syscall, pinned the same way, once per round
         for i in range(ROUNDS):
+            syscall_ns.append(empty_syscall_ns())
             for s in SITES:
                 for c in CONFIGS:
                     rounds[s][c].append(run_config(c, s, calls[s]))
@@ -424,6 +435,9 @@ def main():
                                  for s in SITES},
         "ns_per_span": {s: {c: med_iqr(v) for c, v in span[s].items()} for s in SITES},
         "clock_only_over_empty_pair": clock_floor,
+        "empty_syscall_ns": med_iqr(syscall_ns),
+        "in_empty_syscalls": {s: {c: ratio(span[s][c], syscall_ns) for c in COST}
+                              for s in SITES},
         # Every K run is checked to have dropped no record: its rate is a rate with no drop.
         "records_per_s_no_drop": max(calls["annotated"] * 1e9 / r["elapsed_ns"]
                                      for r in rounds["annotated"]["K"]),
@@ -477,6 +491,14 @@ def main():
         cells = [f"{fmt(vals[k], u)} {verdict(vals[k][0], t)}" for k in ("K", "KA")]
         target = f"<= {t * 100:.0f}%" if u == "%" else f"<= {t}"
         lines.append(f"| {g} | {cells[0]} | {cells[1]} | {target} |")
+    lines += ["", f"In empty syscalls (`perf bench syscall basic` on CPU 0 in each round, "
+              f"median {summary['empty_syscall_ns'][0]:.0f} ns; per span over the same "
+              "round's syscall):", "",
+              "| site | " + " | ".join(NAMES[c] for c in COST) + " |",
+              "| --- | --- | --- | --- | --- | --- |"]
+    for s in SITES:
+        lines.append(f"| {s} | " + " | ".join(fmt(summary["in_empty_syscalls"][s][c], "x")
+                                              for c in COST) + " |")
     lines += ["", "Clock-only pair / empty pair (same round; a bound under any span timer's "
               "ratio to the empty pair): " +
               ", ".join(f"{s} {fmt(clock_floor[s], 'x')}" for s in SITES),
