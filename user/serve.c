@@ -226,7 +226,8 @@ static int sweep(struct serve *s)
 	if (live > EVICT_HIGH(s->max_groups)) {
 		size_t left = live;
 
-		qsort(order, live, sizeof(*order), idle_cmp);
+		if (live)
+			qsort(order, live, sizeof(*order), idle_cmp);
 		for (i = 0; i < live && left > EVICT_LOW(s->max_groups); i++) {
 			struct group_track *t = order[i];
 			struct group_entry *e = bsearch(&t->key, g, live, sizeof(*g), entry_cmp);
@@ -350,7 +351,8 @@ static size_t merge_rows(struct row *rows, size_t nr)
 
 	if (!nr)
 		return 0;
-	qsort(rows, nr, sizeof(*rows), row_cmp);
+	if (nr)
+		qsort(rows, nr, sizeof(*rows), row_cmp);
 	for (i = 1; i < nr; i++) {
 		if (!row_cmp(&rows[n], &rows[i]))
 			acc_add(&rows[n].acc, &rows[i].acc);
@@ -372,7 +374,8 @@ static int build_rows(struct serve *s, struct row **out, size_t *nr_out)
 	err = sched_collector__groups(s->coll, &g, &nr);
 	if (err)
 		return err;
-	qsort(g, nr, sizeof(*g), entry_cmp);
+	if (nr)
+		qsort(g, nr, sizeof(*g), entry_cmp);
 	s->names_fresh = false;
 	if (s->o.group_by == KHBPF_GROUP_PROCESS && s->o.top)
 		pick_top(s, g, nr);

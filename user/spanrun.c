@@ -326,7 +326,8 @@ int span_run__document(struct span_run *r, uint64_t start_mono_ns, bool counters
 		ledger_from(&s->ledger, &e->ledger, e->flags & KHBPF_SPAN_F_CLOCK_GAP);
 	}
 	r->nr_records = r->nr_events;
-	qsort(r->records, r->nr_records, sizeof(*r->records), record_cmp);
+	if (r->nr_records)
+		qsort(r->records, r->nr_records, sizeof(*r->records), record_cmp);
 
 	for (i = 0; i < r->nr_metrics; i++) {
 		struct span_metric *m = &r->doc_metrics[i];
@@ -444,7 +445,8 @@ void span_run__print(const struct span_run *r, FILE *f)
 		v[i] = &r->doc_metrics[i];
 		total_excl += v[i]->exclusive_ns;
 	}
-	qsort(v, r->nr_metrics, sizeof(*v), excl_desc);
+	if (r->nr_metrics)
+		qsort(v, r->nr_metrics, sizeof(*v), excl_desc);
 	fprintf(f, "  %-24s %9s %9s %9s %9s %9s %9s %6s\n", "METRIC", "CALLS", "TOTAL", "MEAN",
 		"P50<=", "P99<=", "EXCL", "EXCL%");
 	for (i = 0; i < r->nr_metrics; i++) {
