@@ -22,12 +22,13 @@ Writes build/bench/soak.json and build/bench/soak.md.
 import json
 import os
 import signal
-import socket
 import statistics
 import subprocess
 import sys
 import time
 import urllib.request
+
+from bench_serve import free_port  # tools/ is sys.path[0]
 
 OUT = "build/bench"
 KHBPF = "build/khbpf"
@@ -39,14 +40,6 @@ THREADS = ("import threading, time\n"
            "while True:\n"
            "    ts = [threading.Thread(target=time.sleep, args=(0.05,)) for _ in range(50)]\n"
            "    [t.start() for t in ts]; [t.join() for t in ts]\n")
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 def sample(pid):

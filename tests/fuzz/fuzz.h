@@ -193,4 +193,24 @@ static inline bool fuzz_utf8_valid(const char *s, size_t len)
 	return true;
 }
 
+/*
+ * A metric name as the span annotations define it: kebab-case, 1 to 63
+ * bytes (KHBPF_METRIC_MAX), no leading, trailing or doubled '-'. Written
+ * here from the README's rule, not with spanfind's own check.
+ */
+static inline bool fuzz_kebab(const char *m)
+{
+	size_t len = strnlen(m, 64), i;
+
+	if (!len || len > 63 || m[0] == '-' || m[len - 1] == '-')
+		return false;
+	for (i = 0; i < len; i++) {
+		if (m[i] == '-' && m[i + 1] == '-')
+			return false;
+		if (!((m[i] >= 'a' && m[i] <= 'z') || (m[i] >= '0' && m[i] <= '9') || m[i] == '-'))
+			return false;
+	}
+	return true;
+}
+
 #endif /* KHBPF_FUZZ_H */

@@ -32,21 +32,6 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	return 0;
 }
 
-static bool kebab(const char *m)
-{
-	size_t len = strlen(m), i;
-
-	if (!len || len > 63 || m[0] == '-' || m[len - 1] == '-')
-		return false;
-	for (i = 0; i < len; i++) {
-		if (m[i] == '-' && m[i + 1] == '-')
-			return false;
-		if (!((m[i] >= 'a' && m[i] <= 'z') || (m[i] >= '0' && m[i] <= '9') || m[i] == '-'))
-			return false;
-	}
-	return true;
-}
-
 static bool symbol_ok(const char *s, size_t len)
 {
 	static const char extra[] = "_.$@*?[]!^-";
@@ -77,7 +62,7 @@ static void check_span_arg(const char *arg)
 		if (*p == ':')
 			colon = p;
 	sym = colon ? colon + 1 : arg;
-	ok = symbol_ok(sym, (size_t)((eq ? eq : arg + len) - sym)) && (!eq || kebab(eq + 1));
+	ok = symbol_ok(sym, (size_t)((eq ? eq : arg + len) - sym)) && (!eq || fuzz_kebab(eq + 1));
 	if (colon) {
 		ok = ok && colon > arg && (size_t)(colon - arg) < PATH_MAX;
 		for (p = arg; p < colon; p++)
@@ -195,7 +180,7 @@ static void check_collect(int argc, char **argv, enum target_mode mode)
 		const struct span_request *r = &a.reqs[i];
 
 		FUZZ_CHECK(symbol_ok(r->symbol, strlen(r->symbol)));
-		FUZZ_CHECK(!r->metric || kebab(r->metric));
+		FUZZ_CHECK(!r->metric || fuzz_kebab(r->metric));
 		FUZZ_CHECK(!r->object || r->object[0]);
 	}
 }

@@ -42,21 +42,6 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	return 0;
 }
 
-static bool kebab(const char *m)
-{
-	size_t len = strnlen(m, SPANFIND_METRIC_MAX), i;
-
-	if (!len || len > KHBPF_METRIC_MAX || m[0] == '-' || m[len - 1] == '-')
-		return false;
-	for (i = 0; i < len; i++) {
-		if (m[i] == '-' && m[i + 1] == '-')
-			return false;
-		if (!((m[i] >= 'a' && m[i] <= 'z') || (m[i] >= '0' && m[i] <= '9') || m[i] == '-'))
-			return false;
-	}
-	return true;
-}
-
 /*
  * The file offset of vaddr from the input's own program headers (64-bit
  * little-endian only): 1 found, 0 not in any executable PT_LOAD's file
@@ -104,11 +89,11 @@ static void check_site(const struct span_site *s, const uint8_t *data, size_t si
 		FUZZ_CHECK(s->reason[0]);
 		for (const char *c = s->reason; *c; c++)
 			FUZZ_CHECK((unsigned char)*c >= 0x20 && *c != 0x7f);
-		FUZZ_CHECK(!s->metric[0] || kebab(s->metric));
+		FUZZ_CHECK(!s->metric[0] || fuzz_kebab(s->metric));
 		return;
 	}
 	FUZZ_CHECK(!s->reason[0]);
-	FUZZ_CHECK(kebab(s->metric));
+	FUZZ_CHECK(fuzz_kebab(s->metric));
 	found = ref_offset(data, size, s->vaddr, &off);
 	FUZZ_CHECK(found != 0);
 	if (found > 0)

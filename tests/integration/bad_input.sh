@@ -20,29 +20,18 @@
 # Every case runs in a subshell, so one failed expectation does not hide the
 # others; the script fails if any case failed.
 . "$(dirname "$0")/common.bash"
+# Each case starts with no document at $OUT.
+case_setup() { rm -f "$OUT"; }
 require_root "attach/run load BPF, and the namespaces need root"
 exec </dev/null
 for tool in unshare setpriv objcopy; do
 	command -v "$tool" >/dev/null || fail "$tool is required (util-linux, binutils)"
 done
 OUT="$TMP/x.json"
-FAILED=()
 NOBODY=(setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all)
 SPANNED=build/workloads/spanned
 FAULTS=build/workloads/faults
 chmod 0755 "$TMP"
-
-# ONLY=TEXT runs just the cases whose description contains TEXT.
-case_() {
-	local desc=$1
-	shift
-	[[ -z ${ONLY:-} || $desc == *"$ONLY"* ]] || return 0
-	rm -f "$OUT"
-	("$@") || {
-		echo "  ^ in case: $desc" >&2
-		FAILED+=("$desc")
-	}
-}
 
 no_output() {
 	[ ! -e "$OUT" ] || fail "$OUT was created"
@@ -59,14 +48,6 @@ valid() { # DOC
 	[ -s "$1" ] || fail "no document at $1"
 	"$PYTHON" tests/validate_schema.py "$SCHEMA" "$1" >/dev/null || fail "schema: $1"
 	! compgen -G "$(dirname "$1")/.khbpf-out.*" >/dev/null || fail "temporary output left"
-}
-
-wait_for() { # PATTERN FILE: up to 10 s
-	for _ in $(seq 200); do
-		grep -q "$1" "$2" 2>/dev/null && return 0
-		sleep 0.05
-	done
-	return 1
 }
 
 sleep 600 &
@@ -549,8 +530,4 @@ case_ "run: SIGHUP mid-run" sighup_run_case
 case_ "signals while writing" signal_write_case
 case_ "no descriptor leaks into CMD" fd_leak_case
 
-if [ "${#FAILED[@]}" -ne 0 ]; then
-	printf 'FAILED case: %s\n' "${FAILED[@]}" >&2
-	exit 1
-fi
-echo "bad_input: ok"
+cases_done bad_input

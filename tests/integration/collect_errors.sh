@@ -10,7 +10,6 @@
 require_root "attach/run load BPF"
 exec </dev/null
 OUT="$TMP/x.json"
-FAILED=()
 
 # No document at $OUT (or, when $OUT is a directory, nothing written into it)
 # and no temporary file left beside it.
@@ -35,16 +34,6 @@ bad() {
 	[ ! -s "$TMP/out" ] || fail "unexpected stdout: $(head -c 300 "$TMP/out")"
 	no_output
 	no_bpf_left
-}
-
-# case DESCRIPTION FUNCTION ARGS...: run in a subshell, record a failure.
-case_() {
-	local desc=$1
-	shift
-	("$@") || {
-		echo "  ^ in case: $desc" >&2
-		FAILED+=("$desc")
-	}
 }
 
 # A process id that no longer exists: start a child and reap it.
@@ -193,8 +182,4 @@ case_ "run exit 7" exit_code_case
 case_ "run killed by SIGKILL" killed_case
 case_ "run -o F -- true validates" valid_case
 
-if [ "${#FAILED[@]}" -ne 0 ]; then
-	printf 'FAILED case: %s\n' "${FAILED[@]}" >&2
-	exit 1
-fi
-echo "collect_errors: ok"
+cases_done collect_errors

@@ -100,3 +100,46 @@ no_bpf_left() {
 	done
 	fail "BPF programs left loaded: $(tr '\n' ' ' <<<"$left")"
 }
+
+# Scripts made of cases: case_ DESCRIPTION FUNCTION ARGS... runs one in a
+# subshell (a failed expectation ends that case only) and records a failure;
+# ONLY=text runs just the cases whose description contains it. A script may
+# define case_setup, run before each case. cases_done NAME ends the script.
+FAILED=()
+case_() {
+	local desc=$1
+	shift
+	[[ -z ${ONLY:-} || $desc == *"$ONLY"* ]] || return 0
+	if declare -F case_setup >/dev/null; then case_setup; fi
+	("$@") || {
+		echo "  ^ in case: $desc" >&2
+		FAILED+=("$desc")
+	}
+}
+
+cases_done() {
+	if [ "${#FAILED[@]}" -ne 0 ]; then
+		printf 'FAILED case: %s\n' "${FAILED[@]}" >&2
+		exit 1
+	fi
+	echo "$1: ok"
+}
+
+# wait_for PATTERN FILE: up to 10 s for PATTERN to appear in FILE.
+wait_for() {
+	for _ in $(seq 200); do
+		grep -q "$1" "$2" 2>/dev/null && return 0
+		sleep 0.05
+	done
+	return 1
+}
+
+# wait_comm PID NAME: up to 5 s for PID to be NAME (a child forked a moment
+# ago may not have exec'd yet).
+wait_comm() {
+	for _ in $(seq 100); do
+		[ "$(cat /proc/"$1"/comm 2>/dev/null)" = "$2" ] && return 0
+		sleep 0.05
+	done
+	return 1
+}

@@ -25,19 +25,7 @@
 require_root "faults load BPF"
 exec </dev/null
 W=build/workloads/faults
-FAILED=()
 TGT="" KH="" tp="" kh=""
-
-# ONLY=TEXT runs just the cases whose description contains TEXT.
-case_() {
-	local desc=$1
-	shift
-	[[ -z ${ONLY:-} || $desc == *"$ONLY"* ]] || return 0
-	("$@") || {
-		echo "  ^ in case: $desc" >&2
-		FAILED+=("$desc")
-	}
-}
 
 valid() { # DOC
 	[ -s "$1" ] || fail "no document at $1"
@@ -47,15 +35,6 @@ valid() { # DOC
 # The last line of FILE that is a JSON object: the workload's ground truth.
 truth() {
 	grep '^{' "$1" | tail -n 1
-}
-
-# wait_for PATTERN FILE: up to 10 s.
-wait_for() {
-	for _ in $(seq 200); do
-		grep -q "$1" "$2" 2>/dev/null && return 0
-		sleep 0.05
-	done
-	return 1
 }
 
 # A target of our own for attach: `faults MODE ARGS --wait`, stdin a fifo
@@ -498,8 +477,4 @@ case_ "--max-exited 10" max_exited_case
 case_ "span ring buffer overflow" ringbuf_case 1000000
 case_ "span ring buffer overflow and --max-spans" ringbuf_case 50000
 
-if [ "${#FAILED[@]}" -ne 0 ]; then
-	printf 'FAILED case: %s\n' "${FAILED[@]}" >&2
-	exit 1
-fi
-echo "faults: ok"
+cases_done faults

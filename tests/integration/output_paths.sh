@@ -12,22 +12,12 @@
 . "$(dirname "$0")/common.bash"
 require_root "attach/run load BPF; mounts tmpfs"
 exec </dev/null
-FAILED=()
 MNT="$TMP/mnt"
 mkdir "$MNT"
 
 sleep 600 &
 LIVE=$!
 trap 'kill "$LIVE" 2>/dev/null; wait "$LIVE" 2>/dev/null; mountpoint -q "$MNT" && umount "$MNT"; rm -rf "$TMP"' EXIT
-
-case_() {
-	local desc=$1
-	shift
-	("$@") || {
-		echo "  ^ in case: $desc" >&2
-		FAILED+=("$desc")
-	}
-}
 
 # no_temp DIR: no .khbpf-out.* left in DIR.
 no_temp() {
@@ -252,8 +242,4 @@ case_ "serve --ndjson modes" serve_modes_case
 case_ "serve --ndjson on a full file system" serve_full_case
 case_ "signals during the write phase" signal_flood_case
 
-if [ "${#FAILED[@]}" -ne 0 ]; then
-	printf 'FAILED case: %s\n' "${FAILED[@]}" >&2
-	exit 1
-fi
-echo "output_paths: ok"
+cases_done output_paths

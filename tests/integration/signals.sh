@@ -14,29 +14,9 @@ require_root "attach/run load BPF"
 exec </dev/null
 W=build/workloads/phased
 F="$TMP/doc.json"
-FAILED=()
 
 children_of() {
 	cat /proc/"$1"/task/*/children 2>/dev/null | tr -s ' ' '\n' | grep .
-}
-
-# wait_comm PID NAME: up to 5 s for PID to be NAME (a child forked a moment
-# ago may not have exec'd yet).
-wait_comm() {
-	for _ in $(seq 100); do
-		[ "$(cat /proc/"$1"/comm 2>/dev/null)" = "$2" ] && return 0
-		sleep 0.05
-	done
-	return 1
-}
-
-# wait_for PATTERN FILE: up to 10 s.
-wait_for() {
-	for _ in $(seq 200); do
-		grep -q "$1" "$2" 2>/dev/null && return 0
-		sleep 0.05
-	done
-	return 1
 }
 
 # wait_gone PID SECONDS: poll until PID (a child of ours) has exited.
@@ -114,16 +94,6 @@ finish_kh() {
 valid_doc() {
 	[ -s "$F" ] || fail "no document at $F"
 	"$PYTHON" tests/validate_schema.py "$SCHEMA" "$F" >/dev/null || fail "schema: $F"
-}
-
-# case DESCRIPTION FUNCTION ARGS...: run in a subshell, record a failure.
-case_() {
-	local desc=$1
-	shift
-	("$@") || {
-		echo "  ^ in case: $desc" >&2
-		FAILED+=("$desc")
-	}
 }
 
 # a) attach with no duration, ended by a signal: exit 0, a complete document.
@@ -288,8 +258,4 @@ case_ "attach, target exits mid-window" attach_target_exit
 case_ "attach, target already reaped when khbpf looks" attach_target_reaped
 case_ "attach --no-bpf, target already reaped when khbpf looks" attach_target_reaped --no-bpf
 
-if [ "${#FAILED[@]}" -ne 0 ]; then
-	printf 'FAILED case: %s\n' "${FAILED[@]}" >&2
-	exit 1
-fi
-echo "signals: ok"
+cases_done signals
