@@ -56,9 +56,12 @@ WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes
 CFLAGS ?= -O2 -g
 ALL_CFLAGS := $(CFLAGS) -std=gnu11 $(WARN) $(SAN_FLAGS) -D_GNU_SOURCE \
 	-DKHBPF_VERSION='"$(KHBPF_VERSION)"' -Iinclude -Iuser -I$(BPF_OUT) -MMD -MP
-PC_CFLAGS = $(shell $(PKG_CONFIG) --cflags $(LIBS_PC) 2>/dev/null)
-PC_LIBS = $(shell $(PKG_CONFIG) --libs $(LIBS_PC) 2>/dev/null)
-LDLIBS := $(PC_LIBS) -lelf -lz
+# Recursive on purpose: these are expanded in recipes, after $(DEPS_STAMP) has
+# installed the libraries. Read when the Makefile is parsed, a first build on a
+# machine without them would link with none (undefined references).
+PC_CFLAGS = $(shell $(PKG_CONFIG) --cflags $(LIBS_PC))
+PC_LIBS = $(shell $(PKG_CONFIG) --libs $(LIBS_PC))
+LDLIBS = $(PC_LIBS) -lelf -lz
 LDFLAGS ?=
 ALL_LDFLAGS := $(LDFLAGS) $(SAN_FLAGS)
 
@@ -81,7 +84,7 @@ WORKLOADS := $(patsubst tests/workloads/%.c,build/workloads/%,$(wildcard tests/w
 
 C_FILES := $(wildcard bpf/*.c bpf/*.h user/*.c user/*.h include/khbpf/*.h tests/*.c tests/*.h tests/workloads/*.c tests/workloads/*.h tools/*.c)
 
-.PHONY: all check unit-tests workloads demo bench bench-spans bench-serve soak format format-check clean deps
+.PHONY: all check fresh-check unit-tests workloads demo bench bench-spans bench-serve soak format format-check clean deps
 all: $(KHBPF)
 
 deps: $(DEPS_STAMP)
@@ -159,11 +162,9 @@ unit-tests: $(TESTS) $(KHBPF)
 # Unit tests and integration tests (real BPF) twice: the plain build, then
 # ASan+UBSan (the valgrind run of the demo only on the plain build).
 # tests/run.sh prints the closing "N passed, N failed".
-# Headless Chromium renders the HTML report; a user who cannot install it
-# gets the install line, and report_cli.sh skips (outside CI) what needs it.
+# Every program the tests run is installed first (install-deps.sh --with-tests).
 check: unit-tests workloads
-	$(Q)tools/install-deps.sh --with-prometheus --with-valgrind
-	$(Q)tools/install-deps.sh --with-browser || test "$$(id -u)" != 0
+	$(Q)tools/install-deps.sh --with-tests
 	$(Q)$(MAKE) --no-print-directory SANITIZE=address,undefined unit-tests
 	$(Q)tests/run.sh build build/sanitize
 	$(Q)$(MAKE) --no-print-directory fuzz-check
@@ -237,6 +238,11 @@ soak: $(KHBPF)
 bench-spans: $(BENCH_SPANS_DEPS)
 	$(Q)tools/install-deps.sh --with-bench
 	$(Q)tools/bench-spans.sh
+
+# The README's two commands on a fresh debootstrap root of Debian 12 holding
+# only a clone of this commit (tools/fresh-check.sh; FRESH_FLAGS=--demo-only).
+fresh-check:
+	$(Q)tools/fresh-check.sh $(FRESH_FLAGS)
 
 # The first of the README's two commands: khbpf on the bundled demo workload.
 demo: $(KHBPF) build/workloads/demo

@@ -1,24 +1,40 @@
 #!/bin/sh
 # Install the Debian 12 packages khbpf needs, only those missing.
-# Usage: tools/install-deps.sh [--check] [--with-prometheus] [--with-bench] [--with-browser] [--with-valgrind]
-#   --check            list what is missing and exit 1 if anything is; install nothing
-#   --with-prometheus  also require prometheus and capsh (the serve integration tests)
-#   --with-bench       also require the peers `make bench` compares with (perf, libbpf-tools, bpftrace)
-#   --with-browser     also require headless Chromium and a font (`make check` renders the HTML report)
-#   --with-valgrind    also require valgrind (`make check` runs the demo under memcheck)
+# Usage: tools/install-deps.sh [--check] [--with-tests] [--with-bench] [--with-fresh]
+#   (no option)        what `make` needs: compilers, BPF tools, libraries, cmocka
+#   --with-tests       also every program `make check`'s tests run (promtool,
+#                      Chromium, valgrind, rustc, curl, capsh, ss, binutils...)
+#   --with-bench       also the peers `make bench` compares with (perf, libbpf-tools, bpftrace)
+#   --with-fresh       also debootstrap (`make fresh-check`)
+#   --check            print what is missing (one line) and exit 1 if anything is; install nothing
+# --with-prometheus, --with-browser and --with-valgrind are kept as parts of --with-tests.
 set -eu
 
-pkgs="libbpf-dev clang libclang-rt-dev llvm bpftool libelf-dev zlib1g-dev libcmocka-dev libjson-c-dev libmicrohttpd-dev libcap-dev python3-jsonschema pkg-config make"
+# The build: gcc is cc (the Makefile's default CC), clang builds the BPF
+# objects; --no-install-recommends leaves libc6-dev out unless named.
+pkgs="make pkg-config gcc libc6-dev clang llvm bpftool libbpf-dev libelf-dev zlib1g-dev libjson-c-dev libmicrohttpd-dev libcap-dev libcmocka-dev"
+# What the tests run, by command: python3 + jsonschema (schema checks and
+# comparisons), libclang-rt-dev (libFuzzer), binutils (readelf, nm, objdump,
+# objcopy, strip), procps (ps, pgrep), iproute2 (ss), curl, libcap2-bin
+# (capsh), prometheus (promtool and the scrape test), valgrind, chromium and a
+# font (the HTML report), rustc (the Rust span example), util-linux (unshare,
+# setpriv, mountpoint, su), findutils (xargs).
+prometheus="prometheus libcap2-bin curl"
+browser="chromium fonts-dejavu-core"
+valgrind="valgrind"
+tests="python3 python3-jsonschema libclang-rt-dev binutils procps iproute2 util-linux findutils rustc $prometheus $browser $valgrind"
 check_only=0
 for arg in "$@"; do
 	case "$arg" in
 	--check) check_only=1 ;;
-	--with-prometheus) pkgs="$pkgs prometheus libcap2-bin" ;;
-	--with-bench) pkgs="$pkgs linux-perf libbpf-tools bpftrace util-linux" ;;
-	--with-browser) pkgs="$pkgs chromium fonts-dejavu-core" ;;
-	--with-valgrind) pkgs="$pkgs valgrind" ;;
+	--with-tests) pkgs="$pkgs $tests" ;;
+	--with-prometheus) pkgs="$pkgs $prometheus" ;;
+	--with-bench) pkgs="$pkgs linux-perf libbpf-tools bpftrace util-linux python3" ;;
+	--with-browser) pkgs="$pkgs $browser" ;;
+	--with-valgrind) pkgs="$pkgs $valgrind" ;;
+	--with-fresh) pkgs="$pkgs debootstrap git tar gzip" ;;
 	-h | --help)
-		sed -n '2,8s/^# \{0,1\}//p' "$0"
+		sed -n '2,10s/^# \{0,1\}//p' "$0"
 		exit 0
 		;;
 	*)
@@ -29,7 +45,7 @@ for arg in "$@"; do
 done
 
 missing=""
-for p in $pkgs; do
+for p in $(printf '%s\n' $pkgs | sort -u); do
 	status=$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null || true)
 	[ "$status" = "installed" ] || missing="$missing $p"
 done
@@ -37,11 +53,11 @@ missing=${missing# }
 
 [ -z "$missing" ] && exit 0
 if [ "$check_only" = 1 ]; then
-	echo "missing packages: $missing" >&2
+	echo "$missing"
 	exit 1
 fi
 if [ "$(id -u)" != 0 ]; then
-	echo "khbpf needs these Debian packages: $missing; run 'sudo apt-get install $missing' (or 'sudo tools/install-deps.sh')" >&2
+	echo "khbpf needs these Debian packages; run: sudo apt-get update && sudo apt-get install -y --no-install-recommends $missing" >&2
 	exit 1
 fi
 echo "install-deps.sh: installing $missing" >&2
