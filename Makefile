@@ -81,8 +81,10 @@ TEST_SRCS := $(wildcard tests/test_*.c)
 TESTS := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRCS))
 # Workloads are measured, never sanitized: always the plain build in build/.
 WORKLOADS := $(patsubst tests/workloads/%.c,build/workloads/%,$(wildcard tests/workloads/*.c))
+# What tests/run.sh runs the tests under (tests/helpers/*.c), plain build only.
+HELPERS := $(patsubst tests/helpers/%.c,build/tests/helpers/%,$(wildcard tests/helpers/*.c))
 
-C_FILES := $(wildcard bpf/*.c bpf/*.h user/*.c user/*.h include/khbpf/*.h tests/*.c tests/*.h tests/workloads/*.c tests/workloads/*.h tools/*.c)
+C_FILES := $(wildcard bpf/*.c bpf/*.h user/*.c user/*.h include/khbpf/*.h tests/*.c tests/*.h tests/workloads/*.c tests/workloads/*.h tests/helpers/*.c tools/*.c)
 
 .PHONY: all check fresh-check unit-tests workloads demo bench bench-spans bench-serve soak format format-check clean deps
 all: $(KHBPF)
@@ -150,6 +152,11 @@ build/workloads/spanbench: tests/workloads/spanbench.c $(wildcard tests/workload
 
 workloads: $(WORKLOADS)
 
+build/tests/helpers/%: tests/helpers/%.c | $(DEPS_STAMP)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) -O2 -g -std=gnu11 $(WARN) -D_GNU_SOURCE $< -o $@
+
 # Not in WORKLOADS (tests/workloads/*.c): rustc may be missing here.
 build/workloads/rust-spanned: tests/workloads/rust/spanned.rs
 	$(Q)test -n "$(RUSTC)" || { echo "khbpf: no rustc in PATH or $(HOME)/.cargo/bin; set RUSTC=/path/to/rustc" >&2; exit 1; }
@@ -163,7 +170,7 @@ unit-tests: $(TESTS) $(KHBPF)
 # ASan+UBSan (the valgrind run of the demo only on the plain build).
 # tests/run.sh prints the closing "N passed, N failed".
 # Every program the tests run is installed first (install-deps.sh --with-tests).
-check: unit-tests workloads
+check: unit-tests workloads $(HELPERS)
 	$(Q)tools/install-deps.sh --with-tests
 	$(Q)$(MAKE) --no-print-directory SANITIZE=address,undefined unit-tests
 	$(Q)tests/run.sh build build/sanitize

@@ -9,7 +9,7 @@
 set -u
 cd "$(dirname "$0")/.."
 
-SCHEMA=${KHBPF_SCHEMA:-../shared/spec/khbpf-evidence.schema.json}
+SCHEMA=${KHBPF_SCHEMA:-docs/khbpf-evidence.schema.json}
 PYTHON=${PYTHON:-/usr/bin/python3}
 passed=0
 failed=0
@@ -24,20 +24,7 @@ result() { # name rc
 	fi
 }
 
-. tests/bpfprogs.bash
-
-# Programs of ours left with no holder after a test: a leaked link or fd.
-# (Another khbpf running on this host holds its own, which are not leaks.)
-# Their release is asynchronous (RCU), so give it a moment.
-leaked_progs() {
-	local i n
-	for i in 1 2 3 4 5 6 7 8 9 10; do
-		n=$(orphan_progs | wc -l)
-		[ "$n" -eq 0 ] && { echo 0; return; }
-		sleep 0.2
-	done
-	echo "$n"
-}
+. tests/guard.bash
 
 for build in "$@"; do
 	out="$build/test-out"
@@ -47,7 +34,7 @@ for build in "$@"; do
 		[ -x "$t" ] && [ -f "$t" ] || continue
 		case "$t" in *.o | *.d) continue ;; esac
 		echo "== $t"
-		KHBPF_TEST_OUT="$out" "$t"
+		KHBPF_TEST_OUT="$out" guarded "$t" "$t"
 		result "$t" $?
 	done
 	docs=("$out"/*.json)
@@ -74,13 +61,9 @@ integration() {
 		fi
 		echo "== $t$label"
 		start=$SECONDS
-		KHBPF="$bin" SCHEMA="$SCHEMA" PYTHON="$PYTHON" bash "$t"
+		KHBPF="$bin" SCHEMA="$SCHEMA" PYTHON="$PYTHON" guarded "$t$label" bash "$t"
 		rc=$?
 		echo "   ($((SECONDS - start)) s)"
-		if [ "$rc" -eq 0 ] && [ "$(leaked_progs)" -ne 0 ]; then
-			echo "$t left BPF programs loaded: $(orphan_progs | tr '\n' ' ')" >&2
-			rc=1
-		fi
 		result "$t$label" "$rc"
 	done
 }

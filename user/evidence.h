@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The gapped evidence core: C shapes of keyhog-profile's Evidence<T>,
- * SourcedEvidence<T> and HardwareRunEvidence (../shared/spec/EVIDENCE.md),
+ * SourcedEvidence<T> and HardwareRunEvidence (docs/evidence.md),
  * plus the pure functions that combine them.
  *
  * A zero-initialised evidence value is the gap "unavailable", never a

@@ -7,13 +7,29 @@ set -u
 unset SUDO_UID SUDO_GID SUDO_USER
 KHBPF=${KHBPF:-build/khbpf}
 PYTHON=${PYTHON:-/usr/bin/python3}
-SCHEMA=${SCHEMA:-../shared/spec/khbpf-evidence.schema.json}
+SCHEMA=${SCHEMA:-docs/khbpf-evidence.schema.json}
 TMP=$(mktemp -d /tmp/khbpf-it.XXXXXX)
 trap 'rm -rf "$TMP"' EXIT
 
 fail() {
 	echo "FAIL: $*" >&2
 	exit 1
+}
+
+# unmount_all DIR: whatever is mounted on DIR, however many times, is gone
+# after it; a mount still busy (a process has a file open there) is
+# detached lazily rather than left behind.
+unmount_all() {
+	while mountpoint -q "$1"; do
+		umount "$1" 2>/dev/null || umount -l "$1" || return 1
+	done
+}
+
+# checkpoint NAME: a place half way through a test where it can be made to
+# fail on purpose (KHBPF_TEST_FAIL_AT=NAME), so tests/integration/leak_guard.sh
+# can prove that its EXIT trap undoes what it started there.
+checkpoint() {
+	[ "${KHBPF_TEST_FAIL_AT:-}" != "$1" ] || fail "failing on purpose at '$1' (KHBPF_TEST_FAIL_AT)"
 }
 
 # In CI a test that needs root/BPF must run; elsewhere skip with the reason.

@@ -17,7 +17,7 @@ mkdir "$MNT"
 
 sleep 600 &
 LIVE=$!
-trap 'kill "$LIVE" 2>/dev/null; wait "$LIVE" 2>/dev/null; mountpoint -q "$MNT" && umount "$MNT"; rm -rf "$TMP"' EXIT
+trap 'kill "$LIVE" 2>/dev/null; wait "$LIVE" 2>/dev/null; unmount_all "$MNT"; rm -rf "$TMP"' EXIT
 
 # no_temp DIR: no .khbpf-out.* left in DIR.
 no_temp() {
@@ -74,7 +74,7 @@ readonly_mode_case() {
 
 readonly_mount_case() {
 	mount -t tmpfs -o ro,size=64k tmpfs "$MNT" || fail "mount"
-	trap 'umount "$MNT"' EXIT
+	trap 'unmount_all "$MNT"' EXIT
 	bad_path "Read-only file system" "$MNT/x.json"
 }
 
@@ -117,8 +117,9 @@ full_disk_case() {
 	expect_exit 0 "$KHBPF" run -o "$TMP/size.json" -- true
 	[ "$(stat -c %s "$TMP/size.json")" -gt 8192 ] || fail "the document is too small for this test"
 	mount -t tmpfs -o size=64k tmpfs "$MNT" || fail "mount"
-	trap 'umount "$MNT"' EXIT
+	trap 'unmount_all "$MNT"' EXIT
 	echo old >"$MNT/doc.json"
+	checkpoint tmpfs-mounted
 	dd if=/dev/zero of="$MNT/filler" bs=4k count=14 status=none || fail "filler"
 	for cmd in run attach; do
 		if [ "$cmd" = run ]; then
@@ -181,7 +182,7 @@ serve_modes_case() {
 serve_full_case() {
 	local rc
 	mount -t tmpfs -o size=64k tmpfs "$MNT" || fail "mount"
-	trap 'umount "$MNT"' EXIT
+	trap 'unmount_all "$MNT"' EXIT
 	dd if=/dev/zero of="$MNT/filler" bs=4k count=10 status=none || fail "filler"
 	serve_for 5.5 --pid "$LIVE" --ndjson "$MNT/nd.json"
 	rc=$?

@@ -15,17 +15,39 @@ PORT=$("$PYTHON" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)
 capsh --inh="$caps" --keep=1 --user=nobody --addamb="$caps" -- \
 	-c "exec $TMP/khbpf serve --listen 127.0.0.1:$PORT --interval 1" 2>"$TMP/serve.err" &
 SH=$!
+SPID=
+# On any exit, failed half way or not: serve (as nobody, so not in our
+# process group's reach by uid) is stopped and waited for.
+alive() {
+	local p
+	for p in $SPID $SH; do kill -0 "$p" 2>/dev/null && return 0; done
+	return 1
+}
+stop_serve() {
+	local p
+	for p in $SPID $SH; do kill -INT "$p" 2>/dev/null; done
+	for _ in $(seq 50); do
+		alive || break
+		sleep 0.1
+	done
+	for p in $SPID $SH; do kill -KILL "$p" 2>/dev/null; done
+	wait "$SH" 2>/dev/null
+	rm -rf "$TMP"
+}
+trap stop_serve EXIT
 for _ in $(seq 100); do
 	curl -sf "http://127.0.0.1:$PORT/evidence" >"$TMP/doc.json" && break
 	kill -0 "$SH" 2>/dev/null || fail "serve as nobody exited: $(cat "$TMP/serve.err")"
 	sleep 0.1
 done
 SPID=$(pgrep -f "$TMP/khbpf serve") || fail "no serve process"
+checkpoint serve-running
 [ "$(awk '/^Uid:/ { print $2 }' "/proc/$SPID/status")" = 65534 ] || fail "serve is not running as nobody"
 curl -sf "http://127.0.0.1:$PORT/metrics" | grep -q '^khbpf_voluntary_switches_total{cgroup="/' ||
 	fail "no scheduler series as nobody"
 json_check "$TMP/doc.json" 'd["target"]["mode"] == "serve"' 'len(d["threads"]) > 0'
 kill -INT "$SPID"
 wait "$SH" || fail "serve exited $? after SIGINT: $(cat "$TMP/serve.err")"
+SPID= SH=
 no_bpf_left
 echo "serve_caps: ok"
