@@ -5,15 +5,16 @@
 # What a test may leave behind, each checked after every test, passed or
 # failed: processes (the test runs under tests/helpers/subreaper, so every
 # descendant, however it detached, is ours to find and stop), mounts in this
-# mount namespace, cgroup directories (outside systemd's own slices, which
-# systemd changes at any time), and BPF programs.
+# mount namespace, cgroup directories, and BPF programs. Tests name every
+# cgroup they make khbpf-* (or put it under one): other managers (systemd,
+# a container runtime, this host's own job control) make and remove theirs
+# at any time, and those are neither ours to report nor to remove.
 REAPER=${REAPER:-build/tests/helpers/subreaper}
 [ -x "$REAPER" ] || { echo "guard.bash: $REAPER is missing; run 'make check'" >&2; exit 2; }
 mounts_now() { awk '{print $5}' /proc/self/mountinfo | sort; }
 cgroups_now() {
 	awk '$3 == "cgroup" || $3 == "cgroup2" {print $2}' /proc/self/mounts | sort -u |
-		while read -r m; do find "$m" -mindepth 1 -type d 2>/dev/null; done |
-		grep -vE '/(system|user)\.slice(/|$)|/init\.scope(/|$)' | sort
+		while read -r m; do find "$m" -mindepth 1 -type d -path '*/khbpf*' 2>/dev/null; done | sort
 }
 
 # guarded NAME CMD...: run CMD; fail it (status 1 if it passed) when it left

@@ -3,9 +3,12 @@
 # root made by debootstrap (minbase plus git, make, sudo, ca-certificates)
 # holding nothing but a clone of this repository's current commit.
 #
-# Usage: tools/fresh-check.sh [--demo-only] [--keep-cache]
-#   --demo-only   run only `make demo` (what CI does on every submission)
-#   (default)     run `make demo`, then `make check`, each the first time
+# Usage: tools/fresh-check.sh [--demo-only]
+#   (default)     as root: `make demo`, then `make check`, each the first time;
+#                 then, on a second fresh root, as a user without root:
+#                 `make demo` prints the one sudo line, that line is run, and
+#                 `make demo` then works
+#   --demo-only   both roots, but `make check` left out (what CI runs)
 #
 # Environment:
 #   KHBPF_CACHE   where the root tarball is kept (default ~/.cache/khbpf)
@@ -25,7 +28,7 @@ for arg in "$@"; do
 	case "$arg" in
 	--demo-only) demo_only=1 ;;
 	-h | --help)
-		sed -n '2,14s/^# \{0,1\}//p' "$0"
+		sed -n '2,16s/^# \{0,1\}//p' "$0"
 		exit 0
 		;;
 	*)
@@ -50,12 +53,13 @@ COMMIT=$(git rev-parse HEAD)
 WORK=$(mktemp -d /var/tmp/khbpf-fresh.XXXXXX)
 ROOT=$WORK/root
 
-# Processes whose root directory is the copy were started by this script.
+# Processes whose root directory is one of the copies were started by this
+# script.
 in_root_pids() {
 	local p r
 	for p in /proc/[0-9]*; do
 		r=$(readlink "$p/root" 2>/dev/null) || continue
-		[ "$r" = "$ROOT" ] && echo "${p#/proc/}"
+		case "$r" in "$WORK"/*) echo "${p#/proc/}" ;; esac
 	done
 	return 0
 }
@@ -93,14 +97,24 @@ if [ ! -s "$TARBALL" ]; then
 	echo "fresh-check: root made in $(($(date +%s) - start)) s" >&2
 fi
 
-mkdir -p "$ROOT"
-tar -C "$ROOT" -xzf "$TARBALL"
-cp /etc/resolv.conf "$ROOT/etc/resolv.conf"
-git clone -q --no-local "$REPO" "$ROOT/root/khbpf"
-git -C "$ROOT/root/khbpf" checkout -q "$COMMIT"
+# new_root DIR: a pristine copy of the cached root in DIR, with the host's
+# resolver, services kept from starting (policy-rc.d: there is no init to
+# own them in a chroot), and the current commit cloned to /root/khbpf.
+new_root() {
+	mkdir -p "$1"
+	tar -C "$1" -xzf "$TARBALL"
+	cp /etc/resolv.conf "$1/etc/resolv.conf"
+	printf '#!/bin/sh\nexit 101\n' >"$1/usr/sbin/policy-rc.d"
+	chmod 755 "$1/usr/sbin/policy-rc.d"
+	git clone -q --no-local "$REPO" "$1/root/khbpf"
+	git -C "$1/root/khbpf" checkout -q "$COMMIT"
+}
 
-# step NAME CMD: run the README's command CMD in the root as a login shell
-# of root would, with a clean environment, and print how long it took.
+# The steps run in a private mount namespace: step USER EXPECT CMD runs CMD
+# in the root as USER (root, or a new unprivileged user "dev" whose clone is
+# /home/dev/khbpf) with a clean environment, prints how long it took, and
+# checks EXPECT: "ok" (exit 0) or "refused" (non-zero, stderr has the one
+# sudo line, which is then run as root, as the user would).
 cat >"$WORK/inner.sh" <<'INNER'
 set -eu
 ROOT=$1
@@ -111,23 +125,57 @@ mount --bind "$ROOT" "$ROOT"
 mount --rbind /proc "$ROOT/proc"
 mount --rbind /sys "$ROOT/sys"
 mount --rbind /dev "$ROOT/dev"
-for cmd in "$@"; do
-	echo "fresh-check: $cmd" >&2
-	start=$(date +%s)
-	rc=0
+in_root() {
 	env -i HOME=/root USER=root LOGNAME=root TERM=dumb LANG=C.UTF-8 \
 		PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-		${CI:+CI=$CI} \
-		chroot "$ROOT" /bin/bash -c "cd /root/khbpf && $cmd" </dev/null || rc=$?
+		${CI:+CI=$CI} chroot "$ROOT" "$@" </dev/null
+}
+while [ $# -ge 3 ]; do
+	user=$1 expect=$2 cmd=$3
+	shift 3
+	if [ "$user" = root ]; then
+		argv=(/bin/bash -c "cd /root/khbpf && $cmd")
+	else
+		if [ ! -d "$ROOT/home/$user/khbpf" ]; then
+			in_root useradd -m -s /bin/bash "$user"
+			in_root git clone -q /root/khbpf "/home/$user/khbpf"
+			in_root chown -R "$user:$user" "/home/$user/khbpf"
+		fi
+		argv=(setpriv --reuid "$user" --regid "$user" --init-groups --reset-env \
+			/bin/bash -c "cd ~/khbpf && $cmd")
+	fi
+	echo "fresh-check: [$user] $cmd" >&2
+	start=$(date +%s)
+	rc=0
+	in_root "${argv[@]}" 2> >(tee "$ROOT/tmp/step.err" >&2) || rc=$?
+	sleep 0.2 # the tee of stderr
 	secs=$(($(date +%s) - start))
-	echo "fresh-check: '$cmd' exited $rc after $((secs / 60)) min $((secs % 60)) s" >&2
-	[ "$rc" -eq 0 ] || exit "$rc"
+	echo "fresh-check: [$user] '$cmd' exited $rc after $((secs / 60)) min $((secs % 60)) s" >&2
+	case "$expect" in
+	ok) [ "$rc" -eq 0 ] || exit "$rc" ;;
+	refused)
+		[ "$rc" -ne 0 ] || { echo "fresh-check: '$cmd' as $user should have asked for packages" >&2; exit 1; }
+		line=$(sed -n 's/.*run: \(sudo apt-get .*\)$/\1/p' "$ROOT/tmp/step.err" | head -n 1)
+		[ -n "$line" ] || { echo "fresh-check: '$cmd' as $user did not print the sudo apt-get line" >&2; exit 1; }
+		[ "$(grep -c 'sudo apt-get' "$ROOT/tmp/step.err")" -eq 1 ] ||
+			{ echo "fresh-check: more than one install line" >&2; exit 1; }
+		echo "fresh-check: [root] $line" >&2
+		in_root /bin/bash -c "$line" >/dev/null
+		;;
+	esac
 done
 INNER
 
-cmds=("make demo")
-[ "$demo_only" -eq 1 ] || cmds+=("make check")
+steps=(root ok "make demo")
+[ "$demo_only" -eq 1 ] || steps+=(root ok "make check")
 # --propagation private: nothing mounted here is seen by (or can unmount
 # anything of) the host; the namespace and its mounts end with this child.
-unshare --mount --propagation private -- bash "$WORK/inner.sh" "$ROOT" "${cmds[@]}"
-echo "fresh-check: passed at $COMMIT (${cmds[*]})" >&2
+new_root "$ROOT"
+unshare --mount --propagation private -- bash "$WORK/inner.sh" "$ROOT" "${steps[@]}"
+# A user without root: make demo asks for the packages in one line, then
+# (after that line is run) works.
+ROOT=$WORK/user-root
+new_root "$ROOT"
+unshare --mount --propagation private -- bash "$WORK/inner.sh" "$ROOT" \
+	dev refused "make demo" dev ok "make demo"
+echo "fresh-check: passed at $COMMIT" >&2

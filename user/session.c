@@ -515,6 +515,7 @@ static void bpf_unavailable(struct session *s, int err, bool have_btf)
 	s->coll = NULL;
 	s->use_bpf = false;
 	s->bpf_avail = probe__bpf_availability(err, have_btf, s->bpf_detail, sizeof(s->bpf_detail));
+	span_run__unattach(&s->spans, s->bpf_detail);
 	logf_(s, "khbpf: BPF unavailable (%s); falling back to /proc/%d/task/*/sched\n",
 	      s->bpf_detail, (int)s->pid);
 }
@@ -612,6 +613,7 @@ static void setup_collector(struct session *s)
 		snprintf(
 			s->bpf_detail, sizeof(s->bpf_detail),
 			"khbpf runs in a PID namespace other than the host's, and BPF names tasks by their host ids; run khbpf in the host's PID namespace (e.g. docker run --pid=host)");
+		span_run__unattach(&s->spans, s->bpf_detail);
 		logf_(s, "khbpf: BPF unavailable (%s); falling back to /proc/%d/task/*/sched\n",
 		      s->bpf_detail, (int)s->pid);
 		return;
@@ -954,7 +956,7 @@ static int build_document(struct session *s)
 			sev_u64__recorded(s->win.total.run_delay,
 					  s->use_bpf ? EV_SRC_BPF_TRACEPOINT :
 						       EV_SRC_PROC_PID_SCHEDSTAT) :
-			sev_u64__gap(EV_SRC_BPF_TRACEPOINT,
+			sev_u64__gap(s->use_bpf ? EV_SRC_BPF_TRACEPOINT : EV_SRC_PROC_PID_SCHEDSTAT,
 				     totals_known ? EV_GAP_UNSUPPORTED : EV_GAP_UNAVAILABLE);
 
 	/* hardware: totals are the sums over threads, exited included. */
@@ -1024,7 +1026,9 @@ static int build_document(struct session *s)
 		hw->span_aggregation_recorded = s->spans.nr_attached > 0;
 		doc->events.availability_recorded = s->spans.nr_attached > 0;
 		doc->events.availability = true;
-		doc->events.availability_reason = EV_GAP_UNAVAILABLE;
+		/* The span-probes collector's reason (e.g. BPF denied) says why. */
+		doc->events.availability_reason =
+			collector_availability__gap(s->caps[4].availability);
 		doc->events.dropped_span_events = s->stats.span_ringbuf_drops;
 		doc->events.sampled_out_events =
 			s->stats.span_sampled_out + s->spans.events_over_cap;

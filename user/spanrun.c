@@ -152,6 +152,27 @@ static void span_run__open_at_exit(struct span_run *r, const struct khbpf_span_e
 	r->exit_open[r->nr_exit_open++] = *e;
 }
 
+void span_run__unattach(struct span_run *r, const char *why)
+{
+	size_t i;
+
+	for (i = 0; i < r->nr_sites; i++)
+		if (!r->sites[i].err)
+			site_error(&r->sites[i], -ENOTSUP, "not attached", why);
+	r->nr_attached = 0;
+}
+
+/* A metric none of whose sites is attached was not measured at all. */
+static bool metric_attached(const struct span_run *r, uint32_t metric)
+{
+	size_t i;
+
+	for (i = 0; i < r->nr_sites; i++)
+		if (!r->sites[i].err && r->site_metric[i] == metric)
+			return true;
+	return false;
+}
+
 void span_run__on_event(void *ctx, const struct khbpf_span_event *e)
 {
 	struct span_run *r = ctx;
@@ -329,12 +350,16 @@ int span_run__document(struct span_run *r, uint64_t start_mono_ns, bool counters
 	if (r->nr_records)
 		qsort(r->records, r->nr_records, sizeof(*r->records), record_cmp);
 
+	r->nr_doc_metrics = 0;
 	for (i = 0; i < r->nr_metrics; i++) {
-		struct span_metric *m = &r->doc_metrics[i];
+		struct span_metric *m;
 		uint64_t hist[KHBPF_RQ_SLOTS] = { 0 }, gaps = 0;
 		struct khbpf_span_ledger l = { 0 };
 		size_t k;
 
+		if (!metric_attached(r, (uint32_t)i))
+			continue;
+		m = &r->doc_metrics[r->nr_doc_metrics++];
 		snprintf(m->metric_id, sizeof(m->metric_id), "%s", r->metrics[i]);
 		for (j = 0; j < r->nr_aggs; j++) {
 			const struct span_agg_entry *a = &r->aggs[j];
@@ -382,7 +407,7 @@ int span_run__document(struct span_run *r, uint64_t start_mono_ns, bool counters
 	doc->events.spans = r->records;
 	doc->events.nr_spans = r->nr_records;
 	doc->span_metrics = r->doc_metrics;
-	doc->nr_span_metrics = r->nr_metrics;
+	doc->nr_span_metrics = r->nr_doc_metrics;
 	doc->span_probes = r->probes;
 	doc->nr_span_probes = r->nr_sites;
 	doc->open_spans = r->doc_open;
@@ -436,20 +461,19 @@ void span_run__print(const struct span_run *r, FILE *f)
 	for (i = 0; i < r->nr_sites; i++)
 		if (r->sites[i].err)
 			fprintf(f, "  not attached: %s\n", r->sites[i].reason);
-	if (!r->nr_metrics || !r->doc_metrics)
+	if (!r->nr_doc_metrics || !r->doc_metrics)
 		return;
-	v = calloc(r->nr_metrics, sizeof(*v));
+	v = calloc(r->nr_doc_metrics, sizeof(*v));
 	if (!v)
 		return;
-	for (i = 0; i < r->nr_metrics; i++) {
+	for (i = 0; i < r->nr_doc_metrics; i++) {
 		v[i] = &r->doc_metrics[i];
 		total_excl += v[i]->exclusive_ns;
 	}
-	if (r->nr_metrics)
-		qsort(v, r->nr_metrics, sizeof(*v), excl_desc);
+	qsort(v, r->nr_doc_metrics, sizeof(*v), excl_desc);
 	fprintf(f, "  %-24s %9s %9s %9s %9s %9s %9s %6s\n", "METRIC", "CALLS", "TOTAL", "MEAN",
 		"P50<=", "P99<=", "EXCL", "EXCL%");
-	for (i = 0; i < r->nr_metrics; i++) {
+	for (i = 0; i < r->nr_doc_metrics; i++) {
 		const struct span_metric *m = v[i];
 		char t[16], mean[16], p50[16], p99[16], ex[16];
 

@@ -38,7 +38,8 @@ struct span_run {
 	/* Document parts, valid after span_run__document. */
 	struct span_record *records;
 	size_t nr_records;
-	struct span_metric *doc_metrics;
+	struct span_metric *doc_metrics; /* metrics with an attached site */
+	size_t nr_doc_metrics;
 	struct log2_bucket *buckets;
 	struct span_probe *probes;
 	struct open_span *doc_open;
@@ -62,6 +63,11 @@ int span_run__discover(struct span_run *r, const struct span_run_opts *opts);
 size_t span_run__usable(const struct span_run *r);
 /* Attach every usable site for pid; failures become the site's reason. */
 void span_run__attach(struct span_run *r, struct sched_collector *c, pid_t pid);
+/*
+ * BPF could not be loaded or attached after all: no site is attached, each
+ * says why (and its metric is left out of the document, not reported as 0).
+ */
+void span_run__unattach(struct span_run *r, const char *why);
 /* sched_collector on_span callback. */
 void span_run__on_event(void *ctx, const struct khbpf_span_event *e);
 /* At the window's end: drain, read aggregates and the spans still open. */

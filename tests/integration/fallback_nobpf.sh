@@ -25,6 +25,18 @@ json_check "$TMP/run.json" \
 	"d['hardware']['value']['scheduler']['timeslices']['source'] == 'proc-pid-schedstat'" \
 	"d['target']['exit']['value'] == {'code': 0}"
 
+# Spans without BPF: the annotated workload's sites are found but none is
+# attached, each says why, and no metric is reported (a 0 would be made up).
+printf '' | expect_exit 0 timeout 30 "${NOBODY[@]}" "$KHBPF" run -o "$TMP/spans.json" -- \
+	build/workloads/spanned --iterations 3
+"$PYTHON" tests/validate_schema.py "$SCHEMA" "$TMP/spans.json" >/dev/null || fail "schema (spans)"
+json_check "$TMP/spans.json" \
+	"len(d['span_probes']) > 0" \
+	"all(p['status'] == 'failed' for p in d['span_probes'])" \
+	"all('CAP_BPF' in p['reason'] for p in d['span_probes'])" \
+	"d['span_metrics'] == []" \
+	"d['events']['availability'] == {'status': 'unavailable', 'reason': 'permission-denied'}"
+
 # attach as nobody: the idle process's threads, read from /proc at both ends.
 mkfifo "$TMP/ctl"
 "${NOBODY[@]}" build/workloads/phased --threads 2 <"$TMP/ctl" >"$TMP/ph.out" &

@@ -78,7 +78,8 @@ start_kh() {
 	TP=$!
 	wait_for watching "$TMP/kh.err" || fail "khbpf did not start: $(cat "$TMP/kh.err")"
 	KH=$(children_of "$TP")
-	[ "$(cat /proc/"$KH"/comm 2>/dev/null)" = khbpf ] || fail "cannot find khbpf under timeout $TP"
+	[ "$(cat /proc/"$KH"/comm 2>/dev/null)" = khbpf ] ||
+		fail "cannot find khbpf under timeout $TP (children: '$KH'; stderr: $(cat "$TMP/kh.err"))"
 }
 
 # finish_kh WANT: khbpf has exited (within 10 s) with status WANT.
