@@ -9,6 +9,9 @@
 #                 `make demo` prints the one sudo line, that line is run, and
 #                 `make demo` then works
 #   --demo-only   both roots, but `make check` left out (what CI runs)
+#   --then CMD    as root, after the first `make demo`, run CMD instead of
+#                 `make check` (one test in a fresh root, for debugging);
+#                 the user root is left out
 #
 # Environment:
 #   KHBPF_CACHE   where the root tarball is kept (default ~/.cache/khbpf)
@@ -24,11 +27,19 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 demo_only=0
-for arg in "$@"; do
+then_cmd=
+while [ $# -gt 0 ]; do
+	arg=$1
+	shift
 	case "$arg" in
 	--demo-only) demo_only=1 ;;
+	--then)
+		[ $# -gt 0 ] || { echo "fresh-check.sh: --then needs a command" >&2; exit 2; }
+		then_cmd=$1
+		shift
+		;;
 	-h | --help)
-		sed -n '2,16s/^# \{0,1\}//p' "$0"
+		sed -n '2,19s/^# \{0,1\}//p' "$0"
 		exit 0
 		;;
 	*)
@@ -167,13 +178,18 @@ done
 INNER
 
 steps=(root ok "make demo")
-[ "$demo_only" -eq 1 ] || steps+=(root ok "make check")
+if [ -n "$then_cmd" ]; then
+	steps+=(root ok "$then_cmd")
+elif [ "$demo_only" -eq 0 ]; then
+	steps+=(root ok "make check")
+fi
 # --propagation private: nothing mounted here is seen by (or can unmount
 # anything of) the host; the namespace and its mounts end with this child.
 new_root "$ROOT"
 unshare --mount --propagation private -- bash "$WORK/inner.sh" "$ROOT" "${steps[@]}"
 # A user without root: make demo asks for the packages in one line, then
 # (after that line is run) works.
+[ -z "$then_cmd" ] || exit 0
 ROOT=$WORK/user-root
 new_root "$ROOT"
 unshare --mount --propagation private -- bash "$WORK/inner.sh" "$ROOT" \

@@ -17,12 +17,12 @@ pkgs="make pkg-config gcc libc6-dev clang llvm bpftool libbpf-dev libelf-dev zli
 # comparisons), libclang-rt-dev (libFuzzer), binutils (readelf, nm, objdump,
 # objcopy, strip), procps (ps, pgrep), iproute2 (ss), curl, libcap2-bin
 # (capsh), prometheus (promtool and the scrape test), valgrind, chromium and a
-# font (the HTML report), rustc (the Rust span example), util-linux (unshare,
+# font (the HTML report), rustc-web (a current rustc, for the Rust span example), util-linux (unshare,
 # setpriv, mountpoint, su), findutils (xargs).
 prometheus="prometheus libcap2-bin curl"
 browser="chromium fonts-dejavu-core"
 valgrind="valgrind"
-tests="python3 python3-jsonschema libclang-rt-dev binutils procps iproute2 util-linux findutils rustc $prometheus $browser $valgrind"
+tests="python3 python3-jsonschema libclang-rt-dev binutils procps iproute2 util-linux findutils rustc-web $prometheus $browser $valgrind"
 check_only=0
 for arg in "$@"; do
 	case "$arg" in
