@@ -478,7 +478,7 @@ boot_guest() {
 		# virtme-ng asks for -cpu host only with KVM; TCG's default is
 		# qemu64 (x86-64-v1, no AVX, no PCID...). max is every feature
 		# TCG emulates, nearer to a real host's CPU.
-		args+=(--disable-kvm --qemu-opts -cpu max)
+		args+=(--disable-kvm "--qemu-opts=-cpu max")
 	fi
 	# virtme-run keeps its exit-code file in TMPDIR: a private one, removed
 	# with the rest even if the guest is killed.
