@@ -926,6 +926,52 @@ static void test_spanfind__discover_fixture_root(void **state)
 	tree_free(root);
 }
 
+/*
+ * A process chrooted in its own mount namespace: the paths in its maps do
+ * not resolve under proc/PID/root (here an empty directory), so each object
+ * is opened through proc/PID/map_files/START-END, the mapping itself.
+ */
+static void test_spanfind__discover_map_files(void **state)
+{
+	char *root = tree_new("spanfind-mapfiles"), maps[3 * PATH_MAX], path[PATH_MAX];
+	char exe[PATH_MAX], lib[PATH_MAX], want[2 * PATH_MAX];
+	struct span_site *sites = NULL;
+	struct where w;
+	size_t n = 0;
+
+	(void)state;
+	fx_path(exe, "clang/uselib-nopie");
+	fx_path(lib, "clang/libspanlib.so");
+	where_of(exe, &w);
+	xsnprintf(maps, sizeof(maps),
+		  "7f0000000000-7f0000001000 r-xp 00001000 08:01 2 /elsewhere%s\n"
+		  "00400000-00401000 r--p 00000000 08:01 1 /elsewhere%s\n"
+		  "00401000-00402000 r-xp 00001000 08:01 1 /elsewhere%s\n",
+		  lib, exe, exe);
+	tree_put(root, "proc/91/maps", maps);
+	tree_put(root, "proc/91/root/.keep", "");
+	tree_put(root, "proc/91/map_files/.keep", "");
+	xsnprintf(path, sizeof(path), "%s/proc/91/map_files/7f0000000000-7f0000001000", root);
+	assert_int_equal(symlink(lib, path), 0);
+	xsnprintf(path, sizeof(path), "%s/proc/91/map_files/00400000-00401000", root);
+	assert_int_equal(symlink(exe, path), 0);
+	xsnprintf(path, sizeof(path), "%s/proc/91/exe", root);
+	assert_int_equal(symlink(exe, path), 0);
+
+	assert_int_equal(spanfind__discover(root, 91, NULL, 0, false, &sites, &n), 0);
+	assert_int_equal(n, 3);
+	xsnprintf(path, sizeof(path), "/elsewhere%s", lib);
+	xsnprintf(want, sizeof(want), "%s/proc/91/map_files/7f0000000000-7f0000001000", root);
+	assert_note_site(&sites[0], path, want, "lib-work", "lib_work", w.lib_work, "clang");
+	/* The first mapping of the executable names it, not the later one. */
+	xsnprintf(path, sizeof(path), "/elsewhere%s", exe);
+	xsnprintf(want, sizeof(want), "%s/proc/91/map_files/00400000-00401000", root);
+	assert_note_site(&sites[1], path, want, "use-static", "use_static", w.use_static, "clang");
+	assert_note_site(&sites[2], path, want, "use-global", "use_global", w.use_global, "clang");
+	spanfind__free(sites, n);
+	tree_free(root);
+}
+
 static void test_spanfind__discover_errors(void **state)
 {
 	struct span_request bad_metric = { .object = NULL, .symbol = "f", .metric = "Bad" };
@@ -1207,6 +1253,7 @@ int main(void)
 		cmocka_unit_test(test_spanfind__vaddr_to_offset),
 		cmocka_unit_test(test_spanfind__mapped_objects_self),
 		cmocka_unit_test(test_spanfind__mapped_objects_fixture),
+		cmocka_unit_test(test_spanfind__discover_map_files),
 		cmocka_unit_test(test_spanfind__discover_fixture_root),
 		cmocka_unit_test(test_spanfind__discover_errors),
 		cmocka_unit_test(test_spanfind__discover_live),

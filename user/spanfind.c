@@ -929,13 +929,64 @@ int spanfind__mapped_objects(const char *root, pid_t pid, char ***objects, size_
 	return 0;
 }
 
-/* pid 0: a command not started yet (run mode); its objects are host paths. */
+/*
+ * /proc/PID/map_files/START-END of object's first mapping: the mapped file
+ * itself, whatever its path means to us. The path in maps is relative to
+ * the root of the object's mount namespace, so it does not resolve under
+ * /proc/PID/root when the process is also chrooted (a chroot that unshared
+ * its mounts), nor when the file was deleted or replaced; the magic link
+ * does (proc_map_files_get_link; needs CAP_SYS_ADMIN or
+ * CAP_CHECKPOINT_RESTORE, which a loader of uprobes has), and the kernel
+ * follows it when a uprobe is made by path.
+ */
+static int map_files_path(char *out, const char *root, pid_t pid, const char *object)
+{
+	char path[PATH_MAX], link[PATH_MAX], *line = NULL, *obj;
+	size_t cap = 0;
+	int err = -ENOENT, lerr = 0;
+	bool exec;
+	FILE *fp;
+
+	if (fsutil__path(path, sizeof(path), root, "/proc/%d/maps", (int)pid) < 0)
+		return -ENAMETOOLONG;
+	fp = fopen(path, "re");
+	if (!fp)
+		return -errno;
+	while (err == -ENOENT && getline(&line, &cap, fp) >= 0) {
+		obj = maps_line_path(line, &exec, &lerr);
+		if (lerr || !obj || strcmp(obj, object))
+			continue;
+		line[strcspn(line, " ")] = '\0'; /* "start-end", as map_files names it */
+		if (fsutil__path(link, sizeof(link), root, "/proc/%d/map_files/%s", (int)pid, line) <
+		    0)
+			err = -ENAMETOOLONG;
+		else if (access(link, F_OK))
+			err = -errno;
+		else
+			err = 0;
+	}
+	if (!err)
+		memcpy(out, link, strlen(link) + 1);
+	free(line);
+	fclose(fp);
+	return err;
+}
+
+/*
+ * pid 0: a command not started yet (run mode); its objects are host paths.
+ * Otherwise the object through the process's root, or else its mapping.
+ */
 static int object_open_path(char *out, const char *root, pid_t pid, const char *object)
 {
+	struct stat st;
 	int n = pid ? fsutil__path(out, PATH_MAX, root, "/proc/%d/root%s", (int)pid, object) :
 		      fsutil__path(out, PATH_MAX, root, "%s", object);
 
-	return n < 0 ? -ENAMETOOLONG : 0;
+	if (n < 0)
+		return -ENAMETOOLONG;
+	if (pid && stat(out, &st) && errno == ENOENT)
+		map_files_path(out, root, pid, object); /* out is kept when there is none */
+	return 0;
 }
 
 /* Index of the mapped object that is the process's executable, or -1. */
