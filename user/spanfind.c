@@ -957,8 +957,8 @@ static int map_files_path(char *out, const char *root, pid_t pid, const char *ob
 		if (lerr || !obj || strcmp(obj, object))
 			continue;
 		line[strcspn(line, " ")] = '\0'; /* "start-end", as map_files names it */
-		if (fsutil__path(link, sizeof(link), root, "/proc/%d/map_files/%s", (int)pid, line) <
-		    0)
+		if (fsutil__path(link, sizeof(link), root, "/proc/%d/map_files/%s", (int)pid,
+				 line) < 0)
 			err = -ENAMETOOLONG;
 		else if (access(link, F_OK))
 			err = -errno;

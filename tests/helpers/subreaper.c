@@ -119,7 +119,8 @@ int main(int argc, char **argv)
 	if (i < argc && !strcmp(argv[i], "--"))
 		i++;
 	if (i >= argc) {
-		fprintf(stderr, "subreaper: usage: subreaper [--grace MS] [--leaks FILE] -- CMD [ARG...]\n");
+		fprintf(stderr,
+			"subreaper: usage: subreaper [--grace MS] [--leaks FILE] -- CMD [ARG...]\n");
 		return 2;
 	}
 	if (prctl(PR_SET_CHILD_SUBREAPER, 1) != 0) {
