@@ -345,7 +345,8 @@ ms = int(sys.argv[3])
 L = {k: v["value"] for k, v in d["loss"].items() if isinstance(v, dict) and "value" in v}
 tids = {x["thread_id"] for x in d["threads"]}
 assert len(t["tids"]) == 10001
-assert tids == set(t["tids"]), (len(tids), len(set(t["tids"]) - tids), len(tids - set(t["tids"])))
+assert tids == set(t["tids"]), (len(tids), len(set(t["tids"]) - tids), len(tids - set(t["tids"])),
+                                d["window"], {k: v for k, v in L.items() if v})
 main = t["tids"][0]
 for k in ("threads_dropped", "threads_vanished", "threads_without_baseline",
           "exited_records_overflow", "iterator_write_errors"):
