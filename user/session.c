@@ -84,7 +84,7 @@ struct session {
 	struct doc_thread *threads;
 	size_t nr_threads;
 	struct collector_capability caps[5];
-	struct named_u64 loss[28 + SCHED_PROG_MAX];
+	struct named_u64 loss[29 + SCHED_PROG_MAX];
 	char loss_names[SCHED_PROG_MAX][48];
 	size_t nr_loss;
 	struct named_u64 overhead[2 * SCHED_PROG_MAX + 4];
@@ -95,6 +95,22 @@ struct session {
 	struct span_run spans;
 	bool spans_discovered;
 	struct rusage usage;
+
+	/*
+	 * Without BPF, /proc shows only the threads alive when it is read. The
+	 * process's CPU clock (all its threads, dead ones included; not its
+	 * children) says whether any ran unseen: at a moment when it does not
+	 * move while the threads are read, it equals their sum exactly. In run,
+	 * wait4's rusage gives the switches of every thread that ever ran.
+	 */
+	struct fallback_witness {
+		bool clock_ok; /* both ends read with the clock still */
+		uint64_t cpu_start, cpu_end;
+		bool have_rusage;
+		struct rusage ru;
+		bool child_faults_known;
+		uint64_t child_faults; /* cminflt + cmajflt: children CMD waited for */
+	} fb;
 };
 
 static uint64_t clock_ns(clockid_t id)
@@ -147,6 +163,42 @@ static int proc_stat_state(const char *root, pid_t pid, char *state, unsigned lo
 }
 
 #define PF_KTHREAD 0x00200000UL
+
+/* cminflt + cmajflt of /proc/PID/stat: faults of the children pid waited for. */
+static int proc_stat_child_faults(const char *root, pid_t pid, uint64_t *faults)
+{
+	unsigned long long cmin, cmaj;
+	char path[64], buf[1024];
+	char *p;
+	int n;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	n = fsutil__read_file(root, path, buf, sizeof(buf));
+	if (n < 0)
+		return n;
+	p = strrchr(buf, ')');
+	/* After ") ": state ppid pgrp session tty_nr tpgid flags minflt cminflt majflt cmajflt */
+	if (!p ||
+	    sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %llu %*u %llu", &cmin, &cmaj) != 2)
+		return -EINVAL;
+	*faults = cmin + cmaj;
+	return 0;
+}
+
+/* The process CPU clock of pid (clock_getcpuclockid(3)): every thread, dead ones too. */
+static int process_cpu_ns(pid_t pid, uint64_t *ns)
+{
+	struct timespec ts;
+	clockid_t id;
+	int err = clock_getcpuclockid(pid, &id);
+
+	if (err)
+		return -err;
+	if (clock_gettime(id, &ts))
+		return -errno;
+	*ns = (uint64_t)ts.tv_sec * NS_PER_SEC + (uint64_t)ts.tv_nsec;
+	return 0;
+}
 
 /*
  * A zombie main thread with other threads still listed: the main thread
@@ -481,6 +533,23 @@ static int take_snapshot(struct session *s, struct thread_table *out)
 	return s->use_bpf ? sched_collector__snapshot(s->coll, out) : proc_snapshot(s, out);
 }
 
+/*
+ * proc_snapshot between two reads of the process CPU clock: *still is true
+ * when it did not move, so the threads read are all that ran until then.
+ */
+static int proc_snapshot_witnessed(struct session *s, struct thread_table *out, uint64_t *cpu,
+				   bool *still)
+{
+	uint64_t before = 0;
+	int err, cerr = process_cpu_ns(s->pid, &before);
+
+	err = proc_snapshot(s, out);
+	if (err)
+		return err;
+	*still = !cerr && !process_cpu_ns(s->pid, cpu) && *cpu == before;
+	return 0;
+}
+
 /* A census of live threads' absolute on-CPU ns, bounded like the seed's. */
 static int census_from(struct thread_census *c, const struct thread_table *t,
 		       const struct thread_table *exited, uint64_t elapsed_ns)
@@ -670,7 +739,9 @@ static int start_collecting(struct session *s)
 		}
 	}
 	if (s->opts.mode == TARGET_MODE_ATTACH && !s->use_bpf)
-		return proc_snapshot(s, &s->base);
+		return proc_snapshot_witnessed(s, &s->base, &s->fb.cpu_start, &s->fb.clock_ok);
+	/* run: the command's clock starts at its fork, as its one thread's does. */
+	s->fb.clock_ok = true;
 	return 0;
 }
 
@@ -873,6 +944,13 @@ static int build_document(struct session *s)
 	struct utilization_opts uo = { 0 };
 	uint64_t wall = s->end_mono - s->start_mono;
 	bool totals_known = s->win.vanished_threads == 0;
+	/* Without BPF: the CPU of threads /proc never showed (fallback_witness). */
+	bool fb_cpu_known = s->use_bpf || (s->fb.clock_ok && s->fb.cpu_end >= s->fb.cpu_start);
+	uint64_t fb_cpu = s->fb.cpu_end - s->fb.cpu_start, seen_cpu = s->win.total.sum_exec_runtime;
+	uint64_t unseen_cpu = !s->use_bpf && fb_cpu > seen_cpu ? fb_cpu - seen_cpu : 0;
+	bool complete = totals_known && fb_cpu_known && (s->use_bpf || fb_cpu == seen_cpu);
+	bool ru_switches =
+		!complete && s->fb.have_rusage && s->fb.child_faults_known && !s->fb.child_faults;
 	size_t i;
 	int err;
 
@@ -893,8 +971,13 @@ static int build_document(struct session *s)
 
 	collector_capability__set(
 		&s->caps[0], COLLECTOR_SCHEDULER_ACTIVITY,
-		s->use_bpf ? AVAIL_AVAILABLE : s->bpf_avail, "%s%s", s->bpf_detail,
-		s->use_bpf ? "" : "; values below come from /proc (proc-pid-* sources)");
+		s->use_bpf ? AVAIL_AVAILABLE : s->bpf_avail, "%s%s%s", s->bpf_detail,
+		s->use_bpf ? "" : "; values below come from /proc (proc-pid-* sources)",
+		s->use_bpf || complete ?
+			"" :
+		ru_switches ?
+			"; threads ran unseen (loss.threads_unseen_cpu_ns): process switches from wait4, other totals gaps" :
+			"; threads may have run unseen (loss.threads_unseen_cpu_ns): process totals are gaps");
 	if (s->use_bpf && !s->stats.sched_info)
 		collector_capability__set(
 			&s->caps[0], COLLECTOR_SCHEDULER_ACTIVITY, AVAIL_AVAILABLE,
@@ -952,17 +1035,32 @@ static int build_document(struct session *s)
 	doc->nr_threads = s->nr_threads;
 	fill_detail(&doc->sched_detail, &s->win.total_bpf, s->use_bpf, bpf_gap);
 	doc->kernel_run_delay_ns =
-		totals_known && (!s->use_bpf || s->stats.sched_info) ?
+		complete && (!s->use_bpf || s->stats.sched_info) ?
 			sev_u64__recorded(s->win.total.run_delay,
 					  s->use_bpf ? EV_SRC_BPF_TRACEPOINT :
 						       EV_SRC_PROC_PID_SCHEDSTAT) :
 			sev_u64__gap(s->use_bpf ? EV_SRC_BPF_TRACEPOINT : EV_SRC_PROC_PID_SCHEDSTAT,
-				     totals_known ? EV_GAP_UNSUPPORTED : EV_GAP_UNAVAILABLE);
+				     complete ? EV_GAP_UNSUPPORTED : EV_GAP_UNAVAILABLE);
 
 	/* hardware: totals are the sums over threads, exited included. */
 	hw->counters = s->counters;
 	fill_sched_evidence(&hw->scheduler, &s->win.total, &s->win.total_bpf, s->use_bpf,
-			    s->stats.sched_info, totals_known);
+			    s->stats.sched_info, complete);
+	/*
+	 * Some threads were never read: in run, wait4's rusage still has every
+	 * thread's switches, less each exited thread's last one (__exit_signal
+	 * folds its counts into the process before its final __schedule), and
+	 * plus those of the children CMD waited for, so only when there were
+	 * none (their page faults, cminflt + cmajflt, are 0).
+	 */
+	if (ru_switches) {
+		struct scheduler_evidence *e = &hw->scheduler;
+		uint64_t v = (uint64_t)s->fb.ru.ru_nvcsw, iv = (uint64_t)s->fb.ru.ru_nivcsw;
+
+		e->voluntary_context_switches = sev_u64__recorded(v, EV_SRC_SYSTEM_CALL);
+		e->involuntary_context_switches = sev_u64__recorded(iv, EV_SRC_SYSTEM_CALL);
+		e->total_context_switches = sev_u64__recorded(v + iv, EV_SRC_SYSTEM_CALL);
+	}
 	hw->topology.logical_cpus = s->topo.logical_cpus;
 	hw->topology.physical_cores = s->topo.physical_cores;
 	hw->topology.packages = s->topo.packages;
@@ -988,7 +1086,11 @@ static int build_document(struct session *s)
 		return err;
 	hw->utilization.dropped_threads =
 		s->census[0].dropped_threads + s->census[1].dropped_threads;
-	if (totals_known) {
+	if (!s->use_bpf && fb_cpu_known) {
+		/* The process CPU clock: every thread's, seen or not. */
+		hw->utilization.all_threads_cpu_ns = ev_u64__recorded(fb_cpu);
+		hw->utilization.all_threads_parallelism_milli = milli_ratio_ev(fb_cpu, wall);
+	} else if (s->use_bpf && totals_known) {
 		hw->utilization.all_threads_cpu_ns =
 			ev_u64__recorded(s->win.total.sum_exec_runtime);
 		hw->utilization.all_threads_parallelism_milli =
@@ -1050,6 +1152,11 @@ static int build_document(struct session *s)
 	LOSS("iterator_write_errors", s->stats.iter_write_errors);
 	LOSS("exit_records_not_final", s->stats.exit_not_final);
 	LOSS("proc_read_errors", s->proc_read_errors);
+	/* Threads that ran and were never read (only without BPF): their CPU, not their number. */
+	s->loss[s->nr_loss++] =
+		(struct named_u64){ "threads_unseen_cpu_ns",
+				    fb_cpu_known ? ev_u64__recorded(unseen_cpu) :
+						   ev_u64__gap(EV_GAP_UNAVAILABLE) };
 	LOSS("census_threads_dropped", hw->utilization.dropped_threads);
 	LOSS("frequency_samples_dropped", s->freq_dropped);
 	LOSS("span_records_dropped_ringbuf", s->stats.span_ringbuf_drops);
@@ -1137,7 +1244,17 @@ static int finish_window(struct session *s)
 
 	/* run: the command has exited; keep it a zombie until its threads are read. */
 	fill_target(s, &s->target);
-	err = take_snapshot(s, &s->end);
+	if (s->use_bpf) {
+		err = take_snapshot(s, &s->end);
+	} else {
+		bool still = false;
+
+		err = proc_snapshot_witnessed(s, &s->end, &s->fb.cpu_end, &still);
+		s->fb.clock_ok = s->fb.clock_ok && still;
+		if (s->opts.mode == TARGET_MODE_RUN && s->end_reason == END_REASON_TARGET_EXIT)
+			s->fb.child_faults_known =
+				!proc_stat_child_faults(s->root, s->pid, &s->fb.child_faults);
+	}
 	/* Without BPF, a target gone (and reaped) by now simply has no live threads. */
 	if (err == -ESRCH && !s->use_bpf)
 		err = 0;
@@ -1318,8 +1435,10 @@ int session__run(struct session **out, const struct session_opts *opts, char *er
 	}
 	/* The command has exited: reap it. Otherwise it runs on; see session__finish. */
 	if (opts->mode == TARGET_MODE_RUN && s->end_reason == END_REASON_TARGET_EXIT &&
-	    waitpid(s->pid, &s->wait_status, 0) == s->pid)
+	    wait4(s->pid, &s->wait_status, 0, &s->fb.ru) == s->pid) {
 		s->child_reaped = true;
+		s->fb.have_rusage = true;
+	}
 	err = build_document(s);
 	if (err) {
 		err = session__errf(errbuf, errlen, err, "building the document: %s",

@@ -25,6 +25,39 @@ json_check "$TMP/run.json" \
 	"d['hardware']['value']['scheduler']['timeslices']['source'] == 'proc-pid-schedstat'" \
 	"d['target']['exit']['value'] == {'code': 0}"
 
+# run without BPF on a process whose threads came and went: /proc saw only
+# the main thread at the end, so the process's migrations, run delay and
+# timeslices are gaps, the unseen threads' CPU is counted, and its switches
+# are wait4's: exactly the process's own getrusage (taken after the other
+# threads were gone) plus what the main thread switched after it.
+cp build/workloads/faults "$TMP/faults"
+printf '' | expect_exit 0 timeout 30 "${NOBODY[@]}" "$KHBPF" run -o "$TMP/ru.json" -- \
+	"$TMP/faults" rusage 4
+"$PYTHON" tests/validate_schema.py "$SCHEMA" "$TMP/ru.json" >/dev/null || fail "schema (rusage)"
+"$PYTHON" - "$TMP/ru.json" "$(grep '^{' "$TMP/out")" <<'PY' || fail "run without BPF: process totals"
+import json, sys
+d, t = json.load(open(sys.argv[1])), json.loads(sys.argv[2])
+s = d["hardware"]["value"]["scheduler"]
+main = [x for x in d["threads"] if x["thread_id"] == t["main"]][0]["scheduler"]
+mv = main["voluntary_context_switches"]["value"]["value"]
+miv = main["involuntary_context_switches"]["value"]["value"]
+want = {"voluntary_context_switches": t["ru_nvcsw"] + mv - t["main_nvcsw"],
+        "involuntary_context_switches": t["ru_nivcsw"] + miv - t["main_nivcsw"]}
+want["total_context_switches"] = sum(want.values())
+for k, v in want.items():
+    assert s[k] == {"value": {"status": "recorded", "value": v}, "source": "system-call"}, (k, s[k], v)
+for k in ("cpu_migrations", "scheduler_delay_ns", "timeslices"):
+    assert s[k]["value"] == {"status": "unavailable", "reason": "unavailable"}, (k, s[k])
+assert d["kernel_run_delay_ns"]["value"]["status"] == "unavailable"
+assert len(d["threads"]) == 1
+assert d["loss"]["threads_unseen_cpu_ns"]["value"] > 0, d["loss"]["threads_unseen_cpu_ns"]
+# The process CPU clock: the main thread's and the unseen threads'.
+main_cpu = d["threads"][0]["on_cpu_ns"]["value"]["value"]
+u = d["hardware"]["value"]["utilization"]["all_threads_cpu_ns"]
+assert u == {"status": "recorded", "value": main_cpu + d["loss"]["threads_unseen_cpu_ns"]["value"]}, u
+assert "wait4" in d["collectors"][0]["detail"], d["collectors"][0]["detail"]
+PY
+
 # Spans without BPF: the annotated workload's sites are found but none is
 # attached, each says why, and no metric is reported (a 0 would be made up).
 # A copy in $TMP: nobody may not be able to read the clone (e.g. under /root).
@@ -57,5 +90,24 @@ json_check "$TMP/att.json" \
 	"$cap['availability'] == 'permission-denied'" \
 	"len(d['threads']) == 3" \
 	"all(t['scheduler']['cpu_migrations']['source'] == 'proc-pid-sched' for t in d['threads'])" \
-	"d['loss']['threads_vanished']['value'] == 0"
+	"d['loss']['threads_vanished']['value'] == 0" \
+	"d['loss']['threads_unseen_cpu_ns']['value'] > 0" \
+	"all(v['value'] == {'status': 'unavailable', 'reason': 'unavailable'} for k, v in d['hardware']['value']['scheduler'].items() if k != 'version')"
+
+# The burst's helper thread was born and gone between the two reads: /proc
+# never showed it, its CPU is counted and the process totals are gaps (above).
+# Idle for the whole window, nothing runs unseen: the totals are recorded.
+mkfifo "$TMP/ctl2"
+"${NOBODY[@]}" build/workloads/phased --threads 2 <"$TMP/ctl2" >"$TMP/ph2.out" &
+pid=$!
+exec 7>"$TMP/ctl2"
+for _ in $(seq 50); do grep -q ready "$TMP/ph2.out" 2>/dev/null && break; sleep 0.1; done
+"${NOBODY[@]}" "$KHBPF" attach --pid "$pid" --duration 0.3 -o "$TMP/idle.json" 2>"$TMP/kh.err" ||
+	fail "attach as nobody (idle) failed: $(cat "$TMP/kh.err")"
+exec 7>&-
+wait "$pid"
+json_check "$TMP/idle.json" \
+	"len(d['threads']) == 3" \
+	"d['loss']['threads_unseen_cpu_ns'] == {'status': 'recorded', 'value': 0}" \
+	"all(v['value']['status'] == 'recorded' for k, v in d['hardware']['value']['scheduler'].items() if k != 'version')"
 echo "fallback_nobpf: ok"

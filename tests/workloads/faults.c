@@ -30,6 +30,12 @@
  *                 calls die-tick T times (default 0) and
  *                 prints {"ticks": T, "open": [[tid, depth], ...]}, SIGKILLs the
  *                 process: every span is left open
+ *  rusage N      N threads that each sleep 1 ms 5 times, joined and gone
+ *                 from /proc/self/task; then main's getrusage(RUSAGE_SELF)
+ *                 (every thread's switches, less each exited one's last) taken
+ *                 with no switch of main around it, and main's own counts:
+ *                 prints {"ru_nvcsw": N, "ru_nivcsw": N, "main_nvcsw": N,
+ *                 "main_nivcsw": N, "main": tid}
  * --wait prints "ready", then reads one byte (or EOF) from stdin first.
  */
 #define _GNU_SOURCE
@@ -37,7 +43,9 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
@@ -64,8 +72,80 @@ static uint64_t cpu_ns(clockid_t id)
 static int usage(void)
 {
 	fprintf(stderr, "faults: usage: faults threads N [B] | comm | exec-self | exec-thread | "
-			"after-exec | fork-exec | leader-exit | die-in-span N [T]  [--wait]\n");
+			"after-exec | fork-exec | leader-exit | die-in-span N [T] | rusage N  "
+			"[--wait]\n");
 	return 2;
+}
+
+/* rusage: the calling thread's own switch counts, from /proc/thread-self/status. */
+static int own_switches(unsigned long long *vol, unsigned long long *invol)
+{
+	char line[256];
+	int found = 0;
+	FILE *f = fopen("/proc/thread-self/status", "re");
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		found += sscanf(line, "voluntary_ctxt_switches: %llu", vol) == 1;
+		found += sscanf(line, "nonvoluntary_ctxt_switches: %llu", invol) == 1;
+	}
+	fclose(f);
+	return found == 2 ? 0 : -1;
+}
+
+static int tasks_listed(void)
+{
+	struct dirent *e;
+	int n = 0;
+	DIR *d = opendir("/proc/self/task");
+
+	if (!d)
+		return -1;
+	while ((e = readdir(d)))
+		n += e->d_name[0] != '.';
+	closedir(d);
+	return n;
+}
+
+static void *sleeper_thread(void *arg)
+{
+	struct timespec ms = { 0, 1000000 };
+	int i;
+
+	(void)arg;
+	for (i = 0; i < 5; i++)
+		nanosleep(&ms, NULL);
+	return NULL;
+}
+
+static int mode_rusage(unsigned long n)
+{
+	unsigned long long v1, iv1, v2, iv2;
+	struct rusage ru;
+	pthread_t *th = calloc(n, sizeof(*th));
+	unsigned long i;
+
+	if (!th)
+		return 1;
+	for (i = 0; i < n; i++)
+		if (pthread_create(&th[i], NULL, sleeper_thread, NULL))
+			return 1;
+	for (i = 0; i < n; i++)
+		pthread_join(th[i], NULL);
+	/* Joined is not yet released (__exit_signal): wait until they are. */
+	while (tasks_listed() != 1)
+		sched_yield();
+	do {
+		if (own_switches(&v1, &iv1) || getrusage(RUSAGE_SELF, &ru) ||
+		    own_switches(&v2, &iv2))
+			return 1;
+	} while (v1 != v2 || iv1 != iv2);
+	printf("{\"ru_nvcsw\": %ld, \"ru_nivcsw\": %ld, \"main_nvcsw\": %llu, "
+	       "\"main_nivcsw\": %llu, \"main\": %d}\n",
+	       ru.ru_nvcsw, ru.ru_nivcsw, v1, iv1, (int)tid_self());
+	free(th);
+	return 0;
 }
 
 /* threads: every thread records its tid at its own index. */
@@ -380,6 +460,11 @@ int main(int argc, char **argv)
 	if (argc < 2)
 		return usage();
 	mode = argv[1];
+	if (!strcmp(mode, "rusage")) {
+		if (argc < 3 || parse_ulong(argv[2], 1, 1000, &n))
+			return usage();
+		a = 3;
+	}
 	if (!strcmp(mode, "threads") || !strcmp(mode, "die-in-span")) {
 		if (argc < 3 ||
 		    parse_ulong(argv[2], 1, !strcmp(mode, "threads") ? 100000 : 1024, &n))
@@ -416,5 +501,7 @@ int main(int argc, char **argv)
 		return mode_leader_exit();
 	if (!strcmp(mode, "die-in-span"))
 		return mode_die_in_span(n, b);
+	if (!strcmp(mode, "rusage"))
+		return mode_rusage(n);
 	return usage();
 }
