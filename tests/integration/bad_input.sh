@@ -119,7 +119,8 @@ assert d["window"]["end_reason"] == "target-exit"
 assert [c["availability"] for c in d["collectors"] if c["collector"] == "scheduler-activity"] == ["available"]
 tids = sorted(t["thread_id"] for t in d["threads"])
 # Host ids: the leader's is the host pid (its own namespace calls it 1).
-assert tids[0] == host and len(tids) == 3, tids
+assert tids and tids[0] == host and len(tids) == 3, (tids, d["window"],
+    {k: v["value"] for k, v in d["loss"].items() if isinstance(v, dict) and v.get("value")})
 got = {m["metric_id"]: m["calls"] for m in d["span_metrics"]}
 assert got == truth, (got, truth)
 PY

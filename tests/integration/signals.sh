@@ -73,7 +73,8 @@ start_phased() {
 start_kh() {
 	local in=$1
 	shift
-	rm -f "$F"
+	# A fresh stderr file: the last case's "watching" must not be read as this one's.
+	rm -f "$F" "$TMP/kh.err"
 	timeout -k 5 35 "$KHBPF" "$@" <"$in" >"$TMP/kh.out" 2>"$TMP/kh.err" 7>&- &
 	TP=$!
 	wait_for watching "$TMP/kh.err" || fail "khbpf did not start: $(cat "$TMP/kh.err")"
