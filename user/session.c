@@ -144,22 +144,30 @@ int session__errf(char *buf, size_t len, int err, const char *fmt, ...)
 	return err;
 }
 
-/* State letter and flags from /proc/PID/stat, parsed after the last ')'. */
-static int proc_stat_state(const char *root, pid_t pid, char *state, unsigned long *flags)
+/* /proc/PID/stat into buf; *after points past the last ')' (comm may hold any). */
+static int proc_stat_read(const char *root, pid_t pid, char *buf, size_t size, char **after)
 {
-	char path[64], buf[1024];
-	char *p;
+	char path[64];
 	int n;
 
 	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	n = fsutil__read_file(root, path, buf, sizeof(buf));
+	n = fsutil__read_file(root, path, buf, size);
 	if (n < 0)
 		return n == -ENOENT ? -ESRCH : n;
-	p = strrchr(buf, ')');
+	*after = strrchr(buf, ')');
+	return *after ? 0 : -EINVAL;
+}
+
+/* State letter and flags from /proc/PID/stat. */
+static int proc_stat_state(const char *root, pid_t pid, char *state, unsigned long *flags)
+{
+	char buf[1024], *p;
+	int err = proc_stat_read(root, pid, buf, sizeof(buf), &p);
+
 	/* After ") ": state ppid pgrp session tty_nr tpgid flags */
-	if (!p || sscanf(p + 1, " %c %*d %*d %*d %*d %*d %lu", state, flags) != 2)
-		return -EINVAL;
-	return 0;
+	if (!err && sscanf(p + 1, " %c %*d %*d %*d %*d %*d %lu", state, flags) != 2)
+		err = -EINVAL;
+	return err;
 }
 
 #define PF_KTHREAD 0x00200000UL
@@ -168,21 +176,16 @@ static int proc_stat_state(const char *root, pid_t pid, char *state, unsigned lo
 static int proc_stat_child_faults(const char *root, pid_t pid, uint64_t *faults)
 {
 	unsigned long long cmin, cmaj;
-	char path[64], buf[1024];
-	char *p;
-	int n;
+	char buf[1024], *p;
+	int err = proc_stat_read(root, pid, buf, sizeof(buf), &p);
 
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	n = fsutil__read_file(root, path, buf, sizeof(buf));
-	if (n < 0)
-		return n;
-	p = strrchr(buf, ')');
-	/* After ") ": state ppid pgrp session tty_nr tpgid flags minflt cminflt majflt cmajflt */
-	if (!p ||
+	/* ... flags minflt cminflt majflt cmajflt */
+	if (!err &&
 	    sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %llu %*u %llu", &cmin, &cmaj) != 2)
-		return -EINVAL;
-	*faults = cmin + cmaj;
-	return 0;
+		err = -EINVAL;
+	if (!err)
+		*faults = cmin + cmaj;
+	return err;
 }
 
 /* The process CPU clock of pid (clock_getcpuclockid(3)): every thread, dead ones too. */

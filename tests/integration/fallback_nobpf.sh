@@ -72,12 +72,18 @@ json_check "$TMP/spans.json" \
 	"d['span_metrics'] == []" \
 	"d['events']['availability'] == {'status': 'unavailable', 'reason': 'permission-denied'}"
 
+# phased_as_nobody NAME: build/workloads/phased --threads 2 as nobody
+# (pid), told to work through fd 7, started once it says it is ready.
+phased_as_nobody() {
+	mkfifo "$TMP/$1.ctl"
+	"${NOBODY[@]}" build/workloads/phased --threads 2 <"$TMP/$1.ctl" >"$TMP/$1.out" &
+	pid=$!
+	exec 7>"$TMP/$1.ctl"
+	for _ in $(seq 50); do grep -q ready "$TMP/$1.out" 2>/dev/null && break; sleep 0.1; done
+}
+
 # attach as nobody: the idle process's threads, read from /proc at both ends.
-mkfifo "$TMP/ctl"
-"${NOBODY[@]}" build/workloads/phased --threads 2 <"$TMP/ctl" >"$TMP/ph.out" &
-pid=$!
-exec 7>"$TMP/ctl"
-for _ in $(seq 50); do grep -q ready "$TMP/ph.out" 2>/dev/null && break; sleep 0.1; done
+phased_as_nobody burst
 "${NOBODY[@]}" "$KHBPF" attach --pid "$pid" --duration 1.5 -o "$TMP/att.json" 2>"$TMP/kh.err" &
 kh=$!
 for _ in $(seq 100); do grep -q watching "$TMP/kh.err" 2>/dev/null && break; sleep 0.05; done
@@ -97,11 +103,7 @@ json_check "$TMP/att.json" \
 # The burst's helper thread was born and gone between the two reads: /proc
 # never showed it, its CPU is counted and the process totals are gaps (above).
 # Idle for the whole window, nothing runs unseen: the totals are recorded.
-mkfifo "$TMP/ctl2"
-"${NOBODY[@]}" build/workloads/phased --threads 2 <"$TMP/ctl2" >"$TMP/ph2.out" &
-pid=$!
-exec 7>"$TMP/ctl2"
-for _ in $(seq 50); do grep -q ready "$TMP/ph2.out" 2>/dev/null && break; sleep 0.1; done
+phased_as_nobody idle
 "${NOBODY[@]}" "$KHBPF" attach --pid "$pid" --duration 0.3 -o "$TMP/idle.json" 2>"$TMP/kh.err" ||
 	fail "attach as nobody (idle) failed: $(cat "$TMP/kh.err")"
 exec 7>&-
