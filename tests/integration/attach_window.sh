@@ -16,6 +16,7 @@ run_window() { # MODE-FLAGS...
 	exec 7>"$ctl"
 	for _ in $(seq 50); do grep -q ready "$TMP/phased.out" 2>/dev/null && break; sleep 0.1; done
 	"$PYTHON" "$CMP" snap "$pid" "$TMP/before.json" || fail "snap before"
+	: >"$TMP/kh.err" # fresh: wait_for must not read a line of an earlier start
 	"$KHBPF" attach --pid "$pid" --duration 2 -o "$TMP/doc.json" "$@" 2>"$TMP/kh.err" &
 	khpid=$!
 	for _ in $(seq 100); do grep -q watching "$TMP/kh.err" 2>/dev/null && break; sleep 0.05; done

@@ -103,6 +103,7 @@ other_pidns_case() {
 	host=$(cat /proc/"$outer"/task/*/children | tr -s ' ' '\n' | grep . | head -n 1)
 	inner=$(awk '/^NSpid:/ {print $NF}' /proc/"$host"/status)
 	[ "$inner" != "$host" ] || fail "pid $host is not in a PID namespace of its own"
+	: >"$TMP/err" # fresh: wait_for must not read a line of an earlier start
 	timeout -k 5 30 "$KHBPF" attach --pid "$host" --duration 30 -o "$OUT" 2>"$TMP/err" &
 	kh=$!
 	wait_for watching "$TMP/err" || fail "attach did not start: $(cat "$TMP/err")"
@@ -396,6 +397,7 @@ signal_attach_phase_case() { # SIG
 	set -m
 	for d in 0 0.01 0.03 0.06 0.1 0.15 0.25; do
 		rm -f "$OUT"
+		: >"$TMP/err" # fresh: wait_for must not read a line of an earlier start
 		"$KHBPF" attach --pid "$LIVE" --duration 20 -o "$OUT" >"$TMP/out" 2>"$TMP/err" &
 		kh=$!
 		sleep "$d"
@@ -424,6 +426,7 @@ signal_run_phase_case() {
 	local d kh rc
 	for d in 0 0.02 0.05 0.1 0.2; do
 		rm -f "$OUT"
+		: >"$TMP/err" # fresh: wait_for must not read a line of an earlier start
 		"$KHBPF" run -o "$OUT" -- sleep "20.$$" >"$TMP/out" 2>"$TMP/err" &
 		kh=$!
 		sleep "$d"
@@ -443,6 +446,7 @@ signal_run_phase_case() {
 # run, in the middle: SIGHUP is passed to the command, which dies of it.
 sighup_run_case() {
 	local kh
+	: >"$TMP/err" # fresh: wait_for must not read a line of an earlier start
 	"$KHBPF" run -o "$OUT" -- sleep 20 >"$TMP/out" 2>"$TMP/err" &
 	kh=$!
 	wait_for watching "$TMP/err" || fail "run did not start"
@@ -467,6 +471,7 @@ signal_write_case() {
 	tgt=$!
 	exec 7>"$TMP/t.in"
 	wait_for ready "$TMP/t.out" || fail "faults did not start"
+	: >"$TMP/err" # fresh: wait_for must not read a line of an earlier start
 	"$KHBPF" attach --pid "$tgt" --duration 60 -o "$OUT" 2>"$TMP/err" &
 	kh=$!
 	wait_for watching "$TMP/err" || fail "attach did not start"

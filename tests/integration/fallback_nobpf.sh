@@ -84,6 +84,7 @@ phased_as_nobody() {
 
 # attach as nobody: the idle process's threads, read from /proc at both ends.
 phased_as_nobody burst
+: >"$TMP/kh.err" # fresh: wait_for must not read a line of an earlier start
 "${NOBODY[@]}" "$KHBPF" attach --pid "$pid" --duration 1.5 -o "$TMP/att.json" 2>"$TMP/kh.err" &
 kh=$!
 for _ in $(seq 100); do grep -q watching "$TMP/kh.err" 2>/dev/null && break; sleep 0.05; done

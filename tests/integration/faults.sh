@@ -51,6 +51,7 @@ start_target() {
 # attach_bg ARGS...: khbpf attach in the background (KH), started when it
 # says it is watching.
 attach_bg() {
+	: >"$TMP/kh.err" # fresh: wait_for must not read a line of an earlier start
 	"$KHBPF" attach --pid "$TGT" "$@" 2>"$TMP/kh.err" &
 	KH=$!
 	wait_for watching "$TMP/kh.err" || fail "attach did not start: $(cat "$TMP/kh.err")"
@@ -215,6 +216,7 @@ die_ringfull_case() {
 	trap 'kill -9 $kh $tp 2>/dev/null' EXIT
 	rm -f "$TMP/dr.in" "$TMP/dr.out"
 	mkfifo "$TMP/dr.in" || fail "mkfifo"
+	: >"$TMP/kh.err" # fresh: wait_for must not read a line of an earlier start
 	timeout -k 5 90 "$KHBPF" run --max-spans 1000000 -o "$TMP/dr.json" -- \
 		"$W" die-in-span 3 100000 --wait <"$TMP/dr.in" >"$TMP/dr.out" 2>"$TMP/kh.err" &
 	tp=$!
@@ -322,6 +324,7 @@ many_threads_case() {
 	trap 'kill -9 $TGT $KH 2>/dev/null' EXIT
 	start_target threads 10000
 	# khbpf's peak RSS over its whole life, JSON output included (wait4).
+	: >"$TMP/kh.err" # fresh: wait_for must not read a line of an earlier start
 	"$PYTHON" -c 'import os, subprocess, sys
 p = subprocess.Popen(sys.argv[2:])
 _, st, ru = os.wait4(p.pid, 0)
@@ -430,6 +433,7 @@ ringbuf_case() { # MAX-SPANS
 	trap 'kill -9 $kh $tp 2>/dev/null' EXIT
 	rm -f "$TMP/rb.in" "$TMP/rb.out"
 	mkfifo "$TMP/rb.in" || fail "mkfifo"
+	: >"$TMP/kh.err" # fresh: wait_for must not read a line of an earlier start
 	timeout -k 5 90 "$KHBPF" run --max-spans "$max" -o "$TMP/rb.json" -- \
 		build/workloads/spanbench --site annotated --calls 200000 --wait \
 		<"$TMP/rb.in" >"$TMP/rb.out" 2>"$TMP/kh.err" &

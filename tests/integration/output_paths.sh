@@ -160,6 +160,7 @@ serve_refused_case() {
 serve_for() {
 	local secs=$1 k rc
 	shift
+	: >"$TMP/serve.err" # fresh: wait_for must not read a line of an earlier start
 	"$KHBPF" serve --listen 127.0.0.1:0 --interval 1 "$@" 2>"$TMP/serve.err" &
 	k=$!
 	sleep "$secs"

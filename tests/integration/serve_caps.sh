@@ -12,6 +12,7 @@ caps=$(sed -n 's/^AmbientCapabilities=//p' tools/khbpf.service | tr 'A-Z ' 'a-z,
 # nobody must be able to reach the binary.
 cp "$KHBPF" "$TMP/khbpf" && chmod 755 "$TMP" "$TMP/khbpf"
 PORT=$("$PYTHON" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+: >"$TMP/serve.err" # fresh: wait_for must not read a line of an earlier start
 capsh --inh="$caps" --keep=1 --user=nobody --addamb="$caps" -- \
 	-c "exec $TMP/khbpf serve --listen 127.0.0.1:$PORT --interval 1" 2>"$TMP/serve.err" &
 SH=$!

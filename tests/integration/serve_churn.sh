@@ -14,6 +14,7 @@ trap 'for p in $SERVE_PID $LOOP; do kill "$p" 2>/dev/null; done; wait 2>/dev/nul
 PORT=$("$PYTHON" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 URL="http://127.0.0.1:$PORT"
 
+: >"$TMP/serve.err" # fresh: wait_for must not read a line of an earlier start
 "$KHBPF" serve --listen "127.0.0.1:$PORT" --by process --top 5 --max-groups 64 \
 	--interval 0.5 --max-age 2 2>"$TMP/serve.err" &
 SERVE_PID=$!
@@ -133,6 +134,7 @@ SERVE_PID=
 # --pid: that process's threads only (a sleeping loop; its sleep children are not it).
 bash -c 'while :; do sleep 0.01; done' &
 LOOP=$!
+: >"$TMP/serve.err" # fresh: wait_for must not read a line of an earlier start
 "$KHBPF" serve --listen "127.0.0.1:$PORT" --pid "$LOOP" --by process --interval 0.5 \
 	2>"$TMP/serve.err" &
 SERVE_PID=$!

@@ -34,6 +34,7 @@ for _ in range(3):
     s = socket.socket(); s.bind(("127.0.0.1", 0)); ps.append(s)
 print(*[s.getsockname()[1] for s in ps])')
 
+: >"$TMP/serve.err" # fresh: wait_for must not read a line of an earlier start
 "$KHBPF" serve --listen "127.0.0.1:$PORT" --interval 1 --ndjson "$TMP/windows.ndjson" \
 	>"$TMP/serve.out" 2>"$TMP/serve.err" &
 SERVE_PID=$!
