@@ -8,6 +8,8 @@
 #                        not in `all`: tests/integration/spans_rust.sh builds it)
 #   make V=1             show the commands
 #   make SANITIZE=address,undefined   build user code and tests with sanitizers
+#   make fresh-check     the README's two commands on a fresh Debian 12 root (root)
+#   make vmtest          khbpf on Debian's kernels under qemu (root; KERNELS=...)
 #   make fuzz            run each libFuzzer harness of tests/fuzz for FUZZ_SECONDS (60)
 #   VMLINUX_BTF=/path    kernel BTF used to generate build/vmlinux.h
 #   VMLINUX_H=/path      use an existing vmlinux.h instead of generating one
@@ -86,7 +88,7 @@ HELPERS := $(patsubst tests/helpers/%.c,build/tests/helpers/%,$(wildcard tests/h
 
 C_FILES := $(wildcard bpf/*.c bpf/*.h user/*.c user/*.h include/khbpf/*.h tests/*.c tests/*.h tests/workloads/*.c tests/workloads/*.h tests/helpers/*.c tools/*.c)
 
-.PHONY: all check fresh-check unit-tests workloads demo bench bench-spans bench-serve soak format format-check clean deps
+.PHONY: all check fresh-check vmtest unit-tests workloads demo bench bench-spans bench-serve soak format format-check clean deps
 all: $(KHBPF)
 
 deps: $(DEPS_STAMP)
@@ -250,6 +252,13 @@ bench-spans: $(BENCH_SPANS_DEPS)
 # only a clone of this commit (tools/fresh-check.sh; FRESH_FLAGS=--demo-only).
 fresh-check:
 	$(Q)tools/fresh-check.sh $(FRESH_FLAGS)
+
+# The kernel matrix: Debian's kernels (5.10, 6.1, 6.12, 6.12-rt, the newest)
+# booted with virtme-ng on this host's root; KERNELS= and VMTEST_TESTS= choose
+# (tools/vmtest.sh --help). Results in build/vmtest/.
+vmtest: $(KHBPF) workloads
+	$(Q)tools/install-deps.sh --with-vmtest
+	$(Q)tools/vmtest.sh
 
 # The first of the README's two commands: khbpf on the bundled demo workload.
 demo: $(KHBPF) build/workloads/demo

@@ -6,6 +6,7 @@
 #                      Chromium, valgrind, rustc, curl, capsh, ss, binutils...)
 #   --with-bench       also the peers `make bench` compares with (perf, libbpf-tools, bpftrace)
 #   --with-fresh       also debootstrap (`make fresh-check`)
+#   --with-vmtest      also qemu and what virtme-ng needs on the host (`make vmtest`)
 #   --check            print what is missing (one line) and exit 1 if anything is; install nothing
 # --with-prometheus, --with-browser and --with-valgrind are kept as parts of --with-tests.
 set -eu
@@ -33,8 +34,9 @@ for arg in "$@"; do
 	--with-browser) pkgs="$pkgs $browser" ;;
 	--with-valgrind) pkgs="$pkgs $valgrind" ;;
 	--with-fresh) pkgs="$pkgs debootstrap git tar gzip" ;;
+	--with-vmtest) pkgs="$pkgs qemu-system-x86 busybox-static udev kmod file jq python3 python3-argcomplete python3-requests python3-pkg-resources" ;;
 	-h | --help)
-		sed -n '2,10s/^# \{0,1\}//p' "$0"
+		sed -n '2,11s/^# \{0,1\}//p' "$0"
 		exit 0
 		;;
 	*)

@@ -18,9 +18,11 @@
 # Outputs, under build/vmtest/ (VMTEST_OUT=):
 #   <kernel>.json   release, package, accelerator, boot seconds, each step's
 #                   exit code and seconds, and `khbpf probe --json` embedded
-#   <kernel>/       what the guest wrote: probe.json, each step's log,
-#                   steps.tsv, guest.tsv (facts about the guest), dmesg.log,
-#                   and console.log (virtme-ng and the guest's console)
+#   <kernel>/       what the guest wrote: probe.json, each step's log
+#                   (NAME.log, a colon as -), steps.tsv, guest.tsv (facts
+#                   about the guest), mounts.txt, dmesg.log, and console.log
+#                   (virtme-ng's and the guest kernel's console); and the
+#                   khbpf that ran there
 #   table.md        kernel | accel | each probe collector | each step
 # Exits 0 when every step passed in every guest, 1 when any failed or a guest
 # did not come up, 2 on a usage or setup error. The last line is
@@ -28,12 +30,15 @@
 #
 # Environment:
 #   KERNELS               kernels to boot (default: 5.10 6.1 6.12 6.12-rt sid)
-#   VMTEST_TESTS          in-guest steps, in order (default: probe demo); the
+#   VMTEST_TESTS          in-guest steps, in order (default: probe bpf demo); the
 #                         names are those of guest_test_cmd below, plus
 #                         integration:NAME (tests/integration/NAME.sh) and
 #                         integration (every one of them)
 #   VMTEST_TIMEOUT        seconds one guest may take, boot included (900)
-#   VMTEST_STEP_TIMEOUT   seconds one step may take inside the guest (600)
+#   VMTEST_STEP_TIMEOUT   seconds one step may take inside the guest (600);
+#                         under TCG most integration tests take 10-70 s, but
+#                         bad_input and faults each ran past 600 s here, so
+#                         raise both for `integration`
 #   VMTEST_ACCEL          auto (KVM when a trial boot works, else TCG), kvm, tcg
 #   VMTEST_MEMORY         guest memory (2G); VMTEST_CPUS guest CPUs (2)
 #   VMTEST_CACHE          cache (~/.cache/khbpf): kernels/, virtme-ng/, apt/
@@ -45,11 +50,20 @@
 #                         sources.list)
 #   VMTEST_KEYRING        archive keyring (/usr/share/keyrings/
 #                         debian-archive-keyring.gpg: bookworm's 2023.3 has
-#                         the bullseye..trixie keys, and unstable is signed
-#                         with the trixie automatic key too, so it suffices)
+#                         the bullseye..trixie keys, and unstable's Release
+#                         is signed with the 12/bookworm and 13/trixie
+#                         automatic keys, so it suffices for sid too)
 #   KHBPF                 the binary under test (build/khbpf); it is copied to
 #                         build/vmtest/khbpf first so that every guest tests
 #                         the same one even if the tree is rebuilt meanwhile
+#
+# The guest: the host's root, read-only over 9p, with virtme-init's
+# in-memory overlays on /etc /lib /home /opt /srv /usr /var; this script adds
+# a tmpfs on /tmp and an in-memory overlay on the repository (both writable,
+# nothing reaches the host), mounts bpffs, and enables the cgroup v2
+# controllers; see guest_main. Steps see $OUT (the guest's output directory,
+# written through to the host's build/vmtest/<kernel>/) and $KHBPF.
+# Under TCG: -cpu max, and one host thread for all vCPUs (see boot_guest).
 #
 # How the pieces are obtained (nothing touches the host's apt configuration
 # or lists: every Debian package below but the host ones is fetched by name
@@ -69,7 +83,10 @@
 #              --exec talks to the host, are made by udev rules from the host
 #              root) and jq (this script). The Debian package has no
 #              virtme-ng-init (that is Rust); it falls back to the bash
-#              virtme-init, which works.
+#              virtme-init, which works. No virtiofsd: bookworm has only
+#              qemu's old C one (/usr/lib/qemu/virtiofsd), which virtme-ng
+#              tries as root, fails to start (~3 s), and then falls back to
+#              9p for the root file system, which is what the guests use.
 #   kernels    the suite's linux-image-amd64 (or -rt-amd64) metapackage names
 #              the versioned image package (linux-image-6.1.0-50-amd64); that
 #              package is downloaded with `apt-get download NAME/SUITE`, plus,
@@ -99,6 +116,9 @@ guest_test_cmd() {
 	case $1 in
 	probe) echo '"$KHBPF" probe --json >"$OUT/probe.json"' ;;
 	demo) echo '"$KHBPF" run -o "$OUT/demo.json" -- build/workloads/demo' ;;
+	# khbpf's own BPF collectors load here: probe passing on the /proc
+	# fallback alone is not enough.
+	bpf) echo '/usr/bin/python3 -c "import json, sys; c = {x[\"collector\"]: x[\"availability\"] for x in json.load(open(sys.argv[1]))[\"collectors\"]}; bad = {k: v for k, v in c.items() if k in (\"scheduler-activity\", \"span-probes\") and v != \"available\"}; print(\"bpf:\", bad or \"available\"); sys.exit(1 if bad else 0)" "$OUT/probe.json"' ;;
 	integration:*)
 		local t=tests/integration/${1#integration:}.sh
 		[ -f "$ROOT/$t" ] || return 1
@@ -108,14 +128,31 @@ guest_test_cmd() {
 	esac
 }
 
-# The guest half: runs inside the VM as `vmtest.sh --guest OUT KHBPF STEP...`
+# The guest half: runs inside the VM as `vmtest.sh --guest DIR STEP...`
 # (virtme-ng's --exec), as root, with the host root mounted read-only and
-# /tmp, /etc, /var, /usr... overlaid writable in guest memory.
+# /etc, /var, /usr... overlaid writable in guest memory by virtme-init. DIR
+# is this guest's output directory (virtme-ng's --rwdir, a 9p mount of the
+# host's), holding the khbpf under test.
 guest_main() {
-	OUT=$1 KHBPF=$2
-	shift 2
-	export OUT KHBPF
 	set +e
+	# The mounts below may hide DIR (under /tmp or the tree): first a
+	# second mount of it at a fixed place, which the steps then use.
+	mkdir -p /run/vmtest/out /run/vmtest/upper /run/vmtest/work
+	mount --bind "$1" /run/vmtest/out || exit 1
+	OUT=/run/vmtest/out KHBPF=/run/vmtest/out/khbpf
+	shift
+	export OUT KHBPF
+	# /tmp: virtme-init makes it an overlay over the host's /tmp, and
+	# overlayfs has no O_TMPFILE before 6.6, which khbpf's output.c uses
+	# (it falls back to a named temporary file, which the tests then find
+	# left behind after a signal). A tmpfs, as on most hosts.
+	mount -t tmpfs -o mode=1777 vmtest-tmp /tmp
+	# The repository is read-only in the guest (the host root is), but
+	# tests write into it (objcopy rewrites build/workloads/spanned in
+	# place): an overlay with its upper layer in guest memory lets them,
+	# and nothing reaches the host.
+	mount -t overlay -o "lowerdir=$ROOT,upperdir=/run/vmtest/upper,workdir=/run/vmtest/work" vmtest-tree "$ROOT" ||
+		echo "vmtest-guest: could not overlay $ROOT; it stays read-only" >&2
 	cd "$ROOT" || exit 1
 	# virtme-init mounts tracefs, debugfs and cgroup2 (at /sys/fs/cgroup)
 	# but not bpffs; make sure of all of them, as a systemd host would.
@@ -140,6 +177,7 @@ guest_main() {
 		printf 'btf\t%s\n' "$([ -r /sys/kernel/btf/vmlinux ] && echo yes || echo no)"
 		printf 'cgroup_fs\t%s\n' "$(stat -f -c %T /sys/fs/cgroup)"
 		printf 'cgroup_subtree_control\t%s\n' "$(cat /sys/fs/cgroup/cgroup.subtree_control 2>/dev/null)"
+		printf 'tmp_fs\t%s\n' "$(stat -f -c %T /tmp)"
 		printf 'tmp_writable\t%s\n' "$(f=$(mktemp /tmp/vmtest.XXXXXX 2>/dev/null) && rm -f "$f" && echo yes || echo no)"
 		printf 'tree_writable\t%s\n' "$(touch .vmtest-w 2>/dev/null && rm -f .vmtest-w && echo yes || echo no)"
 		printf 'memlock\t%s\n' "$(ulimit -l)"
@@ -168,12 +206,23 @@ if [ "${1:-}" = --guest ]; then
 	shift
 	guest_main "$@"
 fi
+case "${1:-}" in
+"") ;;
+-h | --help)
+	sed -n '3,66s/^# \{0,1\}//p' "$0"
+	exit 0
+	;;
+*)
+	echo "vmtest.sh: unknown argument '$1'; the settings are environment variables (see --help)" >&2
+	exit 2
+	;;
+esac
 
 # ---------------------------------------------------------------------------
 # Host side.
 
 KERNELS=${KERNELS:-"5.10 6.1 6.12 6.12-rt sid"}
-read -r -a TESTS <<<"${VMTEST_TESTS:-probe demo}"
+read -r -a TESTS <<<"${VMTEST_TESTS:-probe bpf demo}"
 VMTEST_TIMEOUT=${VMTEST_TIMEOUT:-900}
 VMTEST_STEP_TIMEOUT=${VMTEST_STEP_TIMEOUT:-600}
 VMTEST_ACCEL=${VMTEST_ACCEL:-auto}
@@ -313,7 +362,9 @@ setup_apt() {
 	mirror=${MIRROR:-$(host_mirror)}
 	[ -n "$mirror" ] || die "no Debian mirror in the host's apt sources: set MIRROR="
 	[ -r "$KEYRING" ] || die "archive keyring $KEYRING is missing (debian-archive-keyring)"
-	for k in $KERNELS; do
+	# Every default suite, whatever KERNELS is: a subset then does not
+	# change the sources list, which would force a new update.
+	for k in 5.10 6.1 6.12 sid $KERNELS; do
 		src=$(kernel_source "$k")
 		suites+=("${src%% *}")
 	done
@@ -472,22 +523,34 @@ boot_guest() {
 	local logf=$1 limit=$2 accel=$3 rwdir=$4 seen=0 n line
 	shift 4
 	local args=(--run "$K_IMG" --memory "$VMTEST_MEMORY" --cpus "$VMTEST_CPUS" --verbose)
-	[ -n "$rwdir" ] && args+=("--rwdir=$rwdir")
+	# GUEST=HOST, both absolute: given HOST alone, virtme-ng 1.35 checks
+	# the guest path relative to the current directory, and fails.
+	[ -n "$rwdir" ] && args+=("--rwdir=$rwdir=$rwdir")
 	args+=(--exec "$(printf '%q ' "$@")")
 	if [ "$accel" = tcg ]; then
 		# virtme-ng asks for -cpu host only with KVM; TCG's default is
 		# qemu64 (x86-64-v1, no AVX, no PCID...). max is every feature
 		# TCG emulates, nearer to a real host's CPU.
-		args+=(--disable-kvm "--qemu-opts=-cpu max")
+		# thread=single: with multi-threaded TCG (one host thread per
+		# vCPU, the default) a vCPU can run stale translated code while
+		# another patches kernel text, and the kernel's int3-based
+		# patching (text_poke_bp: static keys flip when BPF attaches to a
+		# tracepoint) then oopses on a leftover int3 in __schedule
+		# ("Oops: int3", seen on 6.12 and 7.2). One thread for all vCPUs
+		# keeps their view of memory coherent; the guest still has
+		# VMTEST_CPUS CPUs.
+		args+=(--disable-kvm "--qemu-opts=-cpu max -accel tcg,thread=single")
 	fi
 	# virtme-run keeps its exit-code file in TMPDIR: a private one, removed
 	# with the rest even if the guest is killed.
 	local tmpd
 	tmpd=$(mktemp -d)
 	TMP_DIRS+=("$tmpd")
-	# setsid: its own process group, to stop all of it at once; stdin
-	# from /dev/null: qemu's stdio chardev must not read ours.
-	TMPDIR=$tmpd setsid timeout -k 20 "$limit" \
+	# setsid: its own process group, to stop all of it at once (a
+	# background job of a script leads no group, so setsid need not fork;
+	# --wait keeps the exit status if it does); stdin from /dev/null:
+	# qemu's stdio chardev must not read ours.
+	TMPDIR=$tmpd setsid --wait timeout -k 20 "$limit" \
 		env PATH="$VNG/usr/bin:$PATH" PYTHONPATH="$VNG/usr/lib/python3/dist-packages" \
 		/usr/bin/python3 "$VNG/usr/bin/vng" "${args[@]}" </dev/null >"$logf" 2>&1 &
 	GUEST_PID=$!
@@ -535,7 +598,7 @@ choose_accel() {
 		# The word is computed in the guest: the log also holds the
 		# command line, which must not count.
 		# shellcheck disable=SC2016 # expanded by the guest's bash
-		boot_guest "$OUT/kvm-trial.log" 90 kvm "" bash -c 'echo "vmtest-kvm-$((6 * 7))"'
+		boot_guest "$OUT/kvm-trial.log" 60 kvm "" bash -c 'echo "vmtest-kvm-$((6 * 7))"'
 		if [ "$GUEST_RC" -eq 0 ] && grep -aq 'vmtest-kvm-42' "$OUT/kvm-trial.log"; then
 			ACCEL=kvm
 		else
@@ -599,8 +662,9 @@ main() {
 	ensure_host_packages
 	setup_apt
 	setup_virtme_ng
-	# The binary under test, copied so that a rebuild of the tree during
-	# the run changes no guest's binary half way through the matrix.
+	# The binary under test, copied (then into each guest's directory) so
+	# that a rebuild of the tree during the run changes no guest's binary
+	# half way through the matrix.
 	cp "$KHBPF_SRC" "$OUT/khbpf"
 	KHBPF_VERSION=$("$OUT/khbpf" --version 2>/dev/null | head -n1 || echo unknown)
 	log "virtme-ng $VNG_VERSION; $KHBPF_VERSION; kernels: $KERNELS; steps: ${STEPS[*]}"
@@ -615,12 +679,13 @@ main() {
 		dir=$OUT/$k
 		rm -rf "$dir" "$OUT/$k.json"
 		mkdir -p "$dir"
+		cp "$OUT/khbpf" "$dir/khbpf"
 		log "[$k] booting $K_REL ($K_PKG $K_VERSION) with $ACCEL, timeout ${VMTEST_TIMEOUT} s"
 		start=$SECONDS
 		VMTEST_PROGRESS=$dir/steps.tsv \
 			boot_guest "$dir/console.log" "$VMTEST_TIMEOUT" "$ACCEL" "$dir" \
 			env VMTEST_STEP_TIMEOUT="$VMTEST_STEP_TIMEOUT" \
-			bash "$SELF" --guest "$dir" "$OUT/khbpf" "${STEPS[@]}"
+			bash "$SELF" --guest "$dir" "${STEPS[@]}"
 		GUEST_SECONDS=$((SECONDS - start))
 		write_result "$k"
 		ran+=("$k")
