@@ -28,7 +28,8 @@ endif
 
 CC ?= cc
 CLANG ?= clang
-BPFTOOL ?= bpftool
+# Debian installs bpftool in /usr/sbin, which a user's PATH does not have.
+BPFTOOL ?= $(or $(shell command -v bpftool 2>/dev/null),/usr/sbin/bpftool)
 PKG_CONFIG ?= pkg-config
 PYTHON ?= /usr/bin/python3
 CLANG_FORMAT ?= clang-format
