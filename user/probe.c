@@ -117,7 +117,7 @@ enum collector_availability probe__perf_availability(int err, int paranoid, char
 	case EPERM:
 		snprintf(
 			detail, size,
-			"perf_event_open denied: perf_event_paranoid=%s; run as root, grant CAP_PERFMON, or set kernel.perf_event_paranoid<=2",
+			"perf_event_open denied: perf_event_paranoid=%s; run as root, grant CAP_PERFMON, or set kernel.perf_event_paranoid<=1 (the counts include kernel time)",
 			para);
 		return AVAIL_PERMISSION_DENIED;
 	default:
