@@ -656,6 +656,7 @@ static void setup_collector(struct session *s)
 	struct sched_collector_opts co = {
 		.sz = sizeof(co),
 		.max_exited = s->opts.max_exited,
+		.max_tasks = s->opts.max_threads,
 		.topo = &s->topo,
 		.run_stats = s->opts.bpf_stats,
 	};
@@ -1166,6 +1167,7 @@ static int build_document(struct session *s)
 	LOSS("span_returns_unmatched", s->stats.span_unmatched);
 	LOSS("span_aggregates_overflow", s->stats.span_agg_overflow);
 	LOSS("span_state_failures", s->stats.span_state_failures);
+	LOSS("span_site_unresolved", s->stats.span_site_unresolved);
 	LOSS("span_records_malformed", s->stats.span_events_malformed);
 	LOSS("span_clock_missed_switch_ins", s->stats.span_clock_gaps);
 	LOSS("span_counter_reads_skewed", s->stats.span_counter_skews);
@@ -1954,7 +1956,7 @@ out:
 
 int session__drop_privileges(struct session *s, char *errbuf, size_t errlen)
 {
-	cap_value_t keep[1];
+	cap_value_t keep[2];
 	uid_t uid;
 	gid_t gid;
 	int nr = 0, err;
@@ -1962,6 +1964,9 @@ int session__drop_privileges(struct session *s, char *errbuf, size_t errlen)
 	/* run: CMD runs as the invoking user, and signals are passed on to it. */
 	if (s->opts.mode == TARGET_MODE_RUN && !s->opts.as_root && invoking_user(&uid, &gid) == 1)
 		keep[nr++] = CAP_KILL;
+	/* A kernel that checks every bpf() command: the held maps need CAP_BPF to be read. */
+	if (s->use_bpf && s->coll && sched_collector__bpf_needs_cap(s->coll))
+		keep[nr++] = CAP_BPF;
 	err = drop_privileges(keep, nr);
 	if (err)
 		return session__errf(errbuf, errlen, err,
