@@ -171,7 +171,7 @@ static void test_kfeatures__host_btf_and_probes_agree(void **state)
 	assert_int_equal(full.have[KFEAT_TASK_STORAGE], btf_only.have[KFEAT_TASK_STORAGE]);
 	assert_int_equal(full.have[KFEAT_ATTACH_COOKIE], btf_only.have[KFEAT_ATTACH_COOKIE]);
 	assert_int_equal(full.have[KFEAT_CURRENT_TASK_BTF], btf_only.have[KFEAT_CURRENT_TASK_BTF]);
-	assert_int_equal(full.how[KFEAT_ATOMIC_FETCH], KFEAT_HOW_LIBBPF);
+	assert_int_equal(full.how[KFEAT_ATOMIC_FETCH], KFEAT_HOW_LOAD);
 }
 
 int main(void)

@@ -44,8 +44,24 @@ const char *kfeature_use__name(enum kfeature_use u)
 		return "fallback";
 	case KFEAT_NOT_NEEDED:
 		return "not-needed";
+	case KFEAT_UNKNOWN:
+		return "unknown";
 	default:
 		return "missing";
+	}
+}
+
+const char *kfeature_how__name(enum kfeature_how h)
+{
+	switch (h) {
+	case KFEAT_HOW_BTF:
+		return "btf";
+	case KFEAT_HOW_LIBBPF:
+		return "libbpf-probe";
+	case KFEAT_HOW_LOAD:
+		return "probe-program";
+	default:
+		return "none";
 	}
 }
 
@@ -75,6 +91,10 @@ enum kfeature_use kfeatures__use(const struct kfeatures *k, enum kfeature f, con
 		return KFEAT_MISSING;
 	if (k->have[f])
 		return KFEAT_USED;
+	if (k->how[f] == KFEAT_HOW_NONE) {
+		*what = k->btf ? "probing it needs CAP_BPF" : "no kernel BTF";
+		return KFEAT_UNKNOWN;
+	}
 	if (fallback[f]) {
 		*what = fallback[f];
 		/* Costlier, but khbpf's output is the same: nothing to fall back to. */
@@ -167,7 +187,7 @@ static void from_probe(struct kfeatures *k, enum kfeature f, int ret)
 	if (ret < 0)
 		return;
 	k->have[f] = ret == 1;
-	k->how[f] = KFEAT_HOW_LIBBPF;
+	k->how[f] = f == KFEAT_ATOMIC_FETCH ? KFEAT_HOW_LOAD : KFEAT_HOW_LIBBPF;
 	k->privileged = true;
 }
 

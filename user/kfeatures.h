@@ -32,6 +32,7 @@ enum kfeature_how {
 	KFEAT_HOW_NONE, /* not probed (no BTF) */
 	KFEAT_HOW_BTF, /* a type or function in the kernel's BTF */
 	KFEAT_HOW_LIBBPF, /* libbpf_probe_bpf_map_type / libbpf_probe_bpf_helper */
+	KFEAT_HOW_LOAD, /* khbpf's own probe program, loaded and dropped */
 };
 
 struct kfeatures {
@@ -47,12 +48,14 @@ enum kfeature_use {
 	KFEAT_FALLBACK,
 	KFEAT_MISSING,
 	KFEAT_NOT_NEEDED, /* absent, and khbpf works the same without it */
+	KFEAT_UNKNOWN, /* could not be probed (no BTF, or no privilege to load a probe) */
 };
 
 const char *kfeature__name(enum kfeature f);
 /* The kernel release where the feature appeared upstream: information only. */
 const char *kfeature__since(enum kfeature f);
 const char *kfeature_use__name(enum kfeature_use u);
+const char *kfeature_how__name(enum kfeature_how h);
 /* The use of f given what the kernel has, and what khbpf does instead. */
 enum kfeature_use kfeatures__use(const struct kfeatures *k, enum kfeature f, const char **what);
 
