@@ -42,6 +42,7 @@ struct sched_collector {
 	uint32_t counter_cpus;
 	int counters_err;
 	struct kfeatures feat;
+	bool counters_refused; /* the verifier refused the span programs with counters */
 	int site_fd_err; /* span_site_metric: first failed insert */
 };
 
@@ -288,6 +289,21 @@ int sched_collector__open(struct sched_collector **out, const struct sched_colle
 	if (err)
 		goto cleanup;
 	err = sched_bpf__load(c->skel);
+	if (err == -E2BIG && c->nr_counters) {
+		/*
+		 * An older verifier gives up on the span programs with counter
+		 * readings (too many states: 5.10's khbpf_span_exit_nofetch).
+		 * Spans without counters, saying why: their readings are gaps.
+		 */
+		struct sched_collector_opts o = *opts;
+
+		o.counters = SCHED_COUNTERS_NONE;
+		sched_collector__destroy(c);
+		err = sched_collector__open(out, &o);
+		if (!err)
+			(*out)->counters_refused = true;
+		return err;
+	}
 	err = err ?: counters_fill(c);
 	if (err)
 		goto cleanup;
@@ -695,7 +711,8 @@ int sched_collector__stats(struct sched_collector *c, struct sched_collector_sta
 	out->groups_made = c->skel->bss->groups_made;
 	out->group_overflow = c->skel->bss->group_overflow;
 	out->nr_counters = c->nr_counters;
-	out->counters_err = c->counters_err;
+	out->counters_err = c->counters_refused ? -E2BIG : c->counters_err;
+	out->counters_refused = c->counters_refused;
 	out->counter_cpus = c->counter_cpus;
 	out->max_exited = c->max_exited;
 	out->sched_info = c->sched_info;

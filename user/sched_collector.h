@@ -108,6 +108,8 @@ struct sched_collector_stats {
 	bool sched_info; /* the kernel has sched_info (run_delay, pcount) */
 	uint64_t span_site_unresolved; /* no cookies: span entries at a site not in the map */
 	struct sched_variant variant;
+	/* Span counters requested, but the kernel's verifier refused those programs. */
+	bool counters_refused;
 	/* Spans: every finished span is emitted, dropped or sampled out. */
 	uint64_t span_records;
 	uint64_t span_ringbuf_drops;

@@ -1101,9 +1101,10 @@ static int build_document(struct session *s)
 	doc->hardware = hw;
 
 	if (s->spans.nr_sites) {
-		enum ev_gap hw_gap = s->opts.span_counters == SCHED_COUNTERS_NONE ?
-					     EV_GAP_COLLECTOR_DISABLED :
-					     perfcount__errno_gap(s->stats.counters_err);
+		enum ev_gap hw_gap =
+			s->opts.span_counters == SCHED_COUNTERS_NONE ? EV_GAP_COLLECTOR_DISABLED :
+			s->stats.counters_refused		     ? EV_GAP_UNSUPPORTED :
+						    perfcount__errno_gap(s->stats.counters_err);
 
 		struct span_counters_info *sc = &doc->span_counters;
 
@@ -1117,6 +1118,10 @@ static int build_document(struct session *s)
 
 			sc->cycles_event = sw ? "sw-cpu-clock" : "hw-cpu-cycles";
 			sc->instructions_event = sw ? "sw-cpu-clock" : "hw-instructions";
+		} else if (s->stats.counters_refused) {
+			snprintf(
+				sc->detail, sizeof(sc->detail),
+				"this kernel's BPF verifier refused the span programs with counter readings (program too complex); spans are recorded without counters");
 		} else if (s->opts.span_counters != SCHED_COUNTERS_NONE && s->use_bpf) {
 			snprintf(sc->detail, sizeof(sc->detail),
 				 "per-CPU perf_event_open failed: %s",
