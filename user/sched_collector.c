@@ -273,7 +273,16 @@ int sched_collector__open(struct sched_collector **out, const struct sched_colle
 							       opts->max_span_keys);
 		c->on_span = opts->on_span;
 		c->on_span_ctx = opts->on_span_ctx;
-		if (opts->counters != SCHED_COUNTERS_NONE)
+		/*
+		 * Verifiers without atomic fetch (the *_nofetch span programs)
+		 * are older ones: 5.10's gives up on the counter path after 1M
+		 * instructions (measured), which under emulation takes minutes
+		 * to find out. Not tried there; a refusal elsewhere is retried
+		 * below without counters.
+		 */
+		if (opts->counters != SCHED_COUNTERS_NONE && !c->feat.have[KFEAT_ATOMIC_FETCH])
+			c->counters_refused = true;
+		else if (opts->counters != SCHED_COUNTERS_NONE)
 			err = err ?: counters_open(c, opts->counters);
 		c->skel->rodata->nr_counters = c->nr_counters;
 		if (c->nr_counters)

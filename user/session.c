@@ -1121,7 +1121,7 @@ static int build_document(struct session *s)
 		} else if (s->stats.counters_refused) {
 			snprintf(
 				sc->detail, sizeof(sc->detail),
-				"this kernel's BPF verifier refused the span programs with counter readings (program too complex); spans are recorded without counters");
+				"BPF verifier refused the span programs with counter readings (too complex for it; not tried without atomic fetch)");
 		} else if (s->opts.span_counters != SCHED_COUNTERS_NONE && s->use_bpf) {
 			snprintf(sc->detail, sizeof(sc->detail),
 				 "per-CPU perf_event_open failed: %s",
