@@ -280,10 +280,15 @@ int sched_collector__open(struct sched_collector **out, const struct sched_colle
 		 * to find out. Not tried there; a refusal elsewhere is retried
 		 * below without counters.
 		 */
-		if (opts->counters != SCHED_COUNTERS_NONE && !c->feat.have[KFEAT_ATOMIC_FETCH])
-			c->counters_refused = true;
-		else if (opts->counters != SCHED_COUNTERS_NONE)
+		if (opts->counters != SCHED_COUNTERS_NONE)
 			err = err ?: counters_open(c, opts->counters);
+		/* Opened first: where they cannot open at all, that is the reason given. */
+		if (!err && c->nr_counters && !c->feat.have[KFEAT_ATOMIC_FETCH]) {
+			counters_close(c);
+			c->nr_counters = 0;
+			c->counter_cpus = 0;
+			c->counters_refused = true;
+		}
 		c->skel->rodata->nr_counters = c->nr_counters;
 		if (c->nr_counters)
 			err = err   ?:
