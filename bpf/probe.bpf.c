@@ -23,6 +23,18 @@ static __always_inline bool ours(struct task_struct *p)
 	       BPF_CORE_READ(p, real_parent, tgid) == probe_tgid;
 }
 
+/* Before thread_info.cpu (x86-64 until 5.15), the CPU is task_struct.cpu. */
+struct task_struct___pre516 {
+	unsigned int cpu;
+} __attribute__((preserve_access_index));
+
+static __always_inline unsigned int task_cpu_of(struct task_struct *p)
+{
+	if (bpf_core_field_exists(p->thread_info.cpu))
+		return BPF_CORE_READ(p, thread_info.cpu);
+	return BPF_CORE_READ((struct task_struct___pre516 *)p, cpu);
+}
+
 static __always_inline void hit(int idx)
 {
 	__sync_fetch_and_add(&hits[idx], 1);
@@ -56,7 +68,7 @@ int BPF_PROG(probe_sched_wakeup_new, struct task_struct *p)
 SEC("tp_btf/sched_migrate_task")
 int BPF_PROG(probe_sched_migrate_task, struct task_struct *p, int dest_cpu)
 {
-	if (ours(p) && BPF_CORE_READ(p, thread_info.cpu) != (unsigned int)dest_cpu)
+	if (ours(p) && task_cpu_of(p) != (unsigned int)dest_cpu)
 		hit(PROBE_HIT_SCHED_MIGRATE_TASK);
 	return 0;
 }

@@ -48,6 +48,31 @@ const volatile bool spans_enabled = false;
 const volatile __u32 nr_counters = 0;
 /* Span records sent through the ring buffer; later ones are sampled out. */
 const volatile __u64 max_spans = KHBPF_DEFAULT_MAX_SPANS;
+/*
+ * Kernel features, found by the loader (BTF and libbpf feature probes, never
+ * version numbers). Each false value takes a fallback; the verifier sees them
+ * as constants and drops the branch not taken, so a helper or map type the
+ * kernel lacks is never in the loaded program.
+ *  use_task_storage: BPF_MAP_TYPE_TASK_STORAGE for per-thread state; without
+ *    it, the bounded hashes task_state_h and span_state_h keyed by the task
+ *    pointer (entries deleted at the thread's final switch-out).
+ *  have_task_btf: bpf_get_current_task_btf(); without it, bpf_get_current_task()
+ *    and CO-RE probe reads.
+ *  have_cookie: bpf_get_attach_cookie() holds the span metric; without it,
+ *    span_site_metric maps the probed site (file, offset) to the metric.
+ */
+const volatile bool use_task_storage = true;
+const volatile bool have_task_btf = true;
+const volatile bool have_cookie = true;
+/*
+ * Verifiers without atomic fetch-and-add (BPF_FETCH) refuse a program that
+ * holds one anywhere, even in dead code: the span programs come in two
+ * builds, and the loader loads the *_nofetch pair there. Those take span
+ * slots from per-CPU tickets and check the record cap on a plain read (the
+ * loader's cap is exact).
+ */
+/* Without atomic fetch: slots are cpu + 1 + n * nr_slot_cpus (loader: possible CPUs). */
+const volatile __u32 nr_slot_cpus = 1;
 /* serve: KHBPF_GROUP_*, and the --cgroup filters (kernfs id at its level). */
 const volatile __u32 group_by = KHBPF_GROUP_NONE;
 const volatile __u32 nr_cgroup_filters = 0;
@@ -79,6 +104,7 @@ __u64 exec_renumbered = 0; /* a non-leader thread exec'd: it took the leader's i
 __u64 span_open_at_exit_drops = 0;
 __u64 groups_made = 0; /* entries created in `groups` */
 __u64 group_overflow = 0; /* switch-outs of a group `groups` had no room for (in group_spill) */
+__u64 span_site_unresolved = 0; /* no cookie: a span probe hit at a site not in span_site_metric */
 
 struct {
 	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
@@ -86,6 +112,49 @@ struct {
 	__type(key, int);
 	__type(value, struct khbpf_task_state);
 } task_state SEC(".maps");
+
+/*
+ * Without task storage: the same state in hashes keyed by the task pointer,
+ * preallocated (tracing programs must not allocate on old kernels), sized by
+ * the loader; a thread that finds the map full has no state, counted like a
+ * task-storage failure. The loader shrinks the pair not used to one entry.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, KHBPF_DEFAULT_MAX_TASKS);
+	__type(key, __u64);
+	__type(value, struct khbpf_task_state);
+} task_state_h SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, KHBPF_DEFAULT_SPAN_TASKS);
+	__type(key, __u64);
+	__type(value, struct khbpf_span_state);
+} span_state_h SEC(".maps");
+
+/* Zeroed values to create hash entries from (too large for the stack). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct khbpf_task_state);
+} task_state_zero SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct khbpf_span_state);
+} span_state_zero SEC(".maps");
+
+/* No attach cookie: the metric of each span site, filled by the loader. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, KHBPF_MAX_SPAN_SITES);
+	__type(key, struct khbpf_site_key);
+	__type(value, __u32);
+} span_site_metric SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -107,6 +176,14 @@ struct {
 	__type(key, struct khbpf_span_key);
 	__type(value, struct khbpf_span_agg);
 } span_agg SEC(".maps");
+
+/* Without atomic fetch: each CPU's next span-slot ticket (programs do not nest on a CPU). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} slot_tickets SEC(".maps");
 
 /* A zeroed aggregate to create entries from: too large for the BPF stack. */
 struct {
@@ -166,6 +243,66 @@ struct {
 struct task_struct___pre514 {
 	long state;
 } __attribute__((preserve_access_index));
+
+/* Before thread_info.cpu (x86-64 until 5.15), the CPU is task_struct.cpu. */
+struct task_struct___pre516 {
+	unsigned int cpu;
+} __attribute__((preserve_access_index));
+
+/*
+ * A thread's state: task storage, or the hash fallback. `create` makes it on
+ * first use; NULL when it cannot be made (counted by the caller).
+ */
+static __always_inline struct khbpf_task_state *task_state_get(struct task_struct *p, bool create)
+{
+	struct khbpf_task_state *st, *zero;
+	__u64 key = (__u64)p;
+	__u32 z = 0;
+
+	if (use_task_storage)
+		return bpf_task_storage_get(&task_state, p, NULL,
+					    create ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
+	st = bpf_map_lookup_elem(&task_state_h, &key);
+	if (st || !create)
+		return st;
+	zero = bpf_map_lookup_elem(&task_state_zero, &z);
+	if (!zero)
+		return NULL;
+	/* BPF_NOEXIST: made meanwhile on another CPU, the lookup finds that one. */
+	bpf_map_update_elem(&task_state_h, &key, zero, BPF_NOEXIST);
+	return bpf_map_lookup_elem(&task_state_h, &key);
+}
+
+static __always_inline struct khbpf_span_state *span_state_get(struct task_struct *p, bool create)
+{
+	struct khbpf_span_state *ss, *zero;
+	__u64 key = (__u64)p;
+	__u32 z = 0;
+
+	if (use_task_storage)
+		return bpf_task_storage_get(&span_state, p, NULL,
+					    create ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
+	ss = bpf_map_lookup_elem(&span_state_h, &key);
+	if (ss || !create)
+		return ss;
+	zero = bpf_map_lookup_elem(&span_state_zero, &z);
+	if (!zero)
+		return NULL;
+	bpf_map_update_elem(&span_state_h, &key, zero, BPF_NOEXIST);
+	return bpf_map_lookup_elem(&span_state_h, &key);
+}
+
+/* The hash fallback ends with the thread (task storage is freed with it). */
+static __always_inline void task_states_free(struct task_struct *p)
+{
+	__u64 key = (__u64)p;
+
+	if (use_task_storage)
+		return;
+	bpf_map_delete_elem(&task_state_h, &key);
+	if (spans_enabled)
+		bpf_map_delete_elem(&span_state_h, &key);
+}
 
 /* In one of the --cgroup subtrees: that cgroup is the task's or an ancestor of it. */
 static __always_inline bool in_cgroup_filter(struct task_struct *p)
@@ -239,7 +376,7 @@ static __always_inline struct khbpf_task_state *state_of(struct task_struct *p)
 {
 	struct khbpf_task_state *st;
 
-	st = bpf_task_storage_get(&task_state, p, NULL, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	st = task_state_get(p, true);
 	if (!st)
 		__sync_fetch_and_add(&storage_failures, 1);
 	return st;
@@ -352,7 +489,7 @@ static __always_inline void group_switch_out(struct task_struct *prev, bool dead
 	struct khbpf_task_state *st;
 	struct khbpf_group_acc *a;
 
-	st = dead ? bpf_task_storage_get(&task_state, prev, NULL, 0) : state_of(prev);
+	st = dead ? task_state_get(prev, false) : state_of(prev);
 	if (!st)
 		return;
 	read_counters(prev, &k);
@@ -390,7 +527,7 @@ static __always_inline void fill_rec(struct khbpf_thread_rec *r, struct task_str
 	r->start_time = BPF_CORE_READ(p, start_time);
 	BPF_CORE_READ_STR_INTO(&r->comm, p, comm);
 	read_counters(p, &r->k);
-	st = bpf_task_storage_get(&task_state, p, NULL, 0);
+	st = task_state_get(p, false);
 	if (st) {
 		r->b = st->b;
 		if (kernel_queue_ts)
@@ -405,7 +542,9 @@ static __always_inline void fill_rec(struct khbpf_thread_rec *r, struct task_str
 
 static __always_inline __u32 task_cpu_of(struct task_struct *p)
 {
-	return BPF_CORE_READ(p, thread_info.cpu);
+	if (bpf_core_field_exists(p->thread_info.cpu))
+		return BPF_CORE_READ(p, thread_info.cpu);
+	return BPF_CORE_READ((struct task_struct___pre516 *)p, cpu);
 }
 
 static __always_inline void final_switch(struct task_struct *prev)
@@ -423,7 +562,7 @@ static __always_inline void final_switch(struct task_struct *prev)
 	}
 	/* __schedule() counted this switch and run time before the tracepoint. */
 	read_counters(prev, &r->k);
-	st = bpf_task_storage_get(&task_state, prev, NULL, 0);
+	st = task_state_get(prev, false);
 	if (st) {
 		r->b = st->b;
 		if (kernel_queue_ts)
@@ -465,7 +604,7 @@ static __always_inline bool read_skewed(__u64 t0)
 /* The span clock of a target thread with open spans, or NULL. */
 static __always_inline struct khbpf_span_clock *span_clock_of(struct task_struct *p)
 {
-	struct khbpf_span_state *ss = bpf_task_storage_get(&span_state, p, NULL, 0);
+	struct khbpf_span_state *ss = span_state_get(p, false);
 
 	return ss && ss->clock.spans_open ? &ss->clock : NULL;
 }
@@ -538,9 +677,8 @@ static __always_inline void span_clock_in(struct khbpf_span_clock *ck,
 	}
 }
 
-SEC("tp_btf/sched_switch")
-int BPF_PROG(khbpf_sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
-	     unsigned int prev_state)
+static __always_inline int on_switch(struct task_struct *prev, struct task_struct *next,
+				     unsigned int prev_state)
 {
 	struct khbpf_span_clock *ck_prev = NULL, *ck_next = NULL;
 	struct khbpf_task_state *st = NULL;
@@ -579,6 +717,8 @@ int BPF_PROG(khbpf_sched_switch, bool preempt, struct task_struct *prev, struct 
 		}
 		if (spans_enabled && prev_state != TASK_DEAD)
 			ck_prev = span_clock_of(prev);
+		if (prev_state == TASK_DEAD)
+			task_states_free(prev);
 	}
 	if (kernel_queue_ts && !spans_enabled)
 		return 0;
@@ -623,6 +763,30 @@ int BPF_PROG(khbpf_sched_switch, bool preempt, struct task_struct *prev, struct 
 		}
 	}
 	return 0;
+}
+
+/*
+ * The tracepoint's prev_state argument (5.18 on) is the state __schedule()
+ * read on entry. The loader loads this program when the kernel's
+ * btf_trace_sched_switch has it, and khbpf_sched_switch_nostate otherwise.
+ */
+SEC("tp_btf/sched_switch")
+int BPF_PROG(khbpf_sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
+	     unsigned int prev_state)
+{
+	return on_switch(prev, next, prev_state);
+}
+
+/*
+ * Without the argument, the task's own state: still TASK_DEAD at its final
+ * switch-out (do_task_dead() sets it, nothing undoes it), which is all
+ * on_switch() asks of prev_state.
+ */
+SEC("tp_btf/sched_switch")
+int BPF_PROG(khbpf_sched_switch_nostate, bool preempt, struct task_struct *prev,
+	     struct task_struct *next)
+{
+	return on_switch(prev, next, task_state_now(prev));
 }
 
 /* Attached only without sched_info (see kernel_queue_ts). */
@@ -692,7 +856,7 @@ int BPF_PROG(khbpf_sched_migrate_task, struct task_struct *p, int dest_cpu)
  */
 static __always_inline void spans_at_exit(struct task_struct *p)
 {
-	struct khbpf_span_state *ss = bpf_task_storage_get(&span_state, p, NULL, 0);
+	struct khbpf_span_state *ss = span_state_get(p, false);
 	struct khbpf_span_event *e;
 	__u32 i, depth;
 
@@ -813,10 +977,21 @@ int khbpf_iter_task(struct bpf_iter__task *ctx)
  * The span programs get `current` from bpf_get_current_task_btf(), a
  * trusted BTF pointer: its fields are plain loads (still CO-RE relocated),
  * no bpf_probe_read_kernel() call each. That is most of a span's cost.
+ * Kernels without that helper give an untyped pointer, read with
+ * bpf_probe_read_kernel() (BPF_CORE_READ) instead.
  */
+#define CUR_READ(task, field) (have_task_btf ? (task)->field : BPF_CORE_READ(task, field))
+
+static __always_inline struct task_struct *current_task(void)
+{
+	if (have_task_btf)
+		return bpf_get_current_task_btf();
+	return (struct task_struct *)bpf_get_current_task();
+}
+
 static __always_inline __u64 switches(struct task_struct *task)
 {
-	return task->nvcsw + task->nivcsw;
+	return CUR_READ(task, nvcsw) + CUR_READ(task, nivcsw);
 }
 
 /*
@@ -856,12 +1031,12 @@ static __always_inline __u64 ledger_now(struct task_struct *task, struct khbpf_s
 		}
 		skewed = read_skewed(now);
 		if (bpf_core_field_exists(task->sched_info))
-			l->run_delay_ns = task->sched_info.run_delay;
+			l->run_delay_ns = CUR_READ(task, sched_info.run_delay);
 		else
 			l->run_delay_ns = 0;
-		l->nvcsw = task->nvcsw;
-		l->nivcsw = task->nivcsw;
-		l->migrations = task->se.nr_migrations;
+		l->nvcsw = CUR_READ(task, nvcsw);
+		l->nivcsw = CUR_READ(task, nivcsw);
+		l->migrations = CUR_READ(task, se.nr_migrations);
 		if (switches(task) == before && !skewed)
 			break;
 	}
@@ -882,30 +1057,135 @@ static __always_inline __u64 sub0(__u64 a, __u64 b)
 
 #define SPAN_WAKEUP_EVERY 1024
 
-/* Attached per span site with the metric index as the uprobe's cookie. */
-SEC("uprobe")
-int BPF_KPROBE(khbpf_span_enter)
+/*
+ * Kernels without attach cookies (before bpf_get_attach_cookie) keep the
+ * VMA tree as an rbtree (the maple tree came later): the probed address's
+ * mapping gives its file and offset, which span_site_metric maps to the
+ * metric. Walked down from the root, at most SITE_WALK_MAX levels.
+ */
+struct mm_struct___rb {
+	struct rb_root mm_rb;
+} __attribute__((preserve_access_index));
+
+struct vm_area_struct___rb {
+	unsigned long vm_start;
+	unsigned long vm_end;
+	struct rb_node vm_rb;
+	unsigned long vm_pgoff;
+	struct file *vm_file;
+} __attribute__((preserve_access_index));
+
+#define SITE_WALK_MAX 64
+#define SITE_PAGE_SHIFT 12
+
+/* The metric of the site at user address ip; 0 and *ok false when unknown. */
+static __always_inline __u32 site_metric(struct task_struct *task, __u64 ip, bool *ok)
 {
-	struct task_struct *task = bpf_get_current_task_btf();
+	struct mm_struct___rb *mm = (void *)BPF_CORE_READ(task, mm);
+	struct vm_area_struct___rb *vma = NULL;
+	struct khbpf_site_key key = {};
+	struct rb_node *node;
+	__u64 off_rb, start, end;
+	__u32 *m, i;
+
+	*ok = false;
+	if (!bpf_core_field_exists(mm->mm_rb) ||
+	    !bpf_core_field_exists(((struct vm_area_struct___rb *)0)->vm_rb))
+		return 0;
+	off_rb = bpf_core_field_offset(struct vm_area_struct___rb, vm_rb);
+	node = BPF_CORE_READ(mm, mm_rb.rb_node);
+	for (i = 0; i < SITE_WALK_MAX && node; i++) {
+		struct vm_area_struct___rb *v = (void *)((char *)node - off_rb);
+
+		start = BPF_CORE_READ(v, vm_start);
+		end = BPF_CORE_READ(v, vm_end);
+		if (ip < start) {
+			node = BPF_CORE_READ(node, rb_left);
+		} else if (ip >= end) {
+			node = BPF_CORE_READ(node, rb_right);
+		} else {
+			vma = v;
+			break;
+		}
+	}
+	if (!vma)
+		return 0;
+	key.ino = BPF_CORE_READ(vma, vm_file, f_inode, i_ino);
+	key.offset = ip - start + (BPF_CORE_READ(vma, vm_pgoff) << SITE_PAGE_SHIFT);
+	m = bpf_map_lookup_elem(&span_site_metric, &key);
+	if (!m && key.offset) {
+		/* Just past an int3, should a kernel report that. */
+		key.offset--;
+		m = bpf_map_lookup_elem(&span_site_metric, &key);
+	}
+	if (!m)
+		return 0;
+	*ok = true;
+	return *m;
+}
+
+/*
+ * A new thread slot, 1.., unique in the window. Without atomic fetch, from
+ * this CPU's tickets: a uprobe program never runs inside another on the
+ * same CPU (trace_call_bpf()'s bpf_prog_active), so the per-CPU count needs
+ * no atomic. A slot past KHBPF_SPAN_MAX_SLOT fails the caller.
+ */
+static __always_inline __u64 new_slot(bool fetch)
+{
+	__u64 *t, n;
+	__u32 zero = 0;
+
+	if (fetch)
+		return __sync_fetch_and_add(&span_threads, 1) + 1;
+	t = bpf_map_lookup_elem(&slot_tickets, &zero);
+	if (!t)
+		return KHBPF_SPAN_MAX_SLOT + 1ULL;
+	n = (*t)++;
+	__sync_fetch_and_add(&span_threads, 1);
+	return (__u64)bpf_get_smp_processor_id() + 1 + n * nr_slot_cpus;
+}
+
+/* Attached per span site with the metric index as the uprobe's cookie. */
+static __always_inline int span_enter(struct pt_regs *ctx, bool fetch)
+{
+	struct task_struct *task = current_task();
 	struct khbpf_span_clock *ck;
 	struct khbpf_span_state *ss;
 	struct khbpf_span_frame *f;
-	__u32 depth;
+	__u32 depth, metric;
 	bool start;
 
-	ss = bpf_task_storage_get(&span_state, task, NULL, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	ss = span_state_get(task, true);
 	if (!ss) {
 		__sync_fetch_and_add(&span_state_failures, 1);
 		return 0;
 	}
 	if (!ss->slot) {
-		__u64 slot = __sync_fetch_and_add(&span_threads, 1) + 1;
+		__u64 slot = new_slot(fetch);
 
 		if (slot > KHBPF_SPAN_MAX_SLOT) {
 			__sync_fetch_and_add(&span_state_failures, 1);
 			return 0;
 		}
 		ss->slot = slot;
+	}
+	if (have_cookie) {
+		metric = (__u32)bpf_get_attach_cookie(ctx);
+	} else {
+		bool ok;
+
+		/*
+		 * The probed address: on 5.10 (x86-64) the handlers see the
+		 * instruction pointer at it; one byte past it (the int3) is
+		 * tried too.
+		 */
+		metric = site_metric(task, PT_REGS_IP(ctx), &ok);
+		if (!ok) {
+			/* Not pushed, like an overflow: its return pops the count. */
+			ss->overflow++;
+			__sync_fetch_and_add(&span_site_unresolved, 1);
+			return 0;
+		}
 	}
 	ck = &ss->clock;
 	depth = ss->depth;
@@ -924,7 +1204,7 @@ int BPF_KPROBE(khbpf_span_enter)
 	f->span_id = ((__u64)ss->slot << KHBPF_SPAN_SEQ_BITS) |
 		     (++ss->seq & ((1ULL << KHBPF_SPAN_SEQ_BITS) - 1));
 	f->child_ns = 0;
-	f->metric = (__u32)bpf_get_attach_cookie(ctx);
+	f->metric = metric;
 	f->start_ns = ledger_now(task, ck, &f->at_start, f->hw, start);
 	f->clock_gaps = ck->clock_gaps;
 	ss->depth = depth + 1;
@@ -976,11 +1256,10 @@ static __always_inline void span_aggregate(__u32 tid, __u32 metric, __u64 incl, 
 	a->hist[khbpf_rq_slot(incl)]++;
 }
 
-SEC("uretprobe")
-int BPF_KRETPROBE(khbpf_span_exit)
+static __always_inline int span_exit(struct pt_regs *ctx, bool fetch)
 {
-	struct task_struct *task = bpf_get_current_task_btf();
-	__u32 metric = (__u32)bpf_get_attach_cookie(ctx);
+	struct task_struct *task = current_task();
+	__u32 metric;
 	struct khbpf_vreading now_hw[KHBPF_NR_COUNTERS] = {};
 	struct khbpf_span_hw hw[KHBPF_NR_COUNTERS] = {};
 	struct khbpf_span_ledger now_l, l;
@@ -992,7 +1271,7 @@ int BPF_KRETPROBE(khbpf_span_exit)
 	__u32 depth, idx, i, flags = 0;
 	__u64 rec;
 
-	ss = bpf_task_storage_get(&span_state, task, NULL, 0);
+	ss = span_state_get(task, false);
 	if (!ss)
 		return 0;
 	ck = &ss->clock;
@@ -1005,6 +1284,15 @@ int BPF_KRETPROBE(khbpf_span_exit)
 		__sync_fetch_and_add(&span_unmatched, 1);
 		return 0;
 	}
+	/*
+	 * Without cookies the return does not know its metric: it closes the
+	 * innermost frame (a frame skipped by longjmp then ends at the next
+	 * return instead of being unwound).
+	 */
+	if (have_cookie)
+		metric = (__u32)bpf_get_attach_cookie(ctx);
+	else
+		metric = ss->frames[(depth - 1) & (KHBPF_SPAN_DEPTH - 1)].metric;
 	/* Returns come LIFO; a frame skipped by longjmp is closed here, uncounted. */
 	idx = depth - 1;
 	for (i = 0; i < KHBPF_SPAN_DEPTH; i++) {
@@ -1047,9 +1335,15 @@ int BPF_KRETPROBE(khbpf_span_exit)
 	if (!ck->spans_open)
 		ck->switched_in = 0;
 
-	span_aggregate(task->pid, metric, incl, excl, &l, flags, hw);
+	span_aggregate(CUR_READ(task, pid), metric, incl, excl, &l, flags, hw);
 
-	rec = __sync_fetch_and_add(&span_records, 1);
+	if (fetch) {
+		rec = __sync_fetch_and_add(&span_records, 1);
+	} else {
+		/* Others may add in between: the kernel's cap is then a few off, the loader's is exact. */
+		__sync_fetch_and_add(&span_records, 1);
+		rec = span_records - 1;
+	}
 	if (rec >= max_spans) {
 		__sync_fetch_and_add(&span_sampled_out, 1);
 		return 0;
@@ -1065,7 +1359,7 @@ int BPF_KRETPROBE(khbpf_span_exit)
 	e->start_ns = f->start_ns;
 	e->inclusive_ns = incl;
 	e->exclusive_ns = excl;
-	e->tid = task->pid;
+	e->tid = CUR_READ(task, pid);
 	e->metric = metric;
 	e->depth = idx;
 	e->flags = flags;
@@ -1084,6 +1378,30 @@ int BPF_KRETPROBE(khbpf_span_exit)
 	return 0;
 }
 
+SEC("uprobe")
+int BPF_KPROBE(khbpf_span_enter)
+{
+	return span_enter(ctx, true);
+}
+
+SEC("uretprobe")
+int BPF_KRETPROBE(khbpf_span_exit)
+{
+	return span_exit(ctx, true);
+}
+
+SEC("uprobe")
+int BPF_KPROBE(khbpf_span_enter_nofetch)
+{
+	return span_enter(ctx, false);
+}
+
+SEC("uretprobe")
+int BPF_KRETPROBE(khbpf_span_exit_nofetch)
+{
+	return span_exit(ctx, false);
+}
+
 /* Spans still open: one record per open frame, for the window's end. */
 SEC("iter/task")
 int khbpf_iter_open_spans(struct bpf_iter__task *ctx)
@@ -1096,7 +1414,7 @@ int khbpf_iter_open_spans(struct bpf_iter__task *ctx)
 
 	if (!task || !is_target(task))
 		return 0;
-	ss = bpf_task_storage_get(&span_state, task, NULL, 0);
+	ss = span_state_get(task, false);
 	if (!ss)
 		return 0;
 	depth = ss->depth;

@@ -19,9 +19,12 @@ void cmd_probe_help(FILE *f)
 		"permission, BTF tracepoints on the scheduler (each attached and seen to fire),\n"
 		"uprobes, ring buffer and task storage maps, perf hardware counters, CPU\n"
 		"topology, cpufreq and cgroups. Reports each collector's availability and, when\n"
-		"it is not available, what to do. Attaches nothing that outlives the command.\n\n"
+		"it is not available, what to do. Lists the kernel features the BPF programs\n"
+		"depend on and whether each is used, replaced by a fallback, or missing, as\n"
+		"found by BTF lookups and feature probes (the release that brought each is\n"
+		"information only). Attaches nothing that outlives the command.\n\n"
 		"Options:\n"
-		"  --json          machine output: {host, collectors[], checks[]}\n"
+		"  --json          machine output: {host, collectors[], checks[], kernel_features[]}\n"
 		"  -o, --output F  write the JSON output to F atomically (implies --json)\n"
 		"  -h, --help      this help\n\n"
 		"Examples:\n"
@@ -32,6 +35,30 @@ void cmd_probe_help(FILE *f)
 static void add(struct json_object *o, const char *k, struct json_object *v)
 {
 	evjson__add(o, k, v);
+}
+
+/* Each kernel feature khbpf depends on: present, how found, and what khbpf does. */
+static struct json_object *features_json(const struct kfeatures *k)
+{
+	struct json_object *a = json_object_new_array();
+	const char *what;
+	int i;
+
+	for (i = 0; a && i < KFEAT__COUNT; i++) {
+		struct json_object *o = json_object_new_object();
+		enum kfeature_use u = kfeatures__use(k, i, &what);
+
+		add(o, "name", json_object_new_string(kfeature__name(i)));
+		add(o, "use", json_object_new_string(kfeature_use__name(u)));
+		add(o, "present",
+		    u == KFEAT_UNKNOWN ? evjson__gap(EV_GAP_UNAVAILABLE) :
+					 evjson__recorded(json_object_new_boolean(k->have[i])));
+		add(o, "detected_by", json_object_new_string(kfeature_how__name(k->how[i])));
+		add(o, "upstream_since", json_object_new_string(kfeature__since(i)));
+		add(o, "detail", evjson__string(what));
+		json_object_array_add(a, o);
+	}
+	return a;
 }
 
 static struct json_object *probe_json(const struct probe_report *r)
@@ -73,6 +100,7 @@ static struct json_object *probe_json(const struct probe_report *r)
 		json_object_array_add(checks, o);
 	}
 	add(doc, "checks", checks);
+	add(doc, "kernel_features", features_json(&r->features));
 	return doc;
 }
 
@@ -93,6 +121,17 @@ static void probe_text(FILE *f, const struct probe_report *r)
 	for (i = 0; i < PROBE_CHECK__COUNT; i++)
 		fprintf(f, "  %-26s %-8s %s\n", probe_check__name(i),
 			probe_result__name(r->checks[i].result), r->checks[i].detail);
+	/* The release is what upstream shipped it in: information, never a test. */
+	fprintf(f,
+		"\nKernel features (detected by BTF or a libbpf probe; since = upstream release)\n");
+	for (i = 0; i < KFEAT__COUNT; i++) {
+		const char *what;
+		enum kfeature_use u = kfeatures__use(&r->features, i, &what);
+
+		fprintf(f, "  %-26s %-10s %-12s since %-5s %s\n", kfeature__name(i),
+			kfeature_use__name(u), kfeature_how__name(r->features.how[i]),
+			kfeature__since(i), what);
+	}
 }
 
 int cmd_probe(int argc, char **argv)

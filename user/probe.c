@@ -154,7 +154,7 @@ enum collector_availability probe__bpf_availability(int err, bool have_btf, char
 	case EINVAL:
 		snprintf(
 			detail, size,
-			"kernel rejected the BPF program or attach point (%s); needs a kernel >= 5.11 with BTF-typed tracepoints and CONFIG_BPF_SYSCALL",
+			"kernel rejected the BPF program or attach point (%s); see the kernel features of `khbpf probe`, and the verifier's log with `khbpf -v probe`",
 			strerror(-err));
 		return AVAIL_UNSUPPORTED;
 	default:
@@ -494,6 +494,8 @@ int probe__run(struct probe_report *r, const struct probe_opts *opts)
 			  "probing map types needs CAP_BPF");
 	}
 	probe_bpf(r, have_btf);
+	/* The same detection the collector makes its choices from. */
+	kfeatures__detect(&r->features, bpf_caps);
 	if (!verbose)
 		libbpf_set_print(old_print);
 

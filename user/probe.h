@@ -14,6 +14,7 @@
 #include <sys/types.h>
 
 #include "evidence.h"
+#include "kfeatures.h"
 
 enum probe_check_id {
 	PROBE_CHECK_KERNEL_BTF = 0,
@@ -59,6 +60,7 @@ struct probe_report {
 	uint32_t llc_groups;
 	const char *cgroup_mode;
 	int perf_event_paranoid; /* INT32_MIN when unreadable */
+	struct kfeatures features; /* kernel features and how khbpf uses each */
 };
 
 struct probe_opts {

@@ -4,12 +4,17 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <linux/capability.h>
 #include <bpf/bpf.h>
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
 
 #include <linux/perf_event.h>
 
+#include "kfeatures.h"
 #include "perfcount.h"
 #include "sched.skel.h"
 #include "sched_collector.h"
@@ -36,6 +41,9 @@ struct sched_collector {
 	uint32_t nr_counters;
 	uint32_t counter_cpus;
 	int counters_err;
+	struct kfeatures feat;
+	bool counters_refused; /* the verifier refused the span programs with counters */
+	int site_fd_err; /* span_site_metric: first failed insert */
 };
 
 static const struct perfcount_event counter_events_hw[KHBPF_NR_COUNTERS] = {
@@ -118,34 +126,92 @@ static void counters_close(struct sched_collector *c)
 	c->counter_fds = NULL;
 }
 
-/* CONFIG_SCHED_INFO: does task_struct have sched_info (run_delay, pcount)? */
-static bool kernel_has_sched_info(void)
+/*
+ * CONFIG_SCHED_INFO: does task_struct have sched_info (run_delay, pcount)?
+ * And may a tracing program use a run-time allocated hash (the BPF memory
+ * allocator, bpf_mem_alloc)? Before it, such maps are refused on PREEMPT_RT
+ * and warned about elsewhere, so the groups map is preallocated then.
+ */
+static void kernel_btf_facts(bool *sched_info, bool *mem_alloc)
 {
 	struct btf *btf = btf__load_vmlinux_btf();
 	const struct btf_member *m;
 	const struct btf_type *t;
-	bool found = false;
 	int id, i;
 
+	*sched_info = false;
+	*mem_alloc = false;
 	if (libbpf_get_error(btf))
-		return false;
+		return;
 	id = btf__find_by_name_kind(btf, "task_struct", BTF_KIND_STRUCT);
 	t = id > 0 ? btf__type_by_id(btf, id) : NULL;
 	for (i = 0, m = t ? btf_members(t) : NULL; t && i < btf_vlen(t); i++, m++) {
 		if (!strcmp(btf__name_by_offset(btf, m->name_off), "sched_info")) {
-			found = true;
+			*sched_info = true;
 			break;
 		}
 	}
+	*mem_alloc = btf__find_by_name_kind(btf, "bpf_mem_alloc", BTF_KIND_STRUCT) > 0;
 	btf__free(btf);
-	return found;
+}
+
+void sched_collector__select(const struct kfeatures *k, struct sched_variant *v)
+{
+	v->task_storage = k->have[KFEAT_TASK_STORAGE];
+	v->switch_prev_state = k->have[KFEAT_SWITCH_PREV_STATE];
+	v->task_btf = k->have[KFEAT_CURRENT_TASK_BTF];
+	v->attach_cookie = k->have[KFEAT_ATTACH_COOKIE];
+	v->atomic_fetch = k->have[KFEAT_ATOMIC_FETCH];
+}
+
+/* Program variants and fallbacks for this kernel: one of each pair is loaded. */
+static int configure_variant(struct sched_collector *c, const struct sched_collector_opts *opts)
+{
+	struct sched_bpf *skel = c->skel;
+	struct sched_variant v;
+	uint32_t tasks = opts && opts->max_tasks ? opts->max_tasks : KHBPF_DEFAULT_MAX_TASKS;
+	bool spans = opts && opts->spans;
+	int err = 0;
+
+	kfeatures__detect(&c->feat, true);
+	sched_collector__select(&c->feat, &v);
+	skel->rodata->use_task_storage = v.task_storage;
+	skel->rodata->have_task_btf = v.task_btf;
+	skel->rodata->have_cookie = v.attach_cookie;
+	bpf_program__set_autoload(skel->progs.khbpf_span_enter, v.atomic_fetch);
+	bpf_program__set_autoload(skel->progs.khbpf_span_exit, v.atomic_fetch);
+	bpf_program__set_autoload(skel->progs.khbpf_span_enter_nofetch, !v.atomic_fetch);
+	bpf_program__set_autoload(skel->progs.khbpf_span_exit_nofetch, !v.atomic_fetch);
+	if (libbpf_num_possible_cpus() > 0)
+		skel->rodata->nr_slot_cpus = (uint32_t)libbpf_num_possible_cpus();
+	bpf_program__set_autoload(skel->progs.khbpf_sched_switch, v.switch_prev_state);
+	bpf_program__set_autoload(skel->progs.khbpf_sched_switch_nostate, !v.switch_prev_state);
+	if (v.task_storage) {
+		err = err ?: bpf_map__set_max_entries(skel->maps.task_state_h, 1);
+		err = err ?: bpf_map__set_max_entries(skel->maps.span_state_h, 1);
+	} else {
+		/* The kernel cannot make task storage: an unused one-entry hash instead. */
+		err = err ?: bpf_map__set_type(skel->maps.task_state, BPF_MAP_TYPE_HASH);
+		err = err ?: bpf_map__set_map_flags(skel->maps.task_state, 0);
+		err = err ?: bpf_map__set_max_entries(skel->maps.task_state, 1);
+		err = err ?: bpf_map__set_type(skel->maps.span_state, BPF_MAP_TYPE_HASH);
+		err = err ?: bpf_map__set_map_flags(skel->maps.span_state, 0);
+		err = err ?: bpf_map__set_max_entries(skel->maps.span_state, 1);
+		err = err ?: bpf_map__set_max_entries(skel->maps.task_state_h, tasks);
+		err = err   ?:
+			      bpf_map__set_max_entries(skel->maps.span_state_h,
+						       spans ? KHBPF_DEFAULT_SPAN_TASKS : 1);
+	}
+	if (v.attach_cookie || !spans)
+		err = err ?: bpf_map__set_max_entries(skel->maps.span_site_metric, 1);
+	return err;
 }
 
 int sched_collector__open(struct sched_collector **out, const struct sched_collector_opts *opts)
 {
 	struct sched_collector *c;
 	uint32_t nr_cpus = 1;
-	bool kernel_waits;
+	bool kernel_waits, mem_alloc;
 	int err;
 
 	*out = NULL;
@@ -161,7 +227,10 @@ int sched_collector__open(struct sched_collector **out, const struct sched_colle
 		goto cleanup;
 	}
 	c->skel->rodata->trace_all = opts && opts->trace_all;
-	c->sched_info = kernel_has_sched_info();
+	kernel_btf_facts(&c->sched_info, &mem_alloc);
+	err = configure_variant(c, opts);
+	if (err)
+		goto cleanup;
 	kernel_waits = c->sched_info && !(opts && opts->bpf_timed_waits);
 	c->skel->rodata->kernel_queue_ts = kernel_waits;
 	/* The kernel times every wait itself: no wakeup program needed. */
@@ -188,8 +257,11 @@ int sched_collector__open(struct sched_collector **out, const struct sched_colle
 			err = err   ?:
 				      bpf_map__set_max_entries(c->skel->maps.groups,
 							       opts->max_groups);
+		if (!mem_alloc)
+			err = err ?: bpf_map__set_map_flags(c->skel->maps.groups, 0);
 	} else {
 		err = err ?: bpf_map__set_max_entries(c->skel->maps.groups, 1);
+		err = err ?: bpf_map__set_map_flags(c->skel->maps.groups, 0);
 	}
 	if (opts && opts->spans) {
 		c->skel->rodata->spans_enabled = true;
@@ -201,8 +273,22 @@ int sched_collector__open(struct sched_collector **out, const struct sched_colle
 							       opts->max_span_keys);
 		c->on_span = opts->on_span;
 		c->on_span_ctx = opts->on_span_ctx;
+		/*
+		 * Verifiers without atomic fetch (the *_nofetch span programs)
+		 * are older ones: 5.10's gives up on the counter path after 1M
+		 * instructions (measured), which under emulation takes minutes
+		 * to find out. Not tried there; a refusal elsewhere is retried
+		 * below without counters.
+		 */
 		if (opts->counters != SCHED_COUNTERS_NONE)
 			err = err ?: counters_open(c, opts->counters);
+		/* Opened first: where they cannot open at all, that is the reason given. */
+		if (!err && c->nr_counters && !c->feat.have[KFEAT_ATOMIC_FETCH]) {
+			counters_close(c);
+			c->nr_counters = 0;
+			c->counter_cpus = 0;
+			c->counters_refused = true;
+		}
 		c->skel->rodata->nr_counters = c->nr_counters;
 		if (c->nr_counters)
 			err = err   ?:
@@ -217,6 +303,21 @@ int sched_collector__open(struct sched_collector **out, const struct sched_colle
 	if (err)
 		goto cleanup;
 	err = sched_bpf__load(c->skel);
+	if (err == -E2BIG && c->nr_counters) {
+		/*
+		 * An older verifier gives up on the span programs with counter
+		 * readings (too many states: 5.10's khbpf_span_exit_nofetch).
+		 * Spans without counters, saying why: their readings are gaps.
+		 */
+		struct sched_collector_opts o = *opts;
+
+		o.counters = SCHED_COUNTERS_NONE;
+		sched_collector__destroy(c);
+		err = sched_collector__open(out, &o);
+		if (!err)
+			(*out)->counters_refused = true;
+		return err;
+	}
 	err = err ?: counters_fill(c);
 	if (err)
 		goto cleanup;
@@ -257,6 +358,36 @@ cleanup:
 	return err;
 }
 
+/*
+ * Does bpf() on the fds already held still need a capability? Some kernels
+ * (5.10 with kernel.unprivileged_bpf_disabled set) refuse every bpf()
+ * command without CAP_BPF, reading a held map included. Tried in a child
+ * that drops every capability: true when it is refused.
+ */
+bool sched_collector__bpf_needs_cap(struct sched_collector *c)
+{
+	int fd = bpf_map__fd(c->skel->maps.exited), status;
+	pid_t pid;
+
+	pid = fork();
+	if (pid < 0)
+		return true;
+	if (pid == 0) {
+		struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
+		struct __user_cap_data_struct data[2] = {};
+		struct bpf_map_info info = {};
+		__u32 len = sizeof(info);
+
+		if (syscall(SYS_capset, &hdr, data))
+			_exit(2);
+		_exit(bpf_obj_get_info_by_fd(fd, &info, &len) && errno == EPERM ? 1 : 0);
+	}
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR)
+			return true;
+	return !WIFEXITED(status) || WEXITSTATUS(status) != 0;
+}
+
 int sched_collector__add_target(struct sched_collector *c, pid_t tgid)
 {
 	uint32_t t = (uint32_t)tgid;
@@ -276,6 +407,8 @@ int sched_collector__attach(struct sched_collector *c)
 	bpf_program__set_autoattach(c->skel->progs.khbpf_iter_open_spans, false);
 	bpf_program__set_autoattach(c->skel->progs.khbpf_span_enter, false);
 	bpf_program__set_autoattach(c->skel->progs.khbpf_span_exit, false);
+	bpf_program__set_autoattach(c->skel->progs.khbpf_span_enter_nofetch, false);
+	bpf_program__set_autoattach(c->skel->progs.khbpf_span_exit_nofetch, false);
 	err = sched_bpf__attach(c->skel);
 	if (err)
 		return err;
@@ -549,6 +682,21 @@ int sched_collector__delete_group(struct sched_collector *c, const struct khbpf_
 	return bpf_map__delete_elem(c->skel->maps.groups, key, sizeof(*key), 0);
 }
 
+void sched_collector__role_name(const char *prog, char *out, size_t size)
+{
+	static const char *const variants[] = { "_nostate", "_nofetch" };
+	size_t n = strlen(prog), i, l;
+
+	for (i = 0; i < sizeof(variants) / sizeof(variants[0]); i++) {
+		l = strlen(variants[i]);
+		if (n > l && !strcmp(prog + n - l, variants[i])) {
+			n -= l;
+			break;
+		}
+	}
+	snprintf(out, size, "%.*s", (int)n, prog);
+}
+
 int sched_collector__stats(struct sched_collector *c, struct sched_collector_stats *out)
 {
 	struct bpf_program *prog;
@@ -577,22 +725,25 @@ int sched_collector__stats(struct sched_collector *c, struct sched_collector_sta
 	out->groups_made = c->skel->bss->groups_made;
 	out->group_overflow = c->skel->bss->group_overflow;
 	out->nr_counters = c->nr_counters;
-	out->counters_err = c->counters_err;
+	out->counters_err = c->counters_refused ? -E2BIG : c->counters_err;
+	out->counters_refused = c->counters_refused;
 	out->counter_cpus = c->counter_cpus;
 	out->max_exited = c->max_exited;
 	out->sched_info = c->sched_info;
+	out->span_site_unresolved = c->skel->bss->span_site_unresolved;
+	sched_collector__select(&c->feat, &out->variant);
 	bpf_object__for_each_program(prog, c->skel->obj) {
 		struct bpf_prog_info info = {};
 		__u32 len = sizeof(info);
 		struct sched_prog_stats *s;
 
 		if (out->nr_progs == SCHED_PROG_MAX || prog == c->skel->progs.khbpf_iter_task ||
-		    prog == c->skel->progs.khbpf_iter_open_spans)
+		    prog == c->skel->progs.khbpf_iter_open_spans || bpf_program__fd(prog) < 0)
 			continue;
 		if (bpf_obj_get_info_by_fd(bpf_program__fd(prog), &info, &len))
 			return -errno;
 		s = &out->progs[out->nr_progs++];
-		snprintf(s->name, sizeof(s->name), "%s", bpf_program__name(prog));
+		sched_collector__role_name(bpf_program__name(prog), s->name, sizeof(s->name));
 		s->run_cnt = info.run_cnt;
 		s->run_time_ns = info.run_time_ns;
 		s->recursion_misses = info.recursion_misses;
@@ -609,6 +760,8 @@ int sched_collector__prog_ids(struct sched_collector *c, uint32_t *ids, int max,
 		struct bpf_prog_info info = {};
 		__u32 len = sizeof(info);
 
+		if (bpf_program__fd(prog) < 0)
+			continue; /* the variant this kernel does not load */
 		if (*nr == max)
 			return -E2BIG;
 		if (bpf_obj_get_info_by_fd(bpf_program__fd(prog), &info, &len))
@@ -659,14 +812,32 @@ int sched_collector__attach_span(struct sched_collector *c, const char *path, ui
 		if (!c->rb)
 			return -errno;
 	}
+	if (!c->feat.have[KFEAT_ATTACH_COOKIE]) {
+		/* No cookies (the kernel refuses a nonzero one): the site map says the metric. */
+		struct khbpf_site_key key = { .offset = offset };
+		struct stat st;
+
+		if (stat(path, &st))
+			return -errno;
+		key.ino = st.st_ino;
+		uo.bpf_cookie = 0;
+		err = bpf_map__update_elem(c->skel->maps.span_site_metric, &key, sizeof(key),
+					   &metric, sizeof(metric), BPF_ANY);
+		if (err)
+			return err;
+	}
 	uo.retprobe = false;
-	in = bpf_program__attach_uprobe_opts(c->skel->progs.khbpf_span_enter, pid, path,
-					     (size_t)offset, &uo);
+	in = bpf_program__attach_uprobe_opts(c->feat.have[KFEAT_ATOMIC_FETCH] ?
+						     c->skel->progs.khbpf_span_enter :
+						     c->skel->progs.khbpf_span_enter_nofetch,
+					     pid, path, (size_t)offset, &uo);
 	if (!in)
 		return -errno;
 	uo.retprobe = true;
-	out = bpf_program__attach_uprobe_opts(c->skel->progs.khbpf_span_exit, pid, path,
-					      (size_t)offset, &uo);
+	out = bpf_program__attach_uprobe_opts(c->feat.have[KFEAT_ATOMIC_FETCH] ?
+						      c->skel->progs.khbpf_span_exit :
+						      c->skel->progs.khbpf_span_exit_nofetch,
+					      pid, path, (size_t)offset, &uo);
 	if (!out) {
 		err = -errno;
 		bpf_link__destroy(in);

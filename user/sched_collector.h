@@ -30,6 +30,11 @@ struct sched_collector_opts {
 	size_t sz;
 	bool trace_all; /* every task but the idle task */
 	uint32_t max_exited; /* exited-thread records; 0 → default */
+	/*
+	 * Kernels without task storage: threads with state at once (the hash
+	 * fallback); 0 → KHBPF_DEFAULT_MAX_TASKS. Session passes --max-threads.
+	 */
+	uint32_t max_tasks;
 	const struct host_topology *topo; /* for migration distance; may be NULL */
 	bool run_stats; /* BPF_ENABLE_STATS for the window */
 	/*
@@ -69,6 +74,27 @@ struct sched_prog_stats {
 	uint64_t recursion_misses; /* runs the kernel skipped: this program was busy on that CPU */
 };
 
+/* Which program variant and fallbacks the collector loaded (from struct kfeatures). */
+struct sched_variant {
+	bool task_storage; /* else the hash fallback (task_state_h, span_state_h) */
+	bool switch_prev_state; /* khbpf_sched_switch; else khbpf_sched_switch_nostate */
+	bool task_btf; /* bpf_get_current_task_btf(); else probe reads */
+	bool attach_cookie; /* metric in the uprobe cookie; else span_site_metric */
+	bool atomic_fetch; /* BPF_FETCH atomics; else per-CPU span-slot tickets */
+};
+
+/*
+ * A program's name as documents show it: a kernel-specific variant
+ * (khbpf_sched_switch_nostate, khbpf_span_enter_nofetch) under the name of
+ * the program it stands in for, so `overhead` and `loss` keys are the same on
+ * every kernel.
+ */
+void sched_collector__role_name(const char *prog, char *out, size_t size);
+
+struct kfeatures;
+/* The variant for a kernel with these features (pure: unit-tested). */
+void sched_collector__select(const struct kfeatures *k, struct sched_variant *v);
+
 struct sched_collector_stats {
 	bool run_stats_enabled; /* run_cnt/run_time_ns are measured, not zero by default */
 	struct sched_prog_stats progs[SCHED_PROG_MAX];
@@ -80,6 +106,10 @@ struct sched_collector_stats {
 	uint64_t exit_not_final; /* exit records never refreshed by a final switch */
 	uint32_t max_exited;
 	bool sched_info; /* the kernel has sched_info (run_delay, pcount) */
+	uint64_t span_site_unresolved; /* no cookies: span entries at a site not in the map */
+	struct sched_variant variant;
+	/* Span counters requested, but the kernel's verifier refused those programs. */
+	bool counters_refused;
 	/* Spans: every finished span is emitted, dropped or sampled out. */
 	uint64_t span_records;
 	uint64_t span_ringbuf_drops;
@@ -116,6 +146,8 @@ struct span_agg_entry {
 
 /* Opens and loads the BPF object. Returns 0 or -errno (-EPERM without CAP_BPF). */
 int sched_collector__open(struct sched_collector **out, const struct sched_collector_opts *opts);
+/* bpf() on held fds refused without a capability (see the .c): keep CAP_BPF. */
+bool sched_collector__bpf_needs_cap(struct sched_collector *c);
 int sched_collector__add_target(struct sched_collector *c, pid_t tgid);
 int sched_collector__attach(struct sched_collector *c);
 /* Detach the programs (maps stay readable). Idempotent. */

@@ -659,6 +659,7 @@ static void setup_collector(struct session *s)
 	struct sched_collector_opts co = {
 		.sz = sizeof(co),
 		.max_exited = s->opts.max_exited,
+		.max_tasks = s->opts.max_threads,
 		.topo = &s->topo,
 		.run_stats = s->opts.bpf_stats,
 	};
@@ -1103,9 +1104,10 @@ static int build_document(struct session *s)
 	doc->hardware = hw;
 
 	if (s->spans.nr_sites) {
-		enum ev_gap hw_gap = s->opts.span_counters == SCHED_COUNTERS_NONE ?
-					     EV_GAP_COLLECTOR_DISABLED :
-					     perfcount__errno_gap(s->stats.counters_err);
+		enum ev_gap hw_gap =
+			s->opts.span_counters == SCHED_COUNTERS_NONE ? EV_GAP_COLLECTOR_DISABLED :
+			s->stats.counters_refused		     ? EV_GAP_UNSUPPORTED :
+						    perfcount__errno_gap(s->stats.counters_err);
 
 		struct span_counters_info *sc = &doc->span_counters;
 
@@ -1119,6 +1121,10 @@ static int build_document(struct session *s)
 
 			sc->cycles_event = sw ? "sw-cpu-clock" : "hw-cpu-cycles";
 			sc->instructions_event = sw ? "sw-cpu-clock" : "hw-instructions";
+		} else if (s->stats.counters_refused) {
+			snprintf(
+				sc->detail, sizeof(sc->detail),
+				"BPF verifier refused the span programs with counter readings (too complex for it; not tried without atomic fetch)");
 		} else if (s->opts.span_counters != SCHED_COUNTERS_NONE && s->use_bpf) {
 			snprintf(sc->detail, sizeof(sc->detail),
 				 "per-CPU perf_event_open failed: %s",
@@ -1169,6 +1175,7 @@ static int build_document(struct session *s)
 	LOSS("span_returns_unmatched", s->stats.span_unmatched);
 	LOSS("span_aggregates_overflow", s->stats.span_agg_overflow);
 	LOSS("span_state_failures", s->stats.span_state_failures);
+	LOSS("span_site_unresolved", s->stats.span_site_unresolved);
 	LOSS("span_records_malformed", s->stats.span_events_malformed);
 	LOSS("span_clock_missed_switch_ins", s->stats.span_clock_gaps);
 	LOSS("span_counter_reads_skewed", s->stats.span_counter_skews);
@@ -1957,7 +1964,7 @@ out:
 
 int session__drop_privileges(struct session *s, char *errbuf, size_t errlen)
 {
-	cap_value_t keep[1];
+	cap_value_t keep[2];
 	uid_t uid;
 	gid_t gid;
 	int nr = 0, err;
@@ -1965,6 +1972,9 @@ int session__drop_privileges(struct session *s, char *errbuf, size_t errlen)
 	/* run: CMD runs as the invoking user, and signals are passed on to it. */
 	if (s->opts.mode == TARGET_MODE_RUN && !s->opts.as_root && invoking_user(&uid, &gid) == 1)
 		keep[nr++] = CAP_KILL;
+	/* A kernel that checks every bpf() command: the held maps need CAP_BPF to be read. */
+	if (s->use_bpf && s->coll && sched_collector__bpf_needs_cap(s->coll))
+		keep[nr++] = CAP_BPF;
 	err = drop_privileges(keep, nr);
 	if (err)
 		return session__errf(errbuf, errlen, err,

@@ -34,6 +34,12 @@
 
 /* Default bound of exited-thread records kept per window (--max-exited). */
 #define KHBPF_DEFAULT_MAX_EXITED 65536
+/*
+ * Kernels without BPF task storage keep per-thread state in a preallocated
+ * hash of this many threads by default (the loader passes --max-threads);
+ * threads beyond it are counted in storage_failures.
+ */
+#define KHBPF_DEFAULT_MAX_TASKS 65536
 
 /* khbpf_thread_rec.flags */
 #define KHBPF_REC_EXITED 0x1 /* from sched_process_exit / the final switch */

@@ -19,6 +19,14 @@
 #define KHBPF_DEFAULT_MAX_SPANS 100000
 #define KHBPF_SPAN_RINGBUF_BYTES (4u << 20)
 /*
+ * Without task storage, span state (4.7 KiB each) lives in a preallocated
+ * hash of this many threads; a thread beyond it records no spans, counted
+ * in span_state_failures.
+ */
+#define KHBPF_DEFAULT_SPAN_TASKS 4096
+/* Without attach cookies: span sites in span_site_metric (the loader's link bound). */
+#define KHBPF_MAX_SPAN_SITES 4096
+/*
  * Span ids are (thread slot << KHBPF_SPAN_SEQ_BITS) | the thread's own span
  * sequence: unique without a shared counter on every span. Threads past
  * KHBPF_SPAN_MAX_SLOT get no spans (counted in span_state_failures).
@@ -107,6 +115,12 @@ struct khbpf_span_event {
 /* Without counters configured a record stops before hw: less to write per span. */
 #define KHBPF_SPAN_EVENT_NOHW_SIZE __builtin_offsetof(struct khbpf_span_event, hw)
 
+/* A span site without attach cookies: the probed file and offset in it. */
+struct khbpf_site_key {
+	__u64 ino; /* the file's inode number */
+	__u64 offset; /* file offset of the probed instruction */
+};
+
 struct khbpf_span_key {
 	__u32 tid;
 	__u32 metric;
@@ -131,6 +145,7 @@ _Static_assert(sizeof(struct khbpf_span_clock) == 40 + 56 * KHBPF_NR_COUNTERS,
 _Static_assert(sizeof(struct khbpf_span_frame) == 80 + 32 * KHBPF_NR_COUNTERS,
 	       "khbpf_span_frame layout");
 _Static_assert(sizeof(struct khbpf_span_hw) == 24, "khbpf_span_hw layout");
+_Static_assert(sizeof(struct khbpf_site_key) == 16, "khbpf_site_key layout");
 _Static_assert(sizeof(struct khbpf_span_event) == 56 + 40 + 24 * KHBPF_NR_COUNTERS,
 	       "khbpf_span_event layout");
 _Static_assert(sizeof(struct khbpf_span_agg) ==

@@ -17,6 +17,21 @@ json_check "$TMP/probe.json" \
 	"[c['observed'] for c in d['checks'] if c['name'] == 'uprobe'] == [3]" \
 	"all('detail' in c for c in d['collectors'] if c['availability'] != 'available')"
 
+# Kernel features: each one khbpf depends on, decided by a probe (root: none
+# unknown), with a fallback named wherever one stands in; the release where
+# each appeared is information only.
+feat() { echo "[f for f in d['kernel_features'] if f['name']=='$1'][0]"; }
+json_check "$TMP/probe.json" \
+	"[f['name'] for f in d['kernel_features']] == ['tp-btf', 'task-storage', 'sched-switch-prev-state', 'ringbuf', 'task-iterator', 'get-current-task-btf', 'attach-cookie', 'optimized-uprobes', 'uretprobe-syscall', 'bpf-run-stats', 'atomic-fetch']" \
+	"all(f['use'] in ('used', 'fallback', 'not-needed', 'missing') for f in d['kernel_features'])" \
+	"all(f['detected_by'] in ('btf', 'libbpf-probe', 'probe-program') for f in d['kernel_features'])" \
+	"all((f['use'] == 'used') == f['present']['value'] for f in d['kernel_features'])" \
+	"all(f['detail'] for f in d['kernel_features'] if f['use'] == 'fallback')" \
+	"$(feat tp-btf)['use'] == 'used' and $(feat ringbuf)['use'] == 'used' and $(feat task-iterator)['use'] == 'used'"
+expect_exit 0 "$KHBPF" probe
+grep -q "^Kernel features" "$TMP/out" || fail "probe text has no kernel features"
+grep -Eq "^  task-storage +(used|fallback) " "$TMP/out" || fail "probe text does not say how task storage is used"
+
 # Hardware counters: this VM has no core PMU in /sys/bus/event_source, so
 # perf_event_open(PERF_TYPE_HARDWARE) fails with ENOENT → unsupported.
 if [ -d /sys/bus/event_source/devices/cpu ] || [ -d /sys/bus/event_source/devices/cpu_core ]; then
@@ -73,6 +88,8 @@ if command -v setpriv >/dev/null; then
 	json_check "$TMP/nobody.json" \
 		"$(cap scheduler-activity) == 'permission-denied'" \
 		"'CAP_BPF' in [c for c in d['collectors'] if c['collector']=='scheduler-activity'][0]['detail']" \
-		"$(cap span-probes) == 'permission-denied'"
+		"$(cap span-probes) == 'permission-denied'" \
+		"$(feat tp-btf)['detected_by'] == 'btf'" \
+		"$(feat atomic-fetch)['use'] == 'unknown'"
 fi
 echo "probe_cli: ok"

@@ -57,12 +57,21 @@ json_check "$TMP/doc.json" \
 # every span carries readings, and the exact totals count every call.
 expect_exit 0 timeout 60 "$KHBPF" run --counter-events=sw-cpu-clock -o "$TMP/docc.json" -- "$W" --threads 2 --iterations 2
 "$PYTHON" tests/validate_schema.py "$SCHEMA" "$TMP/docc.json" >/dev/null || fail "schema (counters)"
-json_check "$TMP/docc.json" \
-	"d['span_counters']['cycles_event'] == 'sw-cpu-clock' and d['span_counters']['cpus'] >= 1" \
-	"all(s['hardware']['status'] == 'recorded' for s in d['events']['spans'])" \
-	"all(s['hardware']['value']['cycles_end']['status'] == 'recorded' for s in d['events']['spans'])" \
-	"d['hardware']['value']['span_aggregation']['value']['run']['spans_with_counters'] == sum(m['calls'] for m in d['span_metrics'])" \
-	"d['hardware']['value']['span_aggregation']['value']['run']['cpi_milli']['status'] == 'recorded'"
+# A verifier that refuses the counter path (too complex for 5.10's): spans
+# without counters, every reading the gap 'unsupported', and the reason.
+if "$PYTHON" -c 'import json, sys; sys.exit("verifier refused" not in json.load(open(sys.argv[1]))["span_counters"].get("detail", ""))' "$TMP/docc.json"; then
+	echo "spans_cli: this kernel's verifier refused the counter path; checking its gaps"
+	json_check "$TMP/docc.json" \
+		"all(s['hardware'] == {'status': 'unavailable', 'reason': 'unsupported'} for s in d['events']['spans'])" \
+		"sum(m['calls'] for m in d['span_metrics']) > 0"
+else
+	json_check "$TMP/docc.json" \
+		"d['span_counters']['cycles_event'] == 'sw-cpu-clock' and d['span_counters']['cpus'] >= 1" \
+		"all(s['hardware']['status'] == 'recorded' for s in d['events']['spans'])" \
+		"all(s['hardware']['value']['cycles_end']['status'] == 'recorded' for s in d['events']['spans'])" \
+		"d['hardware']['value']['span_aggregation']['value']['run']['spans_with_counters'] == sum(m['calls'] for m in d['span_metrics'])" \
+		"d['hardware']['value']['span_aggregation']['value']['run']['cpi_milli']['status'] == 'recorded'"
+fi
 expect_exit 2 "$KHBPF" run --counter-events=bogus -- true
 
 # Stripped: the notes survive strip --strip-all; the same spans, no symbol names.
