@@ -146,6 +146,7 @@ static struct json_object *detail_json(const struct doc_sched_detail *d, int *er
 	add(mig, "total", evjson__u64(d->migrations), err);
 	for (i = 0; i < KHBPF_MIG_CLASSES; i++)
 		add(mig, mig_class_names[i], evjson__u64(d->mig_class[i]), err);
+	add(mig, "unseen", evjson__u64(d->migrations_unseen), err);
 	add(obj, "migrations_by_distance", mig, err);
 	return evjson__recorded(obj);
 }

@@ -53,6 +53,8 @@ struct doc_sched_detail {
 	uint64_t switch_ins;
 	uint64_t migrations;
 	uint64_t mig_class[KHBPF_MIG_CLASSES];
+	/* The kernel's nr_migrations beyond what sched_migrate_task saw. */
+	uint64_t migrations_unseen;
 	uint64_t wait_hist[KHBPF_RQ_SLOTS];
 };
 

@@ -84,7 +84,7 @@ struct session {
 	struct doc_thread *threads;
 	size_t nr_threads;
 	struct collector_capability caps[5];
-	struct named_u64 loss[29 + SCHED_PROG_MAX];
+	struct named_u64 loss[30 + SCHED_PROG_MAX];
 	char loss_names[SCHED_PROG_MAX][48];
 	size_t nr_loss;
 	struct named_u64 overhead[2 * SCHED_PROG_MAX + 4];
@@ -921,8 +921,14 @@ static void fill_sched_evidence(struct scheduler_evidence *ev, const struct khbp
 	}
 }
 
+/*
+ * kernel_migrations: se.nr_migrations over the same span. A CPU change the
+ * classifier did not see (the held child of run before attach; a program
+ * run that did not happen) is "unseen", so the classes add up to the
+ * kernel's count and the shortfall is counted, not hidden.
+ */
 static void fill_detail(struct doc_sched_detail *d, const struct khbpf_task_bpf *b, bool valid,
-			enum ev_gap reason)
+			enum ev_gap reason, uint64_t kernel_migrations)
 {
 	memset(d, 0, sizeof(*d));
 	if (!valid) {
@@ -936,6 +942,8 @@ static void fill_detail(struct doc_sched_detail *d, const struct khbpf_task_bpf 
 	d->unbinned_waits = b->unbinned_waits;
 	d->switch_ins = b->switch_ins;
 	d->migrations = b->migrations;
+	d->migrations_unseen =
+		kernel_migrations > b->migrations ? kernel_migrations - b->migrations : 0;
 	memcpy(d->mig_class, b->mig_class, sizeof(d->mig_class));
 	memcpy(d->wait_hist, b->wait_hist, sizeof(d->wait_hist));
 }
@@ -1032,12 +1040,14 @@ static int build_document(struct session *s)
 							 s->use_bpf ? EV_SRC_BPF_TRACEPOINT :
 								      EV_SRC_PROC_PID_SCHEDSTAT);
 		fill_detail(&t->detail, &w->bpf, s->use_bpf && w->has_bpf,
-			    s->use_bpf ? EV_GAP_UNAVAILABLE : bpf_gap);
+			    s->use_bpf ? EV_GAP_UNAVAILABLE : bpf_gap,
+			    w->vanished ? 0 : w->delta.nr_migrations);
 	}
 	s->nr_threads = s->win.nr_threads;
 	doc->threads = s->threads;
 	doc->nr_threads = s->nr_threads;
-	fill_detail(&doc->sched_detail, &s->win.total_bpf, s->use_bpf, bpf_gap);
+	fill_detail(&doc->sched_detail, &s->win.total_bpf, s->use_bpf, bpf_gap,
+		    totals_known ? s->win.total.nr_migrations : 0);
 	doc->kernel_run_delay_ns =
 		complete && (!s->use_bpf || s->stats.sched_info) ?
 			sev_u64__recorded(s->win.total.run_delay,
@@ -1161,6 +1171,7 @@ static int build_document(struct session *s)
 	LOSS("iterator_write_errors", s->stats.iter_write_errors);
 	LOSS("exit_records_not_final", s->stats.exit_not_final);
 	LOSS("proc_read_errors", s->proc_read_errors);
+	LOSS("migrations_unseen", doc->sched_detail.migrations_unseen);
 	/* Threads that ran and were never read (only without BPF): their CPU, not their number. */
 	s->loss[s->nr_loss++] =
 		(struct named_u64){ "threads_unseen_cpu_ns",

@@ -20,7 +20,8 @@ for round in 1 2; do
 		"all(t['exited'] and t['born'] for t in d['threads'])" \
 		"len(d['threads']) == $(wc -l <"$TMP/truth.jsonl")" \
 		"d['hardware']['value']['utilization']['all_threads_cpu_ns']['value'] == sum(t['on_cpu_ns']['value']['value'] for t in d['threads'])" \
-		"0 <= d['hardware']['value']['scheduler']['cpu_migrations']['value']['value'] - d['scheduler_detail']['value']['migrations_by_distance']['total'] <= [t for t in d['threads'] if t['thread_id'] == d['target']['pid']][0]['scheduler']['cpu_migrations']['value']['value']" \
+		"d['hardware']['value']['scheduler']['cpu_migrations']['value']['value'] == d['scheduler_detail']['value']['migrations_by_distance']['total'] + d['scheduler_detail']['value']['migrations_by_distance']['unseen']" \
+		"d['loss']['migrations_unseen']['value'] == d['scheduler_detail']['value']['migrations_by_distance']['unseen'] == sum(t['bpf_detail']['value']['migrations_by_distance']['unseen'] for t in d['threads'])" \
 		"d['scheduler_detail']['value']['runqueue_waits'] - d['scheduler_detail']['value']['unbinned_waits'] == sum(b['count'] for b in d['scheduler_detail']['value']['runqueue_histogram'])" \
 		"d['scheduler_detail']['value']['runqueue_wait_ns'] == d['hardware']['value']['scheduler']['scheduler_delay_ns']['value']['value']" \
 		"d['kernel_run_delay_ns']['value']['value'] == d['hardware']['value']['scheduler']['scheduler_delay_ns']['value']['value']"
