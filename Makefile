@@ -84,7 +84,8 @@ TEST_SRCS := $(wildcard tests/test_*.c)
 TESTS := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRCS))
 # Workloads are measured, never sanitized: always the plain build in build/.
 WORKLOADS := $(patsubst tests/workloads/%.c,build/workloads/%,$(wildcard tests/workloads/*.c))
-# What tests/run.sh runs the tests under (tests/helpers/*.c), plain build only.
+# What the tests run under or beside (tests/helpers/*.c: subreaper,
+# finalcount), plain build only.
 HELPERS := $(patsubst tests/helpers/%.c,build/tests/helpers/%,$(wildcard tests/helpers/*.c))
 
 C_FILES := $(wildcard bpf/*.c bpf/*.h user/*.c user/*.h include/khbpf/*.h tests/*.c tests/*.h tests/workloads/*.c tests/workloads/*.h tests/helpers/*.c tools/*.c)
@@ -257,7 +258,7 @@ fresh-check:
 # The kernel matrix: Debian's kernels (5.10, 6.1, 6.12, 6.12-rt, the newest)
 # booted with virtme-ng on this host's root; KERNELS= and VMTEST_TESTS= choose
 # (tools/vmtest.sh --help). Results in build/vmtest/.
-vmtest: $(KHBPF) workloads
+vmtest: $(KHBPF) workloads $(HELPERS)
 	$(Q)tools/install-deps.sh --with-vmtest
 	$(Q)tools/vmtest.sh
 

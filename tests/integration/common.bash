@@ -159,3 +159,24 @@ wait_comm() {
 	done
 	return 1
 }
+
+# trace_final PIDFILE DIR: wait (up to 30 s) for schedmix --wait-traced to
+# write PIDFILE, then trace that process with tests/helpers/finalcount, which
+# copies each thread's final /proc counters into DIR/TID/ as it exits
+# (sched_compare.py final). Sets FINALCOUNT_PID; wait for it after the run.
+# finalcount dies by its own timeout if the caller's trap does not kill it;
+# its tracees are detached either way.
+FINALCOUNT=${FINALCOUNT:-build/tests/helpers/finalcount}
+trace_final() {
+	local pid
+	[ -x "$FINALCOUNT" ] || fail "$FINALCOUNT is not built (make $FINALCOUNT)"
+	for _ in $(seq 600); do
+		[ -s "$1" ] && break
+		sleep 0.05
+	done
+	[ -s "$1" ] || fail "the workload did not write its pid to $1"
+	pid=$(cat "$1")
+	mkdir -p "$2"
+	"$FINALCOUNT" --pid "$pid" --dir "$2" --timeout-ms 300000 &
+	FINALCOUNT_PID=$!
+}

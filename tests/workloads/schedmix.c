@@ -5,7 +5,12 @@
  * /proc/thread-self/{sched,schedstat} counters, read by the thread itself as
  * its last act, are written as JSON lines for comparison with khbpf's.
  *
- *   schedmix [--duration-ms N] [--out FILE]
+ *   schedmix [--duration-ms N] [--out FILE] [--wait-traced PIDFILE]
+ *
+ * --wait-traced writes the process id to PIDFILE and starts no thread until
+ * a tracer has attached (TracerPid in /proc/self/status), so that
+ * tests/helpers/finalcount, PTRACE_O_TRACECLONE following, sees every
+ * thread's exit and reads its final counters.
  *
  * Standalone on purpose (cc -O2 -pthread): it must not share khbpf's parser,
  * or a parsing bug would agree with itself.
@@ -36,6 +41,7 @@
 #define COMM_MAX 64
 #define MOVE_PERIOD_NS 2000000ull
 #define NSEC_PER_MSEC 1000000ull
+#define TRACER_WAIT_MS 30000
 
 enum role {
 	ROLE_SLEEP,
@@ -290,6 +296,52 @@ static void pick_move_cpus(void)
 		fprintf(stderr, "schedmix: only 1 usable CPU; mix-mover will not move\n");
 }
 
+/* TracerPid of /proc/self/status: 1 when traced, 0 not, -1 unreadable. */
+static int traced(void)
+{
+	char line[256];
+	int ret = -1;
+	FILE *f = fopen("/proc/self/status", "re");
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		if (!strncmp(line, "TracerPid:", 10)) {
+			ret = atol(line + 10) != 0;
+			break;
+		}
+	}
+	fclose(f);
+	return ret;
+}
+
+/* Publish our pid (temp file, then rename) and wait for the tracer. */
+static int wait_traced(const char *pid_path)
+{
+	char tmp[4200];
+	FILE *f;
+	int i, t;
+
+	snprintf(tmp, sizeof(tmp), "%s.tmp", pid_path);
+	f = fopen(tmp, "w");
+	if (!f || fprintf(f, "%d\n", (int)getpid()) < 0 || fclose(f) || rename(tmp, pid_path)) {
+		fprintf(stderr, "schedmix: %s: %s\n", pid_path, strerror(errno));
+		return -1;
+	}
+	for (i = 0; i < TRACER_WAIT_MS; i++) {
+		t = traced();
+		if (t < 0) {
+			fprintf(stderr, "schedmix: /proc/self/status: no TracerPid\n");
+			return -1;
+		}
+		if (t)
+			return 0;
+		usleep(1000);
+	}
+	fprintf(stderr, "schedmix: no tracer attached within %d ms\n", TRACER_WAIT_MS);
+	return -1;
+}
+
 static bool parse_u64(const char *s, size_t len, uint64_t *out)
 {
 	uint64_t v = 0;
@@ -409,7 +461,7 @@ static int usage_error(const char *fmt, const char *arg)
 {
 	fputs("schedmix: ", stderr);
 	fprintf(stderr, fmt, arg);
-	fputs("; usage: schedmix [--duration-ms N] [--out FILE]\n", stderr);
+	fputs("; usage: schedmix [--duration-ms N] [--out FILE] [--wait-traced PIDFILE]\n", stderr);
 	return 2;
 }
 
@@ -439,7 +491,7 @@ int main(int argc, char **argv)
 {
 	pthread_t threads[NR_ROLES];
 	uint64_t duration_ms = DEFAULT_DURATION_MS, start;
-	const char *out_path = NULL, *v = NULL;
+	const char *out_path = NULL, *pid_path = NULL, *v = NULL;
 	int i, found, started = 0, err;
 	bool ok = true;
 	FILE *out = stdout;
@@ -455,6 +507,10 @@ int main(int argc, char **argv)
 			if (found < 0)
 				return usage_error("%s needs a value", argv[i]);
 			out_path = v;
+		} else if ((found = option_value(argc, argv, &i, "--wait-traced", &v))) {
+			if (found < 0)
+				return usage_error("%s needs a value", argv[i]);
+			pid_path = v;
 		} else {
 			return usage_error("unknown argument '%s'", argv[i]);
 		}
@@ -471,6 +527,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "schedmix: pipe: %s\n", strerror(errno));
 		return 1;
 	}
+	if (pid_path && wait_traced(pid_path))
+		return 1;
 	pick_move_cpus();
 	short_ns = duration_ms * NSEC_PER_MSEC / 10;
 	if (short_ns > 100 * NSEC_PER_MSEC)
