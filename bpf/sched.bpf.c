@@ -304,11 +304,44 @@ static __always_inline void task_states_free(struct task_struct *p)
 		bpf_map_delete_elem(&span_state_h, &key);
 }
 
+/*
+ * Before 6.1 (7f203bc89eb6, "cgroup: Replace cgroup->ancestor_ids[] with
+ * ->ancestors[]") a cgroup kept its ancestors' ids, cgroup_id() of each,
+ * indexed by level, instead of pointers to them.
+ */
+struct cgroup___pre61 {
+	__u64 ancestor_ids[0];
+} __attribute__((preserve_access_index));
+
+/*
+ * The id of cg's ancestor at level l, one function per layout: not inlined,
+ * so that the compiler cannot hoist the other layout's relocated offset
+ * (poisoned by libbpf where that member does not exist) out of the branch
+ * that never runs on this kernel.
+ */
+static __noinline __u64 ancestor_id_by_ptr(struct cgroup *cg, __u32 l)
+{
+	struct cgroup *anc = NULL;
+
+	bpf_core_read(&anc, sizeof(anc), &cg->ancestors[l & 0xffff]);
+	return anc ? BPF_CORE_READ(anc, kn, id) : 0;
+}
+
+static __noinline __u64 ancestor_id_by_id(struct cgroup *cg, __u32 l)
+{
+	struct cgroup___pre61 *old = (void *)cg;
+	__u64 id = 0;
+
+	bpf_core_read(&id, sizeof(id), &old->ancestor_ids[l & 0xffff]);
+	return id;
+}
+
 /* In one of the --cgroup subtrees: that cgroup is the task's or an ancestor of it. */
 static __always_inline bool in_cgroup_filter(struct task_struct *p)
 {
-	struct cgroup *cg = BPF_CORE_READ(p, cgroups, dfl_cgrp), *anc = NULL;
+	struct cgroup *cg = BPF_CORE_READ(p, cgroups, dfl_cgrp);
 	int level = BPF_CORE_READ(cg, level);
+	__u64 id;
 	__u32 i, l;
 
 	for (i = 0; i < KHBPF_MAX_CGROUP_FILTERS; i++) {
@@ -317,8 +350,11 @@ static __always_inline bool in_cgroup_filter(struct task_struct *p)
 		l = cgroup_filter_level[i];
 		if (l > level)
 			continue;
-		bpf_core_read(&anc, sizeof(anc), &cg->ancestors[l & 0xffff]);
-		if (anc && BPF_CORE_READ(anc, kn, id) == cgroup_filter_id[i])
+		if (bpf_core_field_exists(cg->ancestors))
+			id = ancestor_id_by_ptr(cg, l);
+		else
+			id = ancestor_id_by_id(cg, l);
+		if (id && id == cgroup_filter_id[i])
 			return true;
 	}
 	return false;

@@ -184,6 +184,34 @@ static void test_report_text__gaps_fixture(void **state)
 	free(out);
 }
 
+/* A loss counter the kernel does not keep is unknown, not "zero". */
+static void test_report_text__loss_unknown(void **state)
+{
+	char *text, *out;
+
+	(void)state;
+	text = testdoc(1000, TESTDOC_THREAD(1, "a"), "",
+		       ",\"loss\":{\"version\":1,"
+		       "\"threads_vanished\":{\"status\":\"recorded\",\"value\":0},"
+		       "\"khbpf_sched_switch_recursion_misses\":{\"status\":\"unavailable\","
+		       "\"reason\":\"unsupported\"}}");
+	out = render(testdoc_load(text));
+	has_line(out, "Loss: none counted; 1 loss counter unknown (gaps)");
+	free(out);
+	free(text);
+	text = testdoc(1000, TESTDOC_THREAD(1, "a"), "",
+		       ",\"loss\":{\"version\":1,"
+		       "\"threads_vanished\":{\"status\":\"recorded\",\"value\":2},"
+		       "\"a_recursion_misses\":{\"status\":\"unavailable\","
+		       "\"reason\":\"unsupported\"},"
+		       "\"b_recursion_misses\":{\"status\":\"unavailable\","
+		       "\"reason\":\"unsupported\"}}");
+	out = render(testdoc_load(text));
+	has_line(out, "Loss: threads_vanished 2; 2 loss counters unknown (gaps)");
+	free(out);
+	free(text);
+}
+
 /* A name that would drive the terminal is printed inert. */
 static void test_report_text__control_characters(void **state)
 {
@@ -205,6 +233,7 @@ int main(void)
 		cmocka_unit_test(test_report_text__sched_fixture),
 		cmocka_unit_test(test_report_text__gaps_fixture),
 		cmocka_unit_test(test_report_text__control_characters),
+		cmocka_unit_test(test_report_text__loss_unknown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

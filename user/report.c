@@ -701,7 +701,9 @@ static void load_loss(struct loader *ld, struct json_object *root)
 		if (kl > 4 && !strcmp(key + kl - 4, "_max"))
 			continue;
 		ev = get_ev_u64(ld, loss, "loss", key);
-		if (ev.recorded && ev.value)
+		if (!ev.recorded)
+			d->nr_losses_unknown++;
+		else if (ev.value)
 			d->losses[d->nr_losses++] = (struct report_loss){ key, ev.value };
 	}
 }

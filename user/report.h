@@ -170,6 +170,7 @@ struct report_doc {
 
 	struct report_loss *losses; /* the non-zero loss counters */
 	size_t nr_losses;
+	size_t nr_losses_unknown; /* loss counters that are gaps */
 	struct report_gap *gaps;
 	size_t nr_gaps;
 	uint64_t gap_fields; /* sum of the gaps' counts */

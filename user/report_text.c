@@ -253,13 +253,18 @@ static void print_loss(const struct report_doc *d, FILE *f)
 {
 	size_t i;
 
-	if (!d->nr_losses) {
+	if (!d->nr_losses && !d->nr_losses_unknown) {
 		fprintf(f, "\nLoss: none (every loss counter is zero)\n");
 		return;
 	}
 	fprintf(f, "\nLoss:");
+	if (!d->nr_losses)
+		fprintf(f, " none counted");
 	for (i = 0; i < d->nr_losses; i++)
 		fprintf(f, "%s %s %" PRIu64, i ? "," : "", d->losses[i].name, d->losses[i].value);
+	if (d->nr_losses_unknown)
+		fprintf(f, "; %zu loss counter%s unknown (gaps)", d->nr_losses_unknown,
+			d->nr_losses_unknown == 1 ? "" : "s");
 	fputc('\n', f);
 }
 

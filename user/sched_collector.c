@@ -756,6 +756,13 @@ int sched_collector__stats(struct sched_collector *c, struct sched_collector_sta
 		sched_collector__role_name(bpf_program__name(prog), s->name, sizeof(s->name));
 		s->run_cnt = info.run_cnt;
 		s->run_time_ns = info.run_time_ns;
+		/*
+		 * The kernel fills only the bpf_prog_info it knows and says how
+		 * much in len: one without recursion_misses (before 5.12) leaves
+		 * our zero, which is not a count.
+		 */
+		s->recursion_known = len >= offsetof(struct bpf_prog_info, recursion_misses) +
+						    sizeof(info.recursion_misses);
 		s->recursion_misses = info.recursion_misses;
 	}
 	return 0;

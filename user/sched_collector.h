@@ -72,6 +72,7 @@ struct sched_prog_stats {
 	uint64_t run_cnt;
 	uint64_t run_time_ns;
 	uint64_t recursion_misses; /* runs the kernel skipped: this program was busy on that CPU */
+	bool recursion_known; /* the kernel's bpf_prog_info has recursion_misses (5.12) */
 };
 
 /* Which program variant and fallbacks the collector loaded (from struct kfeatures). */

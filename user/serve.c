@@ -614,6 +614,9 @@ static int render_self(struct serve *s, struct promtext *p)
 	for (i = 0; i < st.nr_progs; i++) {
 		char name[64];
 
+		/* No series where the kernel does not count them (before 5.12). */
+		if (!st.progs[i].recursion_known)
+			continue;
 		snprintf(name, sizeof(name), "%s_recursion_misses", st.progs[i].name);
 		LOSS(name, st.progs[i].recursion_misses);
 	}

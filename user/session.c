@@ -1196,9 +1196,12 @@ static int build_document(struct session *s)
 	for (i = 0; i < s->stats.nr_progs; i++) {
 		snprintf(s->loss_names[i], sizeof(s->loss_names[0]), "%s_recursion_misses",
 			 s->stats.progs[i].name);
-		s->loss[s->nr_loss++] =
-			(struct named_u64){ s->loss_names[i],
-					    ev_u64__recorded(s->stats.progs[i].recursion_misses) };
+		s->loss[s->nr_loss++] = (struct named_u64){
+			s->loss_names[i],
+			s->stats.progs[i].recursion_known ?
+				ev_u64__recorded(s->stats.progs[i].recursion_misses) :
+				ev_u64__gap(EV_GAP_UNSUPPORTED)
+		};
 	}
 #undef LOSS
 	doc->loss = s->loss;
