@@ -221,8 +221,14 @@ esac
 # ---------------------------------------------------------------------------
 # Host side.
 
-KERNELS=${KERNELS:-"5.10 6.1 6.12 6.12-rt sid"}
-read -r -a TESTS <<<"${VMTEST_TESTS:-probe bpf demo}"
+DEFAULT_KERNELS="5.10 6.1 6.12 6.12-rt sid"
+# What matters for a kernel: BPF loading, per-thread accuracy against the
+# kernel's own final counters, attach windows, spans (exact counts, nesting,
+# a library's symbol against bpftrace, per-span counters), the fallbacks,
+# serve's totals, and the privilege drop.
+DEFAULT_TESTS="probe bpf demo integration:run_accuracy integration:attach_window integration:spans_cli integration:span_bpftrace integration:fallback_nobpf integration:serve_prometheus integration:privileges"
+KERNELS=${KERNELS:-$DEFAULT_KERNELS}
+read -r -a TESTS <<<"${VMTEST_TESTS:-$DEFAULT_TESTS}"
 VMTEST_TIMEOUT=${VMTEST_TIMEOUT:-900}
 VMTEST_STEP_TIMEOUT=${VMTEST_STEP_TIMEOUT:-600}
 VMTEST_ACCEL=${VMTEST_ACCEL:-auto}
@@ -616,22 +622,29 @@ write_result() {
 	fi
 	[ -e "$dir/guest.tsv" ] && guest=$(jq -R -n '[inputs | split("\t") | {(.[0]): (.[1:] | join("\t"))}] | add // {}' "$dir/guest.tsv")
 	# Every step asked for: those the guest did not reach are null.
-	steps=$(printf '%s\n' "${STEPS[@]}" | jq -R -n --rawfile ran <(cat "$dir/steps.tsv" 2>/dev/null || true) '
+	# Each step's result: the last line its log printed ("run_accuracy: ok
+	# (...)"), printable characters only, for the README's table.
+	local name results=""
+	for name in "${STEPS[@]}"; do
+		results+="$name"$'\t'"$(grep -a . "$dir/${name//:/-}.log" 2>/dev/null | tail -n1 | tr -cd '[:print:]' | cut -c1-300)"$'\n'
+	done
+	steps=$(printf '%s\n' "${STEPS[@]}" | jq -R -n --rawfile ran <(cat "$dir/steps.tsv" 2>/dev/null || true) --arg results "$results" '
 		($ran | split("\n") | map(select(. != "") | split("\t") | {key: .[0], value: {exit_code: (.[1] | tonumber), seconds: (.[2] | tonumber)}}) | from_entries) as $d
-		| [inputs | {name: ., exit_code: ($d[.].exit_code // null), seconds: ($d[.].seconds // null)}]')
+		| ($results | split("\n") | map(select(. != "") | split("\t") | {key: .[0], value: (.[1:] | join("\t"))}) | from_entries) as $res
+		| [inputs | {name: ., exit_code: ($d[.].exit_code // null), seconds: ($d[.].seconds // null), result: ($res[.] // "")}]')
 	jq -n \
 		--arg kernel "$k" --arg suite "$K_SUITE" --arg package "$K_PKG" --arg version "$K_VERSION" \
 		--arg release "$K_REL" --arg accel "$ACCEL" --argjson vng_exit "$GUEST_RC" \
 		--argjson timed_out "$([ "$GUEST_RC" -eq 124 ] && echo true || echo false)" \
 		--argjson guest_seconds "$GUEST_SECONDS" --argjson timeout "$VMTEST_TIMEOUT" \
 		--arg memory "$VMTEST_MEMORY" --argjson cpus "$VMTEST_CPUS" --arg virtme_ng "$VNG_VERSION" \
-		--arg khbpf "$KHBPF_VERSION" --argjson guest "$guest" --argjson steps "$steps" --argjson probe "$probe" '
+		--arg khbpf "$KHBPF_VERSION" --arg commit "$COMMIT" --argjson guest "$guest" --argjson steps "$steps" --argjson probe "$probe" '
 		{kernel: $kernel, suite: $suite, package: $package, package_version: $version,
 		 release: ($guest.release // $release), accelerator: $accel,
 		 boot_seconds: (($guest.boot_seconds // null) | if . then tonumber else null end),
 		 guest_seconds: $guest_seconds, timeout_seconds: $timeout, timed_out: $timed_out,
 		 vng_exit: $vng_exit, memory: $memory, cpus: $cpus, virtme_ng: $virtme_ng, khbpf: $khbpf,
-		 steps: $steps, guest: $guest, probe: $probe}' >"$OUT/$k.json"
+		 commit: $commit, steps: $steps, guest: $guest, probe: $probe}' >"$OUT/$k.json"
 }
 
 # write_table KERNEL...: table.md over these kernels' results.
@@ -667,6 +680,7 @@ main() {
 	# half way through the matrix.
 	cp "$KHBPF_SRC" "$OUT/khbpf"
 	KHBPF_VERSION=$("$OUT/khbpf" --version 2>/dev/null | head -n1 || echo unknown)
+	COMMIT=$(git -C "$ROOT" describe --always --dirty --abbrev=7 2>/dev/null || echo unknown)
 	log "virtme-ng $VNG_VERSION; $KHBPF_VERSION; kernels: $KERNELS; steps: ${STEPS[*]}"
 
 	local kernel k dir start passed=0 failed=0 guest_failed=0 ran=() rc
@@ -700,6 +714,14 @@ main() {
 	done
 	write_table "${ran[@]}"
 	cat "$OUT/table.md"
+	# The README's matrix is the full default run's: a subset (KERNELS=,
+	# VMTEST_TESTS=, as CI runs) leaves it as it is.
+	/usr/bin/python3 "$ROOT/tools/vmtest_readme.py" "$OUT" "${ran[@]}" >"$OUT/README-kernels.md" ||
+		log "could not write $OUT/README-kernels.md"
+	if [ "$KERNELS" = "$DEFAULT_KERNELS" ] && [ "${TESTS[*]}" = "$DEFAULT_TESTS" ] && [ "${VMTEST_README:-1}" = 1 ]; then
+		/usr/bin/python3 "$ROOT/tools/vmtest_readme.py" "$OUT" "${ran[@]}" --update "$ROOT/README.md" &&
+			log "README.md: the Kernels table is this run's (VMTEST_README=0 leaves it)"
+	fi
 	echo "vmtest: $passed passed, $failed failed"
 	if [ "$failed" -ne 0 ] || [ "$guest_failed" -ne 0 ]; then
 		return 1

@@ -13,7 +13,8 @@
  * tracer waits for it, with its task_struct, its /proc/PID/task/TID
  * directory and its final counters intact. So: PTRACE_SEIZE every thread
  * (PTRACE_O_TRACECLONE follows the ones it creates), and for each thread
- * that exits, waitid(WNOWAIT) to see the zombie, copy its
+ * that exits, waitid(WNOWAIT) to see the zombie, wait for its final switch
+ * (wait_switched_out()), copy its
  * /proc/PID/task/TID/{sched,schedstat,comm} into DIR/TID/, then reap it (a
  * group leader is handed on to its real parent, which gets its wait4 as
  * before). The ptrace stops (clone events, the new threads' first stop) are
@@ -42,6 +43,7 @@
 #define MAX_THREADS 4096
 #define FILE_MAX 65536
 #define DEFAULT_TIMEOUT_MS 120000L
+#define WAIT_OFF_CPU_MS 10000
 
 static pid_t tgid;
 static const char *out_dir;
@@ -148,7 +150,44 @@ static int copy_file(const char *from, const char *to)
 	return err;
 }
 
-/* Copy the zombie thread's counters to DIR/TID/ while it cannot change. */
+/*
+ * A thread is a zombie (exit_notify()) before its final switch, and may go
+ * on running for a while (milliseconds on an emulated CPU): its counters are
+ * final only once do_task_dead() has switched it out. /proc/PID/task/TID/
+ * syscall tells: task_current_syscall() answers "running" while the task's
+ * state is still TASK_RUNNING, and otherwise waits in wait_task_inactive()
+ * until the task is off its CPU, so any other answer comes after the switch.
+ */
+static int wait_switched_out(pid_t tid)
+{
+	char path[96], buf[64];
+	ssize_t len;
+	int fd, i;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/syscall", (int)tgid, (int)tid);
+	for (i = 0; i < WAIT_OFF_CPU_MS * 10; i++) {
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0) {
+			fprintf(stderr, "finalcount: %s: %s\n", path, strerror(errno));
+			return -1;
+		}
+		len = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		if (len < 0) {
+			fprintf(stderr, "finalcount: reading %s: %s\n", path, strerror(errno));
+			return -1;
+		}
+		buf[len] = 0;
+		if (strncmp(buf, "running", 7))
+			return 0;
+		usleep(100);
+	}
+	fprintf(stderr, "finalcount: thread %d still running %d ms after it exited\n", (int)tid,
+		WAIT_OFF_CPU_MS);
+	return -1;
+}
+
+/* Copy the zombie thread's counters to DIR/TID/ once they cannot change. */
 static int read_final(pid_t tid)
 {
 	static const char *const files[] = { "sched", "schedstat", "comm" };
@@ -156,6 +195,8 @@ static int read_final(pid_t tid)
 	size_t i;
 	int err;
 
+	if (wait_switched_out(tid))
+		return -1;
 	snprintf(dir, sizeof(dir), "%s/%d", out_dir, (int)tid);
 	if (mkdir(dir, 0755) && errno != EEXIST) {
 		fprintf(stderr, "finalcount: %s: %s\n", dir, strerror(errno));

@@ -79,31 +79,6 @@ sys.exit(0 if ok else 1)
 PY
 }
 
-# in_cpu_cgroup CMD...: run CMD in a fresh child cgroup with the cpu
-# controller (v1 or v2), removed afterwards. Exiting tasks leave their
-# autogroup for the root group (sched_autogroup_exit_task), where a busy
-# machine can keep them waiting for tens of ms; inside a real cpu cgroup the
-# exit path stays in the group, so its wait stays short and measurable.
-in_cpu_cgroup() {
-	local cg="" rc
-	if [ -d /sys/fs/cgroup/cpu ] && [ -w /sys/fs/cgroup/cpu ]; then
-		cg=/sys/fs/cgroup/cpu/khbpf-test.$$
-	elif grep -qw cpu /sys/fs/cgroup/cgroup.subtree_control 2>/dev/null; then
-		cg=/sys/fs/cgroup/khbpf-test.$$
-	fi
-	if [ -z "$cg" ] || ! mkdir "$cg" 2>/dev/null; then
-		"$@"
-		return
-	fi
-	(
-		echo "$BASHPID" >"$cg/cgroup.procs" 2>/dev/null || echo "$BASHPID" >"$cg/tasks"
-		exec "$@"
-	)
-	rc=$?
-	rmdir "$cg" 2>/dev/null
-	return $rc
-}
-
 . "$(dirname "${BASH_SOURCE[0]}")/../bpfprogs.bash"
 
 # Their release is asynchronous (RCU): give it a moment.
