@@ -3,7 +3,7 @@
 # Usage: tools/install-deps.sh [--check] [--with-tests] [--with-bench] [--with-fresh]
 #   (no option)        what `make` needs: compilers, BPF tools, libraries, cmocka
 #   --with-tests       also every program `make check`'s tests run (promtool,
-#                      Chromium, valgrind, rustc, curl, capsh, ss, binutils...)
+#                      Chromium, valgrind, rustc, bpftrace, curl, capsh, ss...)
 #   --with-bench       also the peers `make bench` compares with (perf, libbpf-tools, bpftrace)
 #   --with-fresh       also debootstrap (`make fresh-check`)
 #   --with-vmtest      also qemu and what virtme-ng needs on the host (`make vmtest`)
@@ -19,11 +19,12 @@ pkgs="make pkg-config gcc libc6-dev clang llvm bpftool libbpf-dev libelf-dev zli
 # objcopy, strip), procps (ps, pgrep), iproute2 (ss), curl, libcap2-bin
 # (capsh), prometheus (promtool and the scrape test), valgrind, chromium and a
 # font (the HTML report), rustc-web (a current rustc, for the Rust span example), util-linux (unshare,
-# setpriv, mountpoint, su), findutils (xargs).
+# setpriv, mountpoint, su), findutils (xargs), bpftrace and libsqlite3-0 (--span on
+# sqlite3_step counted against bpftrace's count).
 prometheus="prometheus libcap2-bin curl"
 browser="chromium fonts-dejavu-core"
 valgrind="valgrind"
-tests="python3 python3-jsonschema libclang-rt-dev binutils procps iproute2 util-linux findutils rustc-web $prometheus $browser $valgrind"
+tests="python3 python3-jsonschema libclang-rt-dev binutils procps iproute2 util-linux findutils rustc-web bpftrace libsqlite3-0 $prometheus $browser $valgrind"
 check_only=0
 for arg in "$@"; do
 	case "$arg" in
