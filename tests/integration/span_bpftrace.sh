@@ -157,7 +157,6 @@ ids = [p["metric_id"] for p in d["span_probes"] if p["symbol"] == "sqlite3_step"
 print(sum(m["calls"] for m in d["span_metrics"] if m["metric_id"] in ids) if ids else "none")
 PY
 )
-echo "span_bpftrace: N=$N khbpf=$kh_calls bpftrace=$bt_calls (loop ${loop_ms} ms)"
 [ "$kh_calls" = "$N" ] && [ "$bt_calls" = "$N" ] ||
 	fail "sqlite3_step calls: sqlstep made $N, khbpf counted $kh_calls, bpftrace $bt_calls"
 json_check "$TMP/doc.json" \
@@ -169,4 +168,4 @@ json_check "$TMP/doc.json" \
 	"d['window']['end_reason'] == 'duration'" \
 	"d['loss']['span_returns_unmatched']['value'] == 0" \
 	"d['loss']['span_depth_overflow']['value'] == 0"
-echo "span_bpftrace: ok"
+echo "span_bpftrace: ok (libsqlite3.so.0:sqlite3_step: $N calls made, khbpf $kh_calls, bpftrace $bt_calls; loop ${loop_ms} ms)"
