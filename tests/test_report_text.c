@@ -122,6 +122,8 @@ static void test_report_text__sched_fixture(void **state)
 	has_line(out, "       30121 demo-pong          56.6 ms    123 ms    26385     1652      1 "
 		      "  28037  born, exited");
 	has_line(out, "Runqueue delay, each wait on its own (all threads): 56718 waits, 1.66 s");
+	has_line(out, "Migrations by distance: smt-sibling 0, same-llc 32, other-llc 0, "
+		      "other-node 0, unknown 0");
 	has_line(out,
 		 "     512 ns -> 1.02 us  : 49334      |****************************************|");
 	has_line(out,

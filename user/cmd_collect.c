@@ -13,6 +13,7 @@
 #include "cmdargs.h"
 #include "fsutil.h"
 #include "output.h"
+#include "render.h"
 #include "session.h"
 #include "spanfind.h"
 
@@ -45,7 +46,10 @@ void cmd_attach_help(FILE *f)
 		"  -i, --interval S      CPU frequency sampling period (default 1)\n"
 		"  -o, --output FILE     write the JSON evidence document to FILE atomically\n"
 		"      --json            JSON document on stdout\n"
-		"      --text            human summary on stdout (the default without -o)\n"
+		"      --text            the terminal report on stdout, as `khbpf report` prints\n"
+		"                        it (the default without -o, --json, --html, --perfetto)\n"
+		"      --html FILE       also the HTML report (`khbpf report --html`); '-': stdout\n"
+		"      --perfetto FILE   also the Perfetto trace (`khbpf report --perfetto`)\n"
 		"      --no-bpf          read /proc at the window's ends instead of BPF\n"
 		"      --max-exited N    exited-thread records kept in the kernel (default 65536)\n"
 		"      --max-threads N   threads listed in the document (default 65536)\n"
@@ -72,7 +76,10 @@ void cmd_run_help(FILE *f)
 		"  -i, --interval S      CPU frequency sampling period (default 1)\n"
 		"  -o, --output FILE     write the JSON evidence document to FILE atomically\n"
 		"      --json            JSON document on stdout\n"
-		"      --text            human summary on stdout (the default without -o)\n"
+		"      --text            the terminal report on stdout, as `khbpf report` prints\n"
+		"                        it (the default without -o, --json, --html, --perfetto)\n"
+		"      --html FILE       also the HTML report (`khbpf report --html`); '-': stdout\n"
+		"      --perfetto FILE   also the Perfetto trace (`khbpf report --perfetto`)\n"
 		"      --as-root         do not drop to SUDO_UID/SUDO_GID for CMD\n"
 		"      --no-bpf          read /proc at the window's ends instead of BPF\n"
 		"      --max-exited N    exited-thread records kept in the kernel (default 65536)\n"
@@ -107,6 +114,8 @@ int collect_args__parse(const char *cmd, int argc, char **argv, enum target_mode
 		{ "counter-events", required_argument, NULL, 'C' },
 		{ "bpf-stats", no_argument, NULL, 'B' },
 		{ "private", no_argument, NULL, 'P' },
+		{ "html", required_argument, NULL, 'H' },
+		{ "perfetto", required_argument, NULL, 'F' },
 		{ "help", no_argument, NULL, 'h' },
 		{},
 	};
@@ -156,6 +165,12 @@ int collect_args__parse(const char *cmd, int argc, char **argv, enum target_mode
 			break;
 		case 'T':
 			a->text = true;
+			break;
+		case 'H':
+			a->html = optarg;
+			break;
+		case 'F':
+			a->perfetto = optarg;
 			break;
 		case 'R':
 			if (mode != TARGET_MODE_RUN)
@@ -267,6 +282,7 @@ static int collect(const char *cmd, int argc, char **argv, enum target_mode mode
 {
 	struct output_opts oopts = { .sz = sizeof(oopts) };
 	struct session_writer writer;
+	struct render_opts ro = { .sz = sizeof(ro), .cmd = cmd };
 	struct json_object *doc = NULL;
 	struct collect_args *a;
 	struct session *s = NULL;
@@ -305,6 +321,16 @@ static int collect(const char *cmd, int argc, char **argv, enum target_mode mode
 	}
 	if (a->private_out)
 		oopts.mode = OUTPUT_MODE_PRIVATE;
+	ro.html = a->html;
+	ro.perfetto = a->perfetto;
+	ro.private_out = a->private_out;
+	ro.text = a->text || !(out || a->json || a->html || a->perfetto);
+	/* As -o: checked before anything runs, as the invoking user. */
+	err = session__writer_begin(&writer);
+	ret = err ? CLI_EXIT_FAILURE : render__check(&ro, a->json);
+	session__writer_end(&writer);
+	if (ret)
+		goto out;
 
 	err = session__run(&s, &a->so, errbuf, sizeof(errbuf));
 	if (err) {
@@ -322,10 +348,13 @@ static int collect(const char *cmd, int argc, char **argv, enum target_mode mode
 			ret = cli__emit_json(cmd, doc, "-");
 		json_object_put(doc);
 	}
-	if (!ret && (a->text || (!out && !a->json))) {
-		session__print_summary(s, stdout);
-		if (fflush(stdout))
-			ret = CLI_EXIT_FAILURE;
+	/* Rendered from the document, by the code `khbpf report` uses. */
+	if (!ret && (ro.text || ro.html || ro.perfetto)) {
+		doc = session__document(s);
+		ret = doc ? render__json(doc, &ro) : CLI_EXIT_FAILURE;
+		if (!doc)
+			cli__error(cmd, "out of memory making the document");
+		json_object_put(doc);
 	}
 	err = session__finish(s);
 	if (err) {

@@ -9,7 +9,7 @@
 
 #include "cli.h"
 #include "cmdargs.h"
-#include "output.h"
+#include "render.h"
 #include "report.h"
 
 void cmd_report_help(FILE *f)
@@ -38,33 +38,15 @@ void cmd_report_help(FILE *f)
 }
 
 /* The input document itself must never be the one overwritten. */
-static bool same_file(const char *a, const char *b)
+static int check_not_input(const char *in, const char *opt, const char *path)
 {
-	struct stat sa, sb;
+	struct stat si, so;
 
-	return !stat(a, &sa) && !stat(b, &sb) && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
-}
-
-static int check_out(const char *in, const char *opt, const char *path)
-{
-	if (same_file(in, path)) {
+	if (path && strcmp(path, "-") && !stat(in, &si) && !stat(path, &so) &&
+	    si.st_dev == so.st_dev && si.st_ino == so.st_ino) {
 		cli__error("report", "%s '%s' is the input document; choose another path", opt,
 			   path);
 		return CLI_EXIT_USAGE;
-	}
-	return cli__check_output_path("report", opt, path) ? CLI_EXIT_FAILURE : 0;
-}
-
-static int write_out(const char *opt, const char *path, const char *buf, size_t len)
-{
-	struct output_opts oopts = { .sz = sizeof(oopts) };
-	int err = output__write_file(path, buf, len, &oopts);
-
-	if (err) {
-		cli__error("report",
-			   "%s '%s': cannot write: %s; check the directory exists and is writable",
-			   opt, path, strerror(-err));
-		return CLI_EXIT_FAILURE;
 	}
 	return 0;
 }
@@ -117,13 +99,10 @@ int report_args__parse(int argc, char **argv, struct report_args *a)
 
 int cmd_report(int argc, char **argv)
 {
-	const char *in, *html, *trace;
-	char *html_buf = NULL, *trace_buf = NULL;
-	size_t html_len = 0, trace_len = 0;
+	struct render_opts ro = { .sz = sizeof(ro), .cmd = "report" };
 	struct report_doc *doc = NULL;
 	struct report_args a;
 	char err[512] = "";
-	bool text;
 	int ret;
 
 	ret = report_args__parse(argc, argv, &a);
@@ -132,55 +111,19 @@ int cmd_report(int argc, char **argv)
 			cmd_report_help(stdout);
 		return ret;
 	}
-	in = a.in;
-	html = a.html;
-	trace = a.trace;
-	text = a.text;
-	if (html && trace && (!strcmp(html, trace) || same_file(html, trace))) {
-		cli__error("report",
-			   "--html and --perfetto name the same file '%s'; give each its own",
-			   html);
-		return CLI_EXIT_USAGE;
-	}
-	if ((text || !(html || trace)) + (html && !strcmp(html, "-")) +
-		    (trace && !strcmp(trace, "-")) >
-	    1) {
-		cli__error("report",
-			   "more than one output goes to stdout; give files to --html/--perfetto");
-		return CLI_EXIT_USAGE;
-	}
-	if (html && (ret = check_out(in, "--html", html)))
+	ro.html = a.html;
+	ro.perfetto = a.trace;
+	ro.text = a.text || !(a.html || a.trace);
+	if ((ret = check_not_input(a.in, "--html", a.html)) ||
+	    (ret = check_not_input(a.in, "--perfetto", a.trace)) ||
+	    (ret = render__check(&ro, false)))
 		return ret;
-	if (trace && (ret = check_out(in, "--perfetto", trace)))
-		return ret;
-
-	ret = report_doc__load_file(in, &doc, err, sizeof(err));
+	ret = report_doc__load_file(a.in, &doc, err, sizeof(err));
 	if (ret) {
-		cli__error("report", "'%s' %s", in, err);
+		cli__error("report", "'%s' %s", a.in, err);
 		return CLI_EXIT_FAILURE;
 	}
-	/* Render everything first: a failure then leaves no file behind. */
-	if ((html && report__html(doc, &html_buf, &html_len)) ||
-	    (trace && report__trace(doc, &trace_buf, &trace_len))) {
-		cli__error("report", "out of memory rendering '%s'", in);
-		ret = CLI_EXIT_FAILURE;
-		goto cleanup;
-	}
-	if (html && (ret = write_out("--html", html, html_buf, html_len)))
-		goto cleanup;
-	if (trace && (ret = write_out("--perfetto", trace, trace_buf, trace_len)))
-		goto cleanup;
-	if (text || !(html || trace)) {
-		if (report__text(doc, stdout) || fflush(stdout)) {
-			cli__error("report", "cannot write the report to stdout: %s",
-				   strerror(errno));
-			ret = CLI_EXIT_FAILURE;
-		}
-	}
-
-cleanup:
-	free(html_buf);
-	free(trace_buf);
+	ret = render__outputs(doc, &ro);
 	report_doc__free(doc);
 	return ret;
 }

@@ -23,6 +23,7 @@ struct collect_args {
 	struct span_request reqs[CMDARGS_MAX_SPANS];
 	char req_buf[CMDARGS_MAX_SPANS][512];
 	const char *out; /* -o, or NULL */
+	const char *html, *perfetto; /* --html / --perfetto FILE, or NULL */
 	bool json, text;
 	bool private_out; /* --private: the -o file gets mode 0600 */
 	bool help; /* --help: print it and exit 0 */

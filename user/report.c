@@ -301,6 +301,23 @@ static void get_rq(struct loader *ld, struct json_object *obj, const char *where
 	rq->waits = get_u64(ld, v, w, "runqueue_waits");
 	if (json_object_object_get_ex(v, "unbinned_waits", &m))
 		u64_of(ld, m, w, "unbinned_waits", &rq->unbinned_waits);
+	if (json_object_object_get_ex(v, "migrations_by_distance", &m) &&
+	    json_object_is_type(m, json_type_object)) {
+		static const char *const classes[REPORT_MIG_CLASSES] = { "smt_sibling", "same_llc",
+									 "other_llc", "other_node",
+									 "unknown" };
+		char mw[300];
+		int i;
+
+		snprintf(mw, sizeof(mw), "%s.migrations_by_distance", w);
+		for (i = 0; i < REPORT_MIG_CLASSES; i++)
+			rq->mig[i] = get_u64(ld, m, mw, classes[i]);
+		/* Documents before loss.migrations_unseen have no "unseen". */
+		rq->has_unseen = json_object_object_get_ex(m, "unseen", NULL);
+		if (rq->has_unseen)
+			rq->mig_unseen = get_u64(ld, m, mw, "unseen");
+		rq->has_migrations = true;
+	}
 	m = member(ld, v, w, "runqueue_histogram", json_type_array, true);
 	snprintf(w + strlen(w), sizeof(w) - strlen(w), ".runqueue_histogram");
 	rq->buckets = get_buckets(ld, m, w, &rq->nr_buckets);

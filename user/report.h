@@ -29,6 +29,8 @@ struct report_bucket {
 };
 
 /* A runqueue-wait histogram: scheduler_detail, or a thread's bpf_detail. */
+#define REPORT_MIG_CLASSES 5
+
 struct report_rq {
 	bool recorded;
 	enum ev_gap reason; /* when !recorded */
@@ -37,6 +39,10 @@ struct report_rq {
 	uint64_t unbinned_waits; /* known only as a sum, not in a bucket */
 	struct report_bucket *buckets;
 	size_t nr_buckets;
+	/* migrations_by_distance, when the document has it */
+	bool has_migrations, has_unseen;
+	uint64_t mig[REPORT_MIG_CLASSES]; /* smt_sibling same_llc other_llc other_node unknown */
+	uint64_t mig_unseen;
 };
 
 struct report_thread {

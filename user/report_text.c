@@ -161,6 +161,21 @@ static void print_rq(const struct report_doc *d, FILE *f)
 	}
 }
 
+static void print_migrations(const struct report_doc *d, FILE *f)
+{
+	const struct report_rq *rq = &d->rq;
+
+	if (!rq->recorded || !rq->has_migrations)
+		return;
+	fprintf(f,
+		"\nMigrations by distance: smt-sibling %" PRIu64 ", same-llc %" PRIu64
+		", other-llc %" PRIu64 ", other-node %" PRIu64 ", unknown %" PRIu64,
+		rq->mig[0], rq->mig[1], rq->mig[2], rq->mig[3], rq->mig[4]);
+	if (rq->has_unseen)
+		fprintf(f, ", unseen %" PRIu64, rq->mig_unseen);
+	fputc('\n', f);
+}
+
 /* Upper bound of the bucket holding the q-th per mille call. */
 static uint64_t quantile(const struct report_metric *m, unsigned int permille)
 {
@@ -342,6 +357,7 @@ int report__text(const struct report_doc *d, FILE *f)
 	print_run(d, m);
 	print_threads(d, m);
 	print_rq(d, m);
+	print_migrations(d, m);
 	err = print_spans(d, m) ? -ENOMEM : 0;
 	print_loss(d, m);
 	print_gaps(d, m);

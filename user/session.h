@@ -64,7 +64,6 @@ struct json_object *session__document(const struct session *s);
  * signal), wait for it after the document is out. No-op otherwise.
  */
 int session__finish(struct session *s);
-void session__print_summary(const struct session *s, FILE *f);
 /* run: the command's exit status (128+signal when killed); attach: 0. */
 int session__exit_code(const struct session *s);
 void session__destroy(struct session *s);

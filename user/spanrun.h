@@ -81,8 +81,6 @@ int span_run__finish(struct span_run *r, struct sched_collector *c);
 int span_run__document(struct span_run *r, uint64_t start_mono_ns, bool counters,
 		       enum ev_gap hw_reason, struct evidence_doc *doc,
 		       struct span_hw_aggregation *agg);
-/* The per-metric table of the text summary, sorted by exclusive time. */
-void span_run__print(const struct span_run *r, FILE *f);
 void span_run__free(struct span_run *r);
 
 #endif /* KHBPF_SPANRUN_H */
