@@ -271,7 +271,7 @@ static void expect_reject(const char *text, int want, const char *msg)
 
 static void test_report__rejects_bad_documents(void **state)
 {
-	char *text, *bad;
+	char *text, *bad, want[128];
 
 	(void)state;
 	expect_reject("", -EINVAL, "is not JSON");
@@ -285,6 +285,13 @@ static void test_report__rejects_bad_documents(void **state)
 	expect_reject("{\"schema\":\"khbpf-evidence\"}", -EPROTO, "no schema_version.major");
 	expect_reject("{\"schema\":\"khbpf-evidence\",\"schema_version\":{\"major\":2}}", -EPROTO,
 		      "schema version 2.x; this khbpf reads version 1.x");
+
+	/* Not JSON inside an array read element by element: the same message. */
+	text = testdoc(1000, TESTDOC_THREAD(1, "a") ",{\"version\":1,\"thread_id\":2,}", "", "");
+	snprintf(want, sizeof(want), "is not JSON: unexpected character at line 1, column %zu",
+		 (size_t)(strstr(text, ",}") - text) + 2);
+	expect_reject(text, -EINVAL, want);
+	free(text);
 
 	/* Field errors name the field. */
 	text = testdoc(1000, TESTDOC_THREAD(-1, "a"), "", "");

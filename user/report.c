@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <json-c/json.h>
 
+#include "jscan.h"
 #include "report.h"
 
 /* json-c's default nesting limit is 32; documents nest about 8 deep. */
@@ -16,12 +17,122 @@
 /* Room for a document of 1e6 spans at about 1 KiB each. */
 #define REPORT_MAX_BYTES (UINT64_C(1) << 31)
 
+/*
+ * The arrays that grow with the work (threads, span records, per-thread
+ * utilization): read from the text one element at a time, so that a
+ * document of 10^5 spans never exists as one json-c tree (about 8 KiB per
+ * span record). The tree holds an empty array in their place.
+ */
+enum stream_id { STREAM_THREADS, STREAM_SPANS, STREAM_UTIL_THREADS, NR_STREAMS };
+
+static const char *const stream_paths[NR_STREAMS] = {
+	[STREAM_THREADS] = "threads",
+	[STREAM_SPANS] = "events.spans",
+	[STREAM_UTIL_THREADS] = "hardware.value.utilization.threads",
+};
+
+struct stream {
+	bool on;
+	struct jrange range; /* the array in the text */
+	struct json_object *placeholder; /* its empty stand-in in the tree */
+	/* The gaps found in its elements, spliced in where the walk meets it. */
+	struct report_gap *gaps;
+	size_t nr_gaps;
+	uint64_t gap_fields;
+};
+
 struct loader {
 	struct report_doc *doc;
 	char *err;
 	size_t errlen;
 	int failed; /* the first error's -errno; later ones keep its message */
+	const char *text; /* the document, when arrays are streamed */
+	struct stream streams[NR_STREAMS];
+	bool element_not_json; /* an element does not parse: read it whole for the message */
 };
+
+struct gap_walk;
+static void walk_element_gaps(struct loader *ld, enum stream_id id, struct json_object *o,
+			      size_t idx);
+static struct json_object *parse_element(struct loader *ld, const struct jrange *r);
+
+/*
+ * Each element of stream id, parsed on its own and freed after fn; its gaps
+ * are collected on the way. The number of elements, or 0 after a failure.
+ */
+static size_t
+stream_each(struct loader *ld, enum stream_id id,
+	    void (*fn)(struct loader *ld, struct json_object *o, size_t idx, void *arg), void *arg)
+{
+	struct stream *st = &ld->streams[id];
+	struct jrange e;
+	size_t pos = 0, n = 0;
+	int r;
+
+	while (!ld->failed && (r = jscan__next(ld->text, &st->range, &pos, &e)) == 1) {
+		struct json_object *o = parse_element(ld, &e);
+
+		if (!o)
+			return 0;
+		if (fn)
+			fn(ld, o, n, arg);
+		walk_element_gaps(ld, id, o, n);
+		json_object_put(o);
+		n++;
+	}
+	if (r < 0 && !ld->failed) {
+		ld->element_not_json = true;
+		ld->failed = -EINVAL;
+	}
+	return ld->failed ? 0 : n;
+}
+
+static size_t stream_count(struct loader *ld, enum stream_id id)
+{
+	struct stream *st = &ld->streams[id];
+	struct jrange e;
+	size_t pos = 0, n = 0;
+	int r;
+
+	while ((r = jscan__next(ld->text, &st->range, &pos, &e)) == 1)
+		n++;
+	if (r < 0) {
+		ld->element_not_json = true;
+		ld->failed = -EINVAL;
+		return 0;
+	}
+	return n;
+}
+
+/* A string of a streamed element, which is freed: the document keeps a copy. */
+static const char *own(struct loader *ld, const char *str)
+{
+	struct report_doc *d = ld->doc;
+	char **v, *c;
+
+	if (!str || !ld->text)
+		return str;
+	if (d->nr_owned == d->cap_owned) {
+		size_t cap = d->cap_owned ? 2 * d->cap_owned : 64;
+
+		v = realloc(d->owned, cap * sizeof(*v));
+		if (!v)
+			goto nomem;
+		d->owned = v;
+		d->cap_owned = cap;
+	}
+	c = strdup(str);
+	if (!c)
+		goto nomem;
+	d->owned[d->nr_owned++] = c;
+	return c;
+nomem:
+	if (!ld->failed) {
+		ld->failed = -ENOMEM;
+		snprintf(ld->err, ld->errlen, "out of memory");
+	}
+	return NULL;
+}
 
 static void fail(struct loader *ld, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
@@ -453,13 +564,39 @@ static void load_hardware(struct loader *ld, struct json_object *root)
 	}
 }
 
+static void load_thread(struct loader *ld, struct json_object *t, size_t i, void *arg)
+{
+	struct report_doc *d = ld->doc;
+	struct report_thread *th = &d->threads[i];
+	char w[64];
+
+	(void)arg;
+	snprintf(w, sizeof(w), "threads[%zu]", i);
+	if (!json_object_is_type(t, json_type_object)) {
+		fail(ld, "%s: expected an object", w);
+		return;
+	}
+	th->listed = true;
+	th->tid = get_u64(ld, t, w, "thread_id");
+	th->comm = own(ld, get_str(ld, t, w, "comm", true));
+	th->exited = get_bool(ld, t, w, "exited", true);
+	th->born = get_bool(ld, t, w, "born", false);
+	get_sched(ld, t, w, &th->sched);
+	th->on_cpu_ns = get_sev_u64(ld, t, w, "on_cpu_ns");
+	get_rq(ld, t, w, "bpf_detail", &th->rq);
+	d->nr_threads++;
+}
+
 static void load_threads(struct loader *ld, struct json_object *root)
 {
 	struct report_doc *d = ld->doc;
 	struct json_object *arr = member(ld, root, "", "threads", json_type_array, true);
-	size_t i, n = arr ? json_object_array_length(arr) : 0;
-	char w[64];
+	bool streamed = ld->streams[STREAM_THREADS].on;
+	size_t i, n;
 
+	if (!arr)
+		return;
+	n = streamed ? stream_count(ld, STREAM_THREADS) : json_object_array_length(arr);
 	if (!n)
 		return;
 	d->threads = calloc(n, sizeof(*d->threads));
@@ -467,25 +604,10 @@ static void load_threads(struct loader *ld, struct json_object *root)
 		nomem(ld);
 		return;
 	}
-	for (i = 0; i < n && !ld->failed; i++) {
-		struct json_object *t = json_object_array_get_idx(arr, i);
-		struct report_thread *th = &d->threads[i];
-
-		snprintf(w, sizeof(w), "threads[%zu]", i);
-		if (!json_object_is_type(t, json_type_object)) {
-			fail(ld, "%s: expected an object", w);
-			break;
-		}
-		th->listed = true;
-		th->tid = get_u64(ld, t, w, "thread_id");
-		th->comm = get_str(ld, t, w, "comm", true);
-		th->exited = get_bool(ld, t, w, "exited", true);
-		th->born = get_bool(ld, t, w, "born", false);
-		get_sched(ld, t, w, &th->sched);
-		th->on_cpu_ns = get_sev_u64(ld, t, w, "on_cpu_ns");
-		get_rq(ld, t, w, "bpf_detail", &th->rq);
-		d->nr_threads++;
-	}
+	if (streamed)
+		stream_each(ld, STREAM_THREADS, load_thread, NULL);
+	for (i = 0; !streamed && i < n && !ld->failed; i++)
+		load_thread(ld, json_object_array_get_idx(arr, i), i, NULL);
 	d->nr_listed = d->nr_threads;
 }
 
@@ -507,7 +629,7 @@ static size_t metric_index(struct loader *ld, const char *id)
 	}
 	d->metrics = m;
 	memset(&m[d->nr_metrics], 0, sizeof(*m));
-	m[d->nr_metrics].id = id;
+	m[d->nr_metrics].id = own(ld, id); /* a record's own: may be freed */
 	return d->nr_metrics++;
 }
 
@@ -616,12 +738,22 @@ static void load_span(struct loader *ld, struct json_object *o, const char *w,
 		s->metric = metric_index(ld, metric);
 }
 
+static void load_record(struct loader *ld, struct json_object *o, size_t i, void *arg)
+{
+	struct report_doc *d = ld->doc;
+	char w[64];
+
+	(void)arg;
+	snprintf(w, sizeof(w), "events.spans[%zu]", i);
+	load_span(ld, o, w, &d->spans[d->nr_spans++], false);
+}
+
 static void load_spans(struct loader *ld, struct json_object *root)
 {
 	struct report_doc *d = ld->doc;
 	struct json_object *ev, *spans, *open, *v;
 	size_t i, n, nopen;
-	bool avail = false;
+	bool avail = false, streamed;
 	char w[64];
 
 	ev = member(ld, root, "", "events", json_type_object, true);
@@ -637,7 +769,8 @@ static void load_spans(struct loader *ld, struct json_object *root)
 	open = member(ld, root, "", "open_spans", json_type_array, false);
 	if (ld->failed)
 		return;
-	n = json_object_array_length(spans);
+	streamed = ld->streams[STREAM_SPANS].on;
+	n = streamed ? stream_count(ld, STREAM_SPANS) : json_object_array_length(spans);
 	nopen = open ? json_object_array_length(open) : 0;
 	if (!n && !nopen)
 		return;
@@ -646,7 +779,9 @@ static void load_spans(struct loader *ld, struct json_object *root)
 		nomem(ld);
 		return;
 	}
-	for (i = 0; i < n && !ld->failed; i++) {
+	if (streamed)
+		stream_each(ld, STREAM_SPANS, load_record, NULL);
+	for (i = 0; !streamed && i < n && !ld->failed; i++) {
 		snprintf(w, sizeof(w), "events.spans[%zu]", i);
 		load_span(ld, json_object_array_get_idx(spans, i), w, &d->spans[d->nr_spans++],
 			  false);
@@ -1031,52 +1166,64 @@ const char *report__availability_hint(const char *availability)
 
 struct gap_walk {
 	struct loader *ld;
+	/* Where gaps go: the document's list, or a streamed array's own. */
+	struct report_gap **gaps;
+	size_t *nr_gaps;
+	uint64_t *gap_fields;
 	char generic[512];
 	char concrete[512];
 };
 
-static void add_gap(struct gap_walk *gw, struct json_object *ev)
+/* One more gap of (pattern, reason), first seen at path, count times. */
+static void note_gap(struct gap_walk *gw, const char *path, const char *pattern, enum ev_gap reason,
+		     uint64_t count)
 {
-	struct report_doc *d = gw->ld->doc;
 	struct report_gap *g;
-	enum ev_gap reason;
-	const char *r;
 	size_t i;
 
-	r = json_object_get_string(json_object_object_get(ev, "reason"));
-	if (!parse_gap(r, &reason)) {
-		fail(gw->ld, "%s.reason: not a gap reason of the schema", gw->concrete);
-		return;
-	}
-	d->gap_fields++;
-	for (i = 0; i < d->nr_gaps; i++) {
-		g = &d->gaps[i];
-		if (g->reason != reason || strcmp(g->pattern, gw->generic))
+	*gw->gap_fields += count;
+	for (i = 0; i < *gw->nr_gaps; i++) {
+		g = &(*gw->gaps)[i];
+		if (g->reason != reason || strcmp(g->pattern, pattern))
 			continue;
-		if (g->count++ == 1) {
+		if (g->count == 1) {
 			/* A second one: name them all with [*]. */
 			free(g->path);
 			g->path = strdup(g->pattern);
 			if (!g->path)
 				nomem(gw->ld);
 		}
+		g->count += count;
 		return;
 	}
-	g = realloc(d->gaps, (d->nr_gaps + 1) * sizeof(*g));
+	g = realloc(*gw->gaps, (*gw->nr_gaps + 1) * sizeof(*g));
 	if (!g) {
 		nomem(gw->ld);
 		return;
 	}
-	d->gaps = g;
-	g = &g[d->nr_gaps];
-	g->path = strdup(gw->concrete);
-	g->pattern = strdup(gw->generic);
+	*gw->gaps = g;
+	g = &g[*gw->nr_gaps];
+	g->path = strdup(count == 1 ? path : pattern);
+	g->pattern = strdup(pattern);
 	g->reason = reason;
-	g->count = 1;
-	g->hint = report__gap_hint(gw->generic, reason);
-	d->nr_gaps++;
+	g->count = count;
+	g->hint = report__gap_hint(pattern, reason);
+	(*gw->nr_gaps)++;
 	if (!g->path || !g->pattern)
 		nomem(gw->ld);
+}
+
+static void add_gap(struct gap_walk *gw, struct json_object *ev)
+{
+	enum ev_gap reason;
+	const char *r;
+
+	r = json_object_get_string(json_object_object_get(ev, "reason"));
+	if (!parse_gap(r, &reason)) {
+		fail(gw->ld, "%s.reason: not a gap reason of the schema", gw->concrete);
+		return;
+	}
+	note_gap(gw, gw->concrete, gw->generic, reason, 1);
 }
 
 static bool is_gap(struct json_object *o)
@@ -1093,9 +1240,22 @@ static void walk_gaps(struct gap_walk *gw, struct json_object *o)
 {
 	size_t gl = strlen(gw->generic), cl = strlen(gw->concrete);
 	struct json_object *v;
+	int k;
 
 	if (gw->ld->failed)
 		return;
+	/* A streamed array: its elements' gaps, in their order, here. */
+	for (k = 0; k < NR_STREAMS; k++) {
+		const struct stream *st = &gw->ld->streams[k];
+		size_t i;
+
+		if (!st->on || o != st->placeholder)
+			continue;
+		for (i = 0; i < st->nr_gaps; i++)
+			note_gap(gw, st->gaps[i].path, st->gaps[i].pattern, st->gaps[i].reason,
+				 st->gaps[i].count);
+		return;
+	}
 	if (is_gap(o)) {
 		add_gap(gw, o);
 		return;
@@ -1126,6 +1286,30 @@ static void walk_gaps(struct gap_walk *gw, struct json_object *o)
 	}
 	gw->generic[gl] = '\0';
 	gw->concrete[cl] = '\0';
+}
+
+/* The gaps of element idx of a streamed array, into that array's own list. */
+static void walk_element_gaps(struct loader *ld, enum stream_id id, struct json_object *o,
+			      size_t idx)
+{
+	struct stream *st = &ld->streams[id];
+	struct gap_walk *gw;
+
+	if (ld->failed)
+		return;
+	gw = calloc(1, sizeof(*gw));
+	if (!gw) {
+		nomem(ld);
+		return;
+	}
+	gw->ld = ld;
+	gw->gaps = &st->gaps;
+	gw->nr_gaps = &st->nr_gaps;
+	gw->gap_fields = &st->gap_fields;
+	snprintf(gw->generic, sizeof(gw->generic), "%s[*]", stream_paths[id]);
+	snprintf(gw->concrete, sizeof(gw->concrete), "%s[%zu]", stream_paths[id], idx);
+	walk_gaps(gw, o);
+	free(gw);
 }
 
 /* ---- loading ---- */
@@ -1230,19 +1414,150 @@ static int check_schema(struct json_object *root, char *err, size_t errlen)
 	return 0;
 }
 
+/* One element of a streamed array, exactly its bytes; NULL when it is not JSON. */
+static struct json_object *parse_element(struct loader *ld, const struct jrange *r)
+{
+	struct json_tokener *tok = json_tokener_new_ex(REPORT_JSON_DEPTH);
+	struct json_object *o = NULL;
+
+	if (!tok) {
+		nomem(ld);
+		return NULL;
+	}
+	json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
+	o = json_tokener_parse_ex(tok, ld->text + r->begin, (int)(r->end - r->begin));
+	if (json_tokener_get_error(tok) != json_tokener_success ||
+	    json_tokener_get_parse_end(tok) != r->end - r->begin) {
+		json_object_put(o);
+		o = NULL;
+		ld->element_not_json = true;
+		if (!ld->failed)
+			ld->failed = -EINVAL;
+	}
+	json_tokener_free(tok);
+	return o;
+}
+
+/*
+ * The text with each streamed array replaced by [], to parse as the tree;
+ * NULL (and no stream on) when none is found, or the text is not well
+ * formed where the scan went (the whole parse then says where).
+ */
+static char *skeleton(struct loader *ld, const char *text, size_t len, size_t *out_len)
+{
+	struct jrange r[NR_STREAMS];
+	int k, j, order[NR_STREAMS], n = 0;
+	size_t at = 0, o = 0;
+	char *sk;
+
+	for (k = 0; k < NR_STREAMS; k++) {
+		if (jscan__member(text, len, stream_paths[k], &r[k]) || text[r[k].begin] != '[')
+			continue;
+		/* In text order, for the copy below (streams never nest). */
+		for (j = n; j > 0 && r[order[j - 1]].begin > r[k].begin; j--)
+			order[j] = order[j - 1];
+		order[j] = k;
+		n++;
+	}
+	if (!n)
+		return NULL;
+	sk = malloc(len + 1);
+	if (!sk)
+		return NULL;
+	for (j = 0; j < n; j++) {
+		k = order[j];
+		memcpy(sk + o, text + at, r[k].begin - at);
+		o += r[k].begin - at;
+		memcpy(sk + o, "[]", 2);
+		o += 2;
+		at = r[k].end;
+		ld->streams[k].on = true;
+		ld->streams[k].range = r[k];
+	}
+	memcpy(sk + o, text + at, len - at);
+	o += len - at;
+	sk[o] = '\0';
+	*out_len = o;
+	return sk;
+}
+
+/* The tree's stand-in for each streamed array, found by its path. */
+static void find_placeholders(struct loader *ld, struct json_object *root)
+{
+	int k;
+
+	for (k = 0; k < NR_STREAMS; k++) {
+		struct json_object *o = root;
+		char path[64], *key, *save = NULL;
+
+		if (!ld->streams[k].on)
+			continue;
+		snprintf(path, sizeof(path), "%s", stream_paths[k]);
+		for (key = strtok_r(path, ".", &save); key && o; key = strtok_r(NULL, ".", &save))
+			if (!json_object_is_type(o, json_type_object) ||
+			    !json_object_object_get_ex(o, key, &o))
+				o = NULL;
+		ld->streams[k].placeholder = o;
+		if (!o || !json_object_is_type(o, json_type_array))
+			ld->streams[k].on = false; /* then it was never taken out: cannot be */
+	}
+}
+
+static void free_streams(struct loader *ld)
+{
+	size_t i;
+	int k;
+
+	for (k = 0; k < NR_STREAMS; k++) {
+		for (i = 0; i < ld->streams[k].nr_gaps; i++) {
+			free(ld->streams[k].gaps[i].path);
+			free(ld->streams[k].gaps[i].pattern);
+		}
+		free(ld->streams[k].gaps);
+	}
+}
+
+static int load_string(const char *text, size_t len, bool stream, struct report_doc **out,
+		       char *err, size_t errlen);
+
 int report_doc__load_string(const char *text, size_t len, struct report_doc **out, char *err,
 			    size_t errlen)
+{
+	int ret = load_string(text, len, true, out, err, errlen);
+
+	/* Not JSON somewhere: the whole parse names the place, as always. */
+	if (ret == -EAGAIN)
+		ret = load_string(text, len, false, out, err, errlen);
+	return ret;
+}
+
+static int load_string(const char *text, size_t len, bool stream, struct report_doc **out,
+		       char *err, size_t errlen)
 {
 	struct loader ld = { .err = err, .errlen = errlen };
 	struct gap_walk *gw = NULL;
 	struct json_object *root;
 	struct report_doc *d;
+	size_t sk_len = 0;
+	char *sk = NULL;
 	int ret;
 
 	*out = NULL;
-	ret = parse_json(text, len, &root, err, errlen);
+	if (stream && len <= INT32_MAX)
+		sk = skeleton(&ld, text, len, &sk_len);
+	ret = sk ? parse_json(sk, sk_len, &root, err, errlen) :
+		   parse_json(text, len, &root, err, errlen);
+	free(sk);
+	if (ret && sk) {
+		free_streams(&ld);
+		return -EAGAIN;
+	}
 	if (ret)
 		return ret;
+	if (sk) {
+		ld.text = text;
+		find_placeholders(&ld, root);
+	}
 	ret = check_schema(root, err, errlen);
 	if (ret) {
 		json_object_put(root);
@@ -1265,21 +1580,27 @@ int report_doc__load_string(const char *text, size_t len, struct report_doc **ou
 	load_spans(&ld, root);
 	load_probes(&ld, root);
 	load_loss(&ld, root);
+	if (ld.streams[STREAM_UTIL_THREADS].on)
+		stream_each(&ld, STREAM_UTIL_THREADS, NULL, NULL);
 	if (!ld.failed && !layout(&ld))
 		color_metrics(&ld);
 	if (!ld.failed) {
 		gw = calloc(1, sizeof(*gw));
 		if (gw) {
 			gw->ld = &ld;
+			gw->gaps = &d->gaps;
+			gw->nr_gaps = &d->nr_gaps;
+			gw->gap_fields = &d->gap_fields;
 			walk_gaps(gw, root);
 			free(gw);
 		} else {
 			nomem(&ld);
 		}
 	}
+	free_streams(&ld);
 	if (ld.failed) {
 		report_doc__free(d);
-		return ld.failed;
+		return ld.element_not_json ? -EAGAIN : ld.failed;
 	}
 	*out = d;
 	return 0;
@@ -1368,6 +1689,9 @@ void report_doc__free(struct report_doc *d)
 	free(d->failed_probes);
 	free(d->losses);
 	free(d->gaps);
+	for (i = 0; i < d->nr_owned; i++)
+		free(d->owned[i]);
+	free(d->owned);
 	json_object_put(d->root);
 	free(d);
 }

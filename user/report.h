@@ -126,6 +126,9 @@ struct report_freq {
 
 struct report_doc {
 	struct json_object *root;
+	/* Strings copied out of the elements read one at a time (report.c). */
+	char **owned;
+	size_t nr_owned, cap_owned;
 
 	const char *khbpf_version;
 	const char *kernel_release;
