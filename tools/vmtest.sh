@@ -626,7 +626,8 @@ write_result() {
 	# (...)"), printable characters only, for the README's table.
 	local name results=""
 	for name in "${STEPS[@]}"; do
-		results+="$name"$'\t'"$(grep -a . "$dir/${name//:/-}.log" 2>/dev/null | tail -n1 | tr -cd '[:print:]' | cut -c1-300)"$'\n'
+		# (A step may have printed nothing: grep then fails, which must not end us.)
+		results+="$name"$'\t'"$({ grep -a . "$dir/${name//:/-}.log" 2>/dev/null || true; } | tail -n1 | tr -cd '[:print:]' | cut -c1-300)"$'\n'
 	done
 	steps=$(printf '%s\n' "${STEPS[@]}" | jq -R -n --rawfile ran <(cat "$dir/steps.tsv" 2>/dev/null || true) --arg results "$results" '
 		($ran | split("\n") | map(select(. != "") | split("\t") | {key: .[0], value: {exit_code: (.[1] | tonumber), seconds: (.[2] | tonumber)}}) | from_entries) as $d
