@@ -167,7 +167,7 @@ json_check "$TMP/doc.json" \
 	"[(p['object'], p['symbol'], p['status']) for p in d['span_probes']] == [('$lib', 'sqlite3_step', 'attached')]" \
 	"[(m['calls'], m['unfinished']) for m in d['span_metrics']] == [($N, 0)]" \
 	"d['open_spans'] == []" \
-	"len(d['events']['spans']) == 500 and d['events']['sampled_out_events'] ==  - 500" \
+	"len(d['events']['spans']) == 500 and d['events']['sampled_out_events'] == $N - 500" \
 	"len(d['events']['spans']) + d['events']['dropped_span_events'] + d['events']['sampled_out_events'] == $N" \
 	"all(s['thread_id'] == $target for s in d['events']['spans'])" \
 	"d['window']['end_reason'] == 'signal'" \
