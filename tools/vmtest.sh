@@ -34,7 +34,8 @@
 #                         names are those of guest_test_cmd below, plus
 #                         integration:NAME (tests/integration/NAME.sh) and
 #                         integration (every one of them)
-#   VMTEST_TIMEOUT        seconds one guest may take, boot included (900)
+#   VMTEST_TIMEOUT        seconds one guest may take, boot included (1800; the
+#                         default steps took 530 s in the 5.10 guest under TCG)
 #   VMTEST_STEP_TIMEOUT   seconds one step may take inside the guest (600);
 #                         under TCG most integration tests take 10-70 s, but
 #                         bad_input and faults each ran past 600 s here, so
@@ -229,7 +230,7 @@ DEFAULT_KERNELS="5.10 6.1 6.12 6.12-rt sid"
 DEFAULT_TESTS="probe bpf demo integration:run_accuracy integration:attach_window integration:spans_cli integration:span_bpftrace integration:fallback_nobpf integration:serve_prometheus integration:privileges"
 KERNELS=${KERNELS:-$DEFAULT_KERNELS}
 read -r -a TESTS <<<"${VMTEST_TESTS:-$DEFAULT_TESTS}"
-VMTEST_TIMEOUT=${VMTEST_TIMEOUT:-900}
+VMTEST_TIMEOUT=${VMTEST_TIMEOUT:-1800}
 VMTEST_STEP_TIMEOUT=${VMTEST_STEP_TIMEOUT:-600}
 VMTEST_ACCEL=${VMTEST_ACCEL:-auto}
 VMTEST_MEMORY=${VMTEST_MEMORY:-2G}
