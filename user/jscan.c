@@ -34,6 +34,20 @@ static int skip_string(const char *t, size_t *p, size_t n)
 	return -EINVAL;
 }
 
+/* At a member's key: past it, its ':' and the blanks before its value. */
+static int skip_key(const char *t, size_t *p, size_t n)
+{
+	size_t i = *p;
+
+	if (i >= n || t[i] != '"' || skip_string(t, &i, n))
+		return -EINVAL;
+	i = skip_ws(t, i, n);
+	if (i >= n || t[i] != ':')
+		return -EINVAL;
+	*p = skip_ws(t, i + 1, n);
+	return 0;
+}
+
 static bool scalar_byte(char c)
 {
 	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || c == '-' || c == '+' ||
@@ -68,14 +82,8 @@ static int skip_value(const char *t, size_t *p, size_t n)
 					want_value = false;
 					goto after;
 				}
-				if (c == '{') {
-					if (i >= n || t[i] != '"' || (err = skip_string(t, &i, n)))
-						return -EINVAL;
-					i = skip_ws(t, i, n);
-					if (i >= n || t[i] != ':')
-						return -EINVAL;
-					i = skip_ws(t, i + 1, n);
-				}
+				if (c == '{' && skip_key(t, &i, n))
+					return -EINVAL;
 				continue;
 			}
 			if (c == '"') {
@@ -106,14 +114,8 @@ after:
 		if (t[i] != ',')
 			return -EINVAL;
 		i = skip_ws(t, i + 1, n);
-		if (stack[depth - 1] == '}') {
-			if (i >= n || t[i] != '"' || (err = skip_string(t, &i, n)))
-				return -EINVAL;
-			i = skip_ws(t, i, n);
-			if (i >= n || t[i] != ':')
-				return -EINVAL;
-			i = skip_ws(t, i + 1, n);
-		}
+		if (stack[depth - 1] == '}' && skip_key(t, &i, n))
+			return -EINVAL;
 		want_value = true;
 	}
 }
