@@ -193,6 +193,13 @@ struct report_doc {
  * sentence saying what is wrong and where into err.
  */
 int report_doc__load_file(const char *path, struct report_doc **doc, char *err, size_t errlen);
+/* a + b, or UINT64_MAX where it would wrap. */
+static inline uint64_t report__sat_add(uint64_t a, uint64_t b)
+{
+	return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+/* Order spans by thread and start, set depths and colors (report_layout.c); 0 or -ENOMEM. */
+int report_doc__layout(struct report_doc *d);
 /* The same from text in memory (len bytes, no NUL needed). */
 int report_doc__load_string(const char *text, size_t len, struct report_doc **doc, char *err,
 			    size_t errlen);
