@@ -65,12 +65,16 @@ if "$PYTHON" -c 'import json, sys; sys.exit("verifier refused" not in json.load(
 		"all(s['hardware'] == {'status': 'unavailable', 'reason': 'unsupported'} for s in d['events']['spans'])" \
 		"sum(m['calls'] for m in d['span_metrics']) > 0"
 else
+	# Every span carries its readings, unless a reading could not be made
+	# with the clock (three tries over 1 us: an emulated CPU) or the span
+	# clock missed a switch-in: those spans' readings are gaps, and only then
+	# is there one; the aggregate counts exactly the spans with readings.
 	json_check "$TMP/docc.json" \
 		"d['span_counters']['cycles_event'] == 'sw-cpu-clock' and d['span_counters']['cpus'] >= 1" \
 		"all(s['hardware']['status'] == 'recorded' for s in d['events']['spans'])" \
-		"all(s['hardware']['value']['cycles_end']['status'] == 'recorded' for s in d['events']['spans'])" \
-		"d['hardware']['value']['span_aggregation']['value']['run']['spans_with_counters'] == sum(m['calls'] for m in d['span_metrics'])" \
-		"d['hardware']['value']['span_aggregation']['value']['run']['cpi_milli']['status'] == 'recorded'"
+		"len(d['events']['spans']) == sum(m['calls'] for m in d['span_metrics'])" \
+		"(lambda gapped: (not gapped or d['loss']['span_counter_reads_skewed']['value'] + d['loss']['span_clock_missed_switch_ins']['value'] > 0) and d['hardware']['value']['span_aggregation']['value']['run']['spans_with_counters'] == len(d['events']['spans']) - gapped or print('gapped', gapped, d['loss']))(sum(1 for s in d['events']['spans'] if any(s['hardware']['value'][k]['status'] != 'recorded' for k in ('cycles_begin', 'cycles_end', 'instructions_begin', 'instructions_end'))))" \
+		"d['hardware']['value']['span_aggregation']['value']['run']['cpi_milli']['status'] == ('recorded' if d['hardware']['value']['span_aggregation']['value']['run']['spans_with_counters'] else 'unavailable')"
 fi
 expect_exit 2 "$KHBPF" run --counter-events=bogus -- true
 
