@@ -49,9 +49,13 @@ def block(results):
     passed = sum(1 for r in results for s in r["steps"] if s.get("exit_code") == 0)
     total = sum(len(r["steps"]) for r in results)
     seconds = sum(r.get("guest_seconds") or 0 for r in results)
+    commits = sorted({r.get("commit", "unknown") for r in results})
+    at = (f"at commit {commits[0]}" if len(commits) == 1 else
+          "at commits " + ", ".join(f"{c} ({', '.join(r['kernel'] for r in results if r.get('commit', 'unknown') == c)})"
+                                   for c in commits))
     lines = [
         BEGIN,
-        f"Measured by `make vmtest` at commit {first.get('commit', 'unknown')} "
+        f"Measured by `make vmtest` {at} "
         f"({first['accelerator'].upper()}, {first['cpus']} guest CPUs, {first['memory']}; "
         f"virtme-ng {first['virtme_ng']}): **{passed} of {total} steps passed**, "
         f"{seconds // 60} min {seconds % 60} s for the {len(results)} guests. "
