@@ -74,6 +74,13 @@ read -r -t 30 line <&"${LOADP[0]}" || fail "workload did not go idle"
 CHILD=$(head -n1 "$CGROOT/$CG/cgroup.procs")
 [ -n "$CHILD" ] || fail "no process in the cgroup"
 sleep 0.5 # the main thread blocks on stdin after printing
+# Prometheus takes its time to start on a slow (emulated) host: ready first.
+for _ in $(seq 600); do
+	curl -sf "http://127.0.0.1:$PPORT/-/ready" >/dev/null && break
+	kill -0 "$PROM_PID" 2>/dev/null || fail "prometheus exited: $(tail -c 800 "$TMP/prom.log")"
+	sleep 0.1
+done
+curl -sf "http://127.0.0.1:$PPORT/-/ready" >/dev/null || fail "prometheus not ready within 60 s: $(tail -c 800 "$TMP/prom.log")"
 
 # /metrics in Prometheus text format passes promtool; OpenMetrics on request.
 curl -sf "http://127.0.0.1:$PORT/metrics" >"$TMP/metrics.txt" || fail "GET /metrics"
