@@ -84,7 +84,9 @@ static void test_kfeatures__linux_5_10_shape_takes_fallbacks(void **state)
 	assert_false(k.have[KFEAT_CURRENT_TASK_BTF]);
 	assert_false(k.have[KFEAT_ATTACH_COOKIE]);
 	assert_false(k.have[KFEAT_RUN_STATS]);
+	assert_false(k.have[KFEAT_UPROBE_MULTI]);
 	assert_int_equal(k.how[KFEAT_TASK_STORAGE], KFEAT_HOW_BTF);
+	assert_int_equal(k.how[KFEAT_UPROBE_MULTI], KFEAT_HOW_BTF);
 	/* Only a loaded program can tell atomics: unknown from BTF alone. */
 	assert_int_equal(k.how[KFEAT_ATOMIC_FETCH], KFEAT_HOW_NONE);
 
@@ -95,6 +97,8 @@ static void test_kfeatures__linux_5_10_shape_takes_fallbacks(void **state)
 	assert_int_equal(kfeatures__use(&k, KFEAT_ATTACH_COOKIE, &what), KFEAT_FALLBACK);
 	assert_int_equal(kfeatures__use(&k, KFEAT_OPTIMIZED_UPROBES, &what), KFEAT_NOT_NEEDED);
 	assert_int_equal(kfeatures__use(&k, KFEAT_URETPROBE_SYSCALL, &what), KFEAT_NOT_NEEDED);
+	assert_int_equal(kfeatures__use(&k, KFEAT_UPROBE_MULTI, &what), KFEAT_FALLBACK);
+	assert_non_null(strstr(what, "per span site"));
 
 	sched_collector__select(&k, &v);
 	assert_false(v.task_storage);
@@ -127,6 +131,7 @@ static void test_kfeatures__current_shape_uses_everything(void **state)
 	e = btf__add_enum(btf, "bpf_stats_type", 4);
 	assert_true(e > 0);
 	assert_int_equal(btf__add_enum_value(btf, "BPF_STATS_RUN_TIME", 0), 0);
+	assert_true(btf__add_struct(btf, "bpf_uprobe_multi_link", 128) > 0);
 	kfeatures__from_btf(&k, btf);
 	for (i = 0; i < KFEAT__COUNT; i++) {
 		if (i == KFEAT_ATOMIC_FETCH)
@@ -172,6 +177,9 @@ static void test_kfeatures__host_btf_and_probes_agree(void **state)
 	assert_int_equal(full.have[KFEAT_ATTACH_COOKIE], btf_only.have[KFEAT_ATTACH_COOKIE]);
 	assert_int_equal(full.have[KFEAT_CURRENT_TASK_BTF], btf_only.have[KFEAT_CURRENT_TASK_BTF]);
 	assert_int_equal(full.how[KFEAT_ATOMIC_FETCH], KFEAT_HOW_LOAD);
+	/* The trial link (uprobe_multi__probe) and the link type in BTF agree. */
+	assert_int_equal(full.have[KFEAT_UPROBE_MULTI], btf_only.have[KFEAT_UPROBE_MULTI]);
+	assert_int_equal(full.how[KFEAT_UPROBE_MULTI], KFEAT_HOW_LOAD);
 }
 
 int main(void)

@@ -7,6 +7,7 @@
 #include <bpf/libbpf.h>
 
 #include "kfeatures.h"
+#include "uprobe_multi.h"
 
 static const struct {
 	const char *name;
@@ -23,6 +24,7 @@ static const struct {
 	[KFEAT_URETPROBE_SYSCALL] = { "uretprobe-syscall", "6.11" },
 	[KFEAT_RUN_STATS] = { "bpf-run-stats", "5.8" },
 	[KFEAT_ATOMIC_FETCH] = { "atomic-fetch", "5.12" },
+	[KFEAT_UPROBE_MULTI] = { "uprobe-multi", "6.6" },
 };
 
 const char *kfeature__name(enum kfeature f)
@@ -79,6 +81,8 @@ enum kfeature_use kfeatures__use(const struct kfeatures *k, enum kfeature f, con
 		[KFEAT_RUN_STATS] = "overhead run times are gaps",
 		[KFEAT_ATOMIC_FETCH] =
 			"per-CPU span-slot tickets; the span record cap is exact in the loader",
+		[KFEAT_UPROBE_MULTI] =
+			"a uprobe and a uretprobe link per span site, each detached after its own grace period",
 	};
 	static const char *const missing[KFEAT__COUNT] = {
 		[KFEAT_TP_BTF] = "scheduler collector falls back to /proc",
@@ -164,6 +168,8 @@ void kfeatures__from_btf(struct kfeatures *k, const struct btf *btf)
 		/* x86-64: the optimizer of 5-byte NOP sites, and the return syscall. */
 		{ KFEAT_OPTIMIZED_UPROBES, "arch_uprobe_optimize", BTF_KIND_FUNC },
 		{ KFEAT_URETPROBE_SYSCALL, "__x64_sys_uretprobe", BTF_KIND_FUNC },
+		/* The link's own type, in kernel/trace/bpf_trace.c (CONFIG_UPROBES). */
+		{ KFEAT_UPROBE_MULTI, "bpf_uprobe_multi_link", BTF_KIND_STRUCT },
 	};
 	size_t i;
 
@@ -187,7 +193,8 @@ static void from_probe(struct kfeatures *k, enum kfeature f, int ret)
 	if (ret < 0)
 		return;
 	k->have[f] = ret == 1;
-	k->how[f] = f == KFEAT_ATOMIC_FETCH ? KFEAT_HOW_LOAD : KFEAT_HOW_LIBBPF;
+	k->how[f] = f == KFEAT_ATOMIC_FETCH || f == KFEAT_UPROBE_MULTI ? KFEAT_HOW_LOAD :
+									 KFEAT_HOW_LIBBPF;
 	k->privileged = true;
 }
 
@@ -251,5 +258,6 @@ int kfeatures__detect(struct kfeatures *k, bool privileged)
 	from_probe(k, KFEAT_ATOMIC_FETCH, probe_atomic_fetch());
 	from_probe(k, KFEAT_ATTACH_COOKIE,
 		   libbpf_probe_bpf_helper(BPF_PROG_TYPE_KPROBE, BPF_FUNC_get_attach_cookie, NULL));
+	from_probe(k, KFEAT_UPROBE_MULTI, uprobe_multi__probe());
 	return 0;
 }

@@ -24,6 +24,7 @@ enum kfeature {
 	KFEAT_URETPROBE_SYSCALL, /* uretprobe trampoline through a system call */
 	KFEAT_RUN_STATS, /* BPF_ENABLE_STATS run-time statistics */
 	KFEAT_ATOMIC_FETCH, /* atomic fetch-and-add (BPF_FETCH) in the verifier */
+	KFEAT_UPROBE_MULTI, /* uprobe_multi links: many offsets of a file in one link */
 	KFEAT__COUNT,
 };
 
@@ -32,7 +33,7 @@ enum kfeature_how {
 	KFEAT_HOW_NONE, /* not probed (no BTF) */
 	KFEAT_HOW_BTF, /* a type or function in the kernel's BTF */
 	KFEAT_HOW_LIBBPF, /* libbpf_probe_bpf_map_type / libbpf_probe_bpf_helper */
-	KFEAT_HOW_LOAD, /* khbpf's own probe program, loaded and dropped */
+	KFEAT_HOW_LOAD, /* khbpf's own probe program (or link), made and dropped */
 };
 
 struct kfeatures {

@@ -22,12 +22,13 @@ json_check "$TMP/probe.json" \
 # each appeared is information only.
 feat() { echo "[f for f in d['kernel_features'] if f['name']=='$1'][0]"; }
 json_check "$TMP/probe.json" \
-	"[f['name'] for f in d['kernel_features']] == ['tp-btf', 'task-storage', 'sched-switch-prev-state', 'ringbuf', 'task-iterator', 'get-current-task-btf', 'attach-cookie', 'optimized-uprobes', 'uretprobe-syscall', 'bpf-run-stats', 'atomic-fetch']" \
+	"[f['name'] for f in d['kernel_features']] == ['tp-btf', 'task-storage', 'sched-switch-prev-state', 'ringbuf', 'task-iterator', 'get-current-task-btf', 'attach-cookie', 'optimized-uprobes', 'uretprobe-syscall', 'bpf-run-stats', 'atomic-fetch', 'uprobe-multi']" \
 	"all(f['use'] in ('used', 'fallback', 'not-needed', 'missing') for f in d['kernel_features'])" \
 	"all(f['detected_by'] in ('btf', 'libbpf-probe', 'probe-program') for f in d['kernel_features'])" \
 	"all((f['use'] == 'used') == f['present']['value'] for f in d['kernel_features'])" \
 	"all(f['detail'] for f in d['kernel_features'] if f['use'] == 'fallback')" \
-	"$(feat tp-btf)['use'] == 'used' and $(feat ringbuf)['use'] == 'used' and $(feat task-iterator)['use'] == 'used'"
+	"$(feat tp-btf)['use'] == 'used' and $(feat ringbuf)['use'] == 'used' and $(feat task-iterator)['use'] == 'used'" \
+	"$(feat uprobe-multi)['detected_by'] == 'probe-program'"
 expect_exit 0 "$KHBPF" probe
 grep -q "^Kernel features" "$TMP/out" || fail "probe text has no kernel features"
 grep -Eq "^  task-storage +(used|fallback) " "$TMP/out" || fail "probe text does not say how task storage is used"
@@ -90,6 +91,7 @@ if command -v setpriv >/dev/null; then
 		"'CAP_BPF' in [c for c in d['collectors'] if c['collector']=='scheduler-activity'][0]['detail']" \
 		"$(cap span-probes) == 'permission-denied'" \
 		"$(feat tp-btf)['detected_by'] == 'btf'" \
-		"$(feat atomic-fetch)['use'] == 'unknown'"
+		"$(feat atomic-fetch)['use'] == 'unknown'" \
+		"$(feat uprobe-multi)['detected_by'] == 'btf'"
 fi
 echo "probe_cli: ok"
