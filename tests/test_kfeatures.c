@@ -101,6 +101,7 @@ static void test_kfeatures__linux_5_10_shape_takes_fallbacks(void **state)
 	assert_non_null(strstr(what, "per span site"));
 
 	sched_collector__select(&k, &v);
+	assert_false(v.uprobe_multi);
 	assert_false(v.task_storage);
 	assert_false(v.switch_prev_state);
 	assert_false(v.task_btf);
@@ -142,7 +143,38 @@ static void test_kfeatures__current_shape_uses_everything(void **state)
 	k.have[KFEAT_ATOMIC_FETCH] = true;
 	sched_collector__select(&k, &v);
 	assert_true(v.task_storage && v.switch_prev_state && v.task_btf && v.attach_cookie &&
-		    v.atomic_fetch);
+		    v.atomic_fetch && v.uprobe_multi);
+	btf__free(btf);
+}
+
+/*
+ * 6.1's shape: every feature but uprobe_multi links (a struct, not a
+ * function). A uprobe_multi kernel without cookies would name sites by
+ * cookie it cannot read: per-site links there too.
+ */
+static void test_kfeatures__uprobe_multi_needs_the_link_and_cookies(void **state)
+{
+	struct btf *btf = btf__new_empty();
+	struct sched_variant v;
+	struct kfeatures k;
+
+	(void)state;
+	add_switch_proto(btf, 4);
+	add_func(btf, "bpf_get_attach_cookie");
+	/* A function of that name is not the link type. */
+	add_func(btf, "bpf_uprobe_multi_link");
+	kfeatures__from_btf(&k, btf);
+	assert_false(k.have[KFEAT_UPROBE_MULTI]);
+	sched_collector__select(&k, &v);
+	assert_false(v.uprobe_multi);
+	assert_true(btf__add_struct(btf, "bpf_uprobe_multi_link", 128) > 0);
+	kfeatures__from_btf(&k, btf);
+	assert_true(k.have[KFEAT_UPROBE_MULTI]);
+	sched_collector__select(&k, &v);
+	assert_true(v.uprobe_multi);
+	k.have[KFEAT_ATTACH_COOKIE] = false;
+	sched_collector__select(&k, &v);
+	assert_false(v.uprobe_multi);
 	btf__free(btf);
 }
 
@@ -188,6 +220,7 @@ int main(void)
 		cmocka_unit_test(test_kfeatures__switch_prev_state_by_arity),
 		cmocka_unit_test(test_kfeatures__linux_5_10_shape_takes_fallbacks),
 		cmocka_unit_test(test_kfeatures__current_shape_uses_everything),
+		cmocka_unit_test(test_kfeatures__uprobe_multi_needs_the_link_and_cookies),
 		cmocka_unit_test(test_kfeatures__names_and_versions),
 		cmocka_unit_test(test_kfeatures__host_btf_and_probes_agree),
 	};

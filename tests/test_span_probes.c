@@ -2,7 +2,9 @@
 /*
  * Span probes against a real annotated program (build/workloads/spanned):
  * exact call counts per metric, parent links, exclusive = inclusive minus
- * children, per-thread attribution, and every record accounted for.
+ * children, per-thread attribution, and every record accounted for; in
+ * uprobe_multi links (where the kernel has them) and in per-site links, and
+ * a site the kernel refuses failing alone.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -12,10 +14,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
+#include <bpf/libbpf.h>
 
+#include "kfeatures.h"
 #include "sched_collector.h"
 #include "spanfind.h"
 #include "testutil.h"
@@ -122,34 +127,95 @@ static void held_finish(struct held *h, char *line, size_t linelen)
 	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
-/* A collector watching the held process, with every annotated span attached. */
-static struct sched_collector *
-collector_for(const struct held *h, const struct sched_collector_opts *o, struct metric_table *mt)
+/* How collector_for links the sites: the default, unless a test says otherwise. */
+static enum sched_span_links links = SCHED_SPAN_LINKS_AUTO;
+
+static int default_links(void **state)
 {
+	(void)state;
+	links = SCHED_SPAN_LINKS_AUTO;
+	return 0;
+}
+
+/* Does this kernel make uprobe_multi links (as the collector decides it)? */
+static bool kernel_multi(void)
+{
+	struct sched_variant v;
+	struct kfeatures k;
+
+	kfeatures__detect(&k, true);
+	sched_collector__select(&k, &v);
+	return v.uprobe_multi;
+}
+
+/*
+ * A collector watching the held process, with every annotated span attached,
+ * and a last site `bad` bytes past the end of the executable (0: none).
+ */
+static struct sched_collector *collector_with(const struct held *h, struct sched_collector_opts *o,
+					      struct metric_table *mt, uint64_t bad)
+{
+	struct sched_span_site v[11];
 	struct span_site *sites = NULL;
 	struct sched_collector *c;
-	size_t nr_sites = 0, i;
+	size_t nr_sites = 0, i, n;
+	struct stat st;
 
 	assert_int_equal(spanfind__discover("/", h->pid, NULL, 0, false, &sites, &nr_sites), 0);
 	assert_int_equal(nr_sites, 10);
+	o->span_links = links;
+	o->span_sites = nr_sites + !!bad;
 	assert_int_equal(sched_collector__open(&c, o), 0);
 	assert_int_equal(sched_collector__add_target(c, h->pid), 0);
 	assert_int_equal(sched_collector__attach(c), 0);
 	for (i = 0; i < nr_sites; i++) {
 		assert_int_equal(sites[i].err, 0);
-		assert_int_equal(sched_collector__attach_span(c, sites[i].open_path,
-							      sites[i].offset, h->pid,
-							      metric_index(mt, sites[i].metric)),
-				 0);
+		v[i] = (struct sched_span_site){ .path = sites[i].open_path,
+						 .offset = sites[i].offset,
+						 .metric = metric_index(mt, sites[i].metric) };
 	}
+	n = nr_sites;
+	if (bad) {
+		/* uprobe_register() refuses an offset past the file's size. */
+		assert_int_equal(stat(sites[0].open_path, &st), 0);
+		v[n++] = (struct sched_span_site){ .path = sites[0].open_path,
+						   .offset = (uint64_t)st.st_size + bad,
+						   .metric = metric_index(mt, "past-the-end") };
+	}
+	assert_int_equal(sched_collector__attach_spans(c, v, n, h->pid), (int)nr_sites);
+	for (i = 0; i < nr_sites; i++)
+		assert_int_equal(v[i].err, 0);
+	if (bad)
+		assert_int_equal(v[nr_sites].err, -EINVAL);
+	/* Auto: uprobe_multi from 4 sites, where the kernel has it. */
+	assert_int_equal(sched_collector__span_multi(c),
+			 links != SCHED_SPAN_LINKS_PER_SITE && kernel_multi());
+	if (!sched_collector__span_multi(c))
+		assert_int_equal(sched_collector__span_links(c), 2 * nr_sites);
+	else if (!bad)
+		assert_int_equal(sched_collector__span_links(c), 2);
+	else
+		/*
+		 * 11 sites by offset, the bad one last: refused, then 5 attach,
+		 * 6 refused; 3 attach, 3 refused; 1, 2 refused; 1, and the bad
+		 * one alone: four groups of good sites, two links each.
+		 */
+		assert_int_equal(sched_collector__span_links(c), 8);
 	spanfind__free(sites, nr_sites);
 	return c;
 }
 
-static void run_spanned(char *threads, char *iterations, uint64_t max_spans,
-			enum sched_counters counters, struct events *ev,
-			struct sched_collector_stats *st, struct metric_table *mt,
-			struct span_agg_entry **aggs, size_t *nr_aggs, char *line, size_t linelen)
+static struct sched_collector *collector_for(const struct held *h, struct sched_collector_opts *o,
+					     struct metric_table *mt)
+{
+	return collector_with(h, o, mt, 0);
+}
+
+static void run_spanned_bad(char *threads, char *iterations, uint64_t max_spans,
+			    enum sched_counters counters, struct events *ev,
+			    struct sched_collector_stats *st, struct metric_table *mt,
+			    struct span_agg_entry **aggs, size_t *nr_aggs, char *line,
+			    size_t linelen, uint64_t bad)
 {
 	struct sched_collector_opts o = {
 		.sz = sizeof(o),
@@ -165,7 +231,7 @@ static void run_spanned(char *threads, char *iterations, uint64_t max_spans,
 	ssize_t n;
 
 	held_start(&h, args);
-	c = collector_for(&h, &o, mt);
+	c = collector_with(&h, &o, mt, bad);
 	assert_int_equal(write(h.go, "g", 1), 1);
 	held_finish(&h, line, linelen);
 	do {
@@ -173,10 +239,21 @@ static void run_spanned(char *threads, char *iterations, uint64_t max_spans,
 	} while (n > 0);
 	assert_int_equal(sched_collector__span_aggs(c, aggs, nr_aggs), 0);
 	assert_int_equal(sched_collector__stats(c, st), 0);
+	/* Detaching starts in the background and destroy waits for it. */
+	sched_collector__detach_spans(c);
 	sched_collector__destroy(c);
 }
 
-static void test_span_probes__exact_counts_and_nesting(void **state)
+static void run_spanned(char *threads, char *iterations, uint64_t max_spans,
+			enum sched_counters counters, struct events *ev,
+			struct sched_collector_stats *st, struct metric_table *mt,
+			struct span_agg_entry **aggs, size_t *nr_aggs, char *line, size_t linelen)
+{
+	run_spanned_bad(threads, iterations, max_spans, counters, ev, st, mt, aggs, nr_aggs, line,
+			linelen, 0);
+}
+
+static void exact_counts_and_nesting(void)
 {
 	struct metric_table mt = { .nr = 0 };
 	struct sched_collector_stats st;
@@ -186,7 +263,6 @@ static void test_span_probes__exact_counts_and_nesting(void **state)
 	char line[512];
 	size_t nr_aggs, i, m;
 
-	(void)state;
 	require_or_skip(geteuid() == 0, "uprobes need root");
 	assert_non_null(ev.v);
 	run_spanned((char *)"3", (char *)"4", 0, SCHED_COUNTERS_NONE, &ev, &st, &mt, &aggs,
@@ -268,6 +344,113 @@ static void test_span_probes__exact_counts_and_nesting(void **state)
 	}
 	free(aggs);
 	free(ev.v);
+}
+
+/* The ten sites in two uprobe_multi links (where the kernel has them). */
+static void test_span_probes__exact_counts_and_nesting(void **state)
+{
+	(void)state;
+	exact_counts_and_nesting();
+}
+
+/* The same in twenty links, two per site: the way of kernels before 6.6. */
+static void test_span_probes__exact_counts_per_site_links(void **state)
+{
+	(void)state;
+	links = SCHED_SPAN_LINKS_PER_SITE;
+	exact_counts_and_nesting();
+}
+
+/*
+ * A site the kernel refuses fails alone, with the kernel's reason, in
+ * either kind of link; the others count exactly.
+ */
+static void bad_site_alone(enum sched_span_links how)
+{
+	struct metric_table mt = { .nr = 0 };
+	struct sched_collector_stats st;
+	struct span_agg_entry *aggs;
+	struct events ev = { calloc(MAX_EVENTS, sizeof(struct khbpf_span_event)), 0 };
+	char line[512];
+	size_t nr_aggs, i, m;
+	uint64_t calls[16] = { 0 };
+	libbpf_print_fn_t old_print;
+
+	require_or_skip(geteuid() == 0, "uprobes need root");
+	assert_non_null(ev.v);
+	links = how;
+	/* libbpf would print the refusal the test asks for. */
+	old_print = libbpf_set_print(NULL);
+	run_spanned_bad((char *)"2", (char *)"3", 0, SCHED_COUNTERS_NONE, &ev, &st, &mt, &aggs,
+			&nr_aggs, line, sizeof(line), 4096);
+	libbpf_set_print(old_print);
+	for (i = 0; i < nr_aggs; i++)
+		calls[aggs[i].key.metric] += aggs[i].agg.calls;
+	for (m = 0; m < mt.nr; m++)
+		if (strcmp(mt.names[m], "past-the-end"))
+			assert_int_equal(calls[m], expected(line, mt.names[m]));
+		else
+			assert_int_equal(calls[m], 0);
+	free(aggs);
+	free(ev.v);
+}
+
+static void test_span_probes__bad_site_alone_multi(void **state)
+{
+	(void)state;
+	bad_site_alone(SCHED_SPAN_LINKS_MULTI);
+}
+
+static void test_span_probes__bad_site_alone_per_site(void **state)
+{
+	(void)state;
+	bad_site_alone(SCHED_SPAN_LINKS_PER_SITE);
+}
+
+/*
+ * At most KHBPF_MAX_SPAN_SITES sites per collector: one more fails with
+ * -E2BIG, and so does every later one. 4097 uprobe_multi consumers of one
+ * offset stand in for as many functions (per-site links would take the
+ * kernel minutes to take down).
+ */
+static void test_span_probes__site_bound(void **state)
+{
+	struct sched_collector_opts o = { .sz = sizeof(o), .spans = true };
+	char *args[] = { "--threads", "1", "--iterations", "1", NULL };
+	struct sched_span_site *v, one;
+	struct span_site *sites = NULL;
+	struct sched_collector *c;
+	size_t nr_sites = 0, i;
+	char line[512];
+	struct held h;
+
+	(void)state;
+	require_or_skip(geteuid() == 0, "uprobes need root");
+	if (!kernel_multi())
+		skip();
+	v = calloc(KHBPF_MAX_SPAN_SITES + 1, sizeof(*v));
+	assert_non_null(v);
+	held_start(&h, args);
+	assert_int_equal(spanfind__discover("/", h.pid, NULL, 0, false, &sites, &nr_sites), 0);
+	assert_true(nr_sites > 0);
+	o.span_links = SCHED_SPAN_LINKS_MULTI;
+	assert_int_equal(sched_collector__open(&c, &o), 0);
+	for (i = 0; i <= KHBPF_MAX_SPAN_SITES; i++)
+		v[i] = (struct sched_span_site){ .path = sites[0].open_path,
+						 .offset = sites[0].offset };
+	assert_int_equal(sched_collector__attach_spans(c, v, KHBPF_MAX_SPAN_SITES + 1, h.pid),
+			 KHBPF_MAX_SPAN_SITES);
+	for (i = 0; i < KHBPF_MAX_SPAN_SITES; i++)
+		assert_int_equal(v[i].err, 0);
+	assert_int_equal(v[KHBPF_MAX_SPAN_SITES].err, -E2BIG);
+	assert_int_equal(sched_collector__span_links(c), 2);
+	one = v[0];
+	assert_int_equal(sched_collector__attach_spans(c, &one, 1, h.pid), 0);
+	assert_int_equal(one.err, -E2BIG);
+	sched_collector__destroy(c);
+	spanfind__free(sites, nr_sites);
+	held_finish(&h, line, sizeof(line));
+	free(v);
 }
 
 /* A cap on records: aggregates stay exact and the losses add up. */
@@ -431,10 +614,15 @@ static void test_span_probes__counters_follow_the_thread(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_span_probes__exact_counts_and_nesting),
-		cmocka_unit_test(test_span_probes__sampled_out_counted),
-		cmocka_unit_test(test_span_probes__open_span_reported),
-		cmocka_unit_test(test_span_probes__counters_follow_the_thread),
+		cmocka_unit_test_setup(test_span_probes__exact_counts_and_nesting, default_links),
+		cmocka_unit_test_setup(test_span_probes__exact_counts_per_site_links,
+				       default_links),
+		cmocka_unit_test_setup(test_span_probes__bad_site_alone_multi, default_links),
+		cmocka_unit_test_setup(test_span_probes__bad_site_alone_per_site, default_links),
+		cmocka_unit_test_setup(test_span_probes__site_bound, default_links),
+		cmocka_unit_test_setup(test_span_probes__sampled_out_counted, default_links),
+		cmocka_unit_test_setup(test_span_probes__open_span_reported, default_links),
+		cmocka_unit_test_setup(test_span_probes__counters_follow_the_thread, default_links),
 	};
 
 	return cmocka_run_group_tests_name("span_probes", tests, NULL, NULL);

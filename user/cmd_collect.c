@@ -29,6 +29,12 @@
 	"                        the default), 'none', or 'sw-cpu-clock' (a test aid for\n" \
 	"                        machines without a PMU: software cpu-clock ns stand in\n"  \
 	"                        for both cycles and instructions)\n"                       \
+	"      --span-links L    'auto' (the default): from 4 span sites on, the\n"         \
+	"                        sites of one file share one uprobe_multi link each\n"      \
+	"                        way where the kernel has them (6.6); 'multi': so\n"        \
+	"                        for any number; 'per-site': a uprobe and a\n"              \
+	"                        uretprobe link per site, the way of older kernels\n"       \
+	"                        (a test aid)\n"                                            \
 	"  -h, --help            this help\n\n"
 
 void cmd_attach_help(FILE *f)
@@ -112,6 +118,7 @@ int collect_args__parse(const char *cmd, int argc, char **argv, enum target_mode
 		{ "no-annotations", no_argument, NULL, 'A' },
 		{ "max-spans", required_argument, NULL, 'X' },
 		{ "counter-events", required_argument, NULL, 'C' },
+		{ "span-links", required_argument, NULL, 'L' },
 		{ "bpf-stats", no_argument, NULL, 'B' },
 		{ "private", no_argument, NULL, 'P' },
 		{ "html", required_argument, NULL, 'H' },
@@ -239,6 +246,20 @@ int collect_args__parse(const char *cmd, int argc, char **argv, enum target_mode
 					cmd,
 					"--counter-events '%s': expected hw, none or sw-cpu-clock",
 					optarg);
+				return CLI_EXIT_USAGE;
+			}
+			break;
+		case 'L':
+			if (!strcmp(optarg, "auto")) {
+				so->span_links = SCHED_SPAN_LINKS_AUTO;
+			} else if (!strcmp(optarg, "multi")) {
+				so->span_links = SCHED_SPAN_LINKS_MULTI;
+			} else if (!strcmp(optarg, "per-site")) {
+				so->span_links = SCHED_SPAN_LINKS_PER_SITE;
+			} else {
+				cli__error(cmd,
+					   "--span-links '%s': expected auto, multi or per-site",
+					   optarg);
 				return CLI_EXIT_USAGE;
 			}
 			break;

@@ -15,18 +15,32 @@
 #include <linux/perf_event.h>
 
 #include "kfeatures.h"
+#include "linkset.h"
 #include "perfcount.h"
 #include "sched.skel.h"
 #include "sched_collector.h"
 #include "topology.h"
+#include "uprobe_multi.h"
 
-#define SPAN_LINKS_MAX (2 * 4096)
+/* Span sites a collector attaches, and links: at most two per site. */
+#define SPAN_LINKS_MAX (2 * KHBPF_MAX_SPAN_SITES)
+/*
+ * Threads that take span links down (linkset.h). A per-site link is a perf
+ * event whose release, perf_uprobe_destroy(), holds event_mutex across a
+ * synchronize_rcu() (perf_trace_event_unreg()): they come down one at a
+ * time however many threads close them (200 links took 22 s here with 1, 4
+ * or 16 threads). uprobe_multi links take no such lock
+ * (bpf_uprobe_multi_link_release()), so theirs go concurrently.
+ */
+#define SPAN_SITE_TEARDOWN_THREADS 1
+#define SPAN_MULTI_TEARDOWN_THREADS 8
 
 struct sched_collector {
 	struct sched_bpf *skel;
 	struct ring_buffer *rb;
-	struct bpf_link **span_links;
-	size_t nr_span_links;
+	struct linkset span_links;
+	size_t nr_span_sites;
+	bool span_multi; /* span programs loaded for uprobe_multi links */
 	uint64_t delivered;
 	uint64_t malformed; /* ring buffer records of an unexpected size */
 	void (*on_span)(void *ctx, const struct khbpf_span_event *e);
@@ -162,6 +176,8 @@ void sched_collector__select(const struct kfeatures *k, struct sched_variant *v)
 	v->task_btf = k->have[KFEAT_CURRENT_TASK_BTF];
 	v->attach_cookie = k->have[KFEAT_ATTACH_COOKIE];
 	v->atomic_fetch = k->have[KFEAT_ATOMIC_FETCH];
+	/* The cookie is the site's metric: without cookies, per-site links and the site map. */
+	v->uprobe_multi = k->have[KFEAT_UPROBE_MULTI] && k->have[KFEAT_ATTACH_COOKIE];
 }
 
 /* Program variants and fallbacks for this kernel: one of each pair is loaded. */
@@ -182,6 +198,26 @@ static int configure_variant(struct sched_collector *c, const struct sched_colle
 	bpf_program__set_autoload(skel->progs.khbpf_span_exit, v.atomic_fetch);
 	bpf_program__set_autoload(skel->progs.khbpf_span_enter_nofetch, !v.atomic_fetch);
 	bpf_program__set_autoload(skel->progs.khbpf_span_exit_nofetch, !v.atomic_fetch);
+	/*
+	 * A program takes one kind of link: the uprobe_multi attach type is
+	 * checked at link creation (bpf_prog_attach_check_attach_type()), so
+	 * it is chosen here, before load, for every span site.
+	 */
+	c->span_multi = spans && v.uprobe_multi && opts->span_links != SCHED_SPAN_LINKS_PER_SITE &&
+			(opts->span_links == SCHED_SPAN_LINKS_MULTI ||
+			 opts->span_sites >= SCHED_SPAN_MULTI_MIN_SITES);
+	if (c->span_multi) {
+		const enum bpf_attach_type t = (enum bpf_attach_type)UPROBE_MULTI_ATTACH_TYPE;
+
+		err = err ?: bpf_program__set_expected_attach_type(skel->progs.khbpf_span_enter, t);
+		err = err ?: bpf_program__set_expected_attach_type(skel->progs.khbpf_span_exit, t);
+		err = err   ?:
+			      bpf_program__set_expected_attach_type(
+				      skel->progs.khbpf_span_enter_nofetch, t);
+		err = err   ?:
+			      bpf_program__set_expected_attach_type(
+				      skel->progs.khbpf_span_exit_nofetch, t);
+	}
 	if (libbpf_num_possible_cpus() > 0)
 		skel->rodata->nr_slot_cpus = (uint32_t)libbpf_num_possible_cpus();
 	bpf_program__set_autoload(skel->progs.khbpf_sched_switch, v.switch_prev_state);
@@ -219,6 +255,7 @@ int sched_collector__open(struct sched_collector **out, const struct sched_colle
 	if (!c)
 		return -ENOMEM;
 	c->stats_fd = -1;
+	linkset__init(&c->span_links, SPAN_LINKS_MAX);
 	c->max_exited = opts && opts->max_exited ? opts->max_exited : KHBPF_DEFAULT_MAX_EXITED;
 
 	c->skel = sched_bpf__open();
@@ -742,6 +779,7 @@ int sched_collector__stats(struct sched_collector *c, struct sched_collector_sta
 	out->sched_info = c->sched_info;
 	out->span_site_unresolved = c->skel->bss->span_site_unresolved;
 	sched_collector__select(&c->feat, &out->variant);
+	out->variant.uprobe_multi = c->span_multi;
 	bpf_object__for_each_program(prog, c->skel->obj) {
 		struct bpf_prog_info info = {};
 		__u32 len = sizeof(info);
@@ -807,62 +845,207 @@ static int span_event_cb(void *ctx, void *data, size_t size)
 	return 0;
 }
 
-int sched_collector__attach_span(struct sched_collector *c, const char *path, uint64_t offset,
-				 pid_t pid, uint32_t metric)
+static struct bpf_program *span_prog(struct sched_collector *c, bool ret)
 {
-	LIBBPF_OPTS(bpf_uprobe_opts, uo, .bpf_cookie = metric);
+	bool fetch = c->feat.have[KFEAT_ATOMIC_FETCH];
+
+	if (ret)
+		return fetch ? c->skel->progs.khbpf_span_exit :
+			       c->skel->progs.khbpf_span_exit_nofetch;
+	return fetch ? c->skel->progs.khbpf_span_enter : c->skel->progs.khbpf_span_enter_nofetch;
+}
+
+/* One site, the classic way: a uprobe link and a uretprobe link of its own. */
+static int attach_site(struct sched_collector *c, const struct sched_span_site *site, pid_t pid)
+{
+	LIBBPF_OPTS(bpf_uprobe_opts, uo, .bpf_cookie = site->metric);
 	struct bpf_link *in, *out;
 	int err;
 
-	if (metric >= KHBPF_MAX_METRICS)
-		return -E2BIG;
-	if (c->nr_span_links + 2 > SPAN_LINKS_MAX)
-		return -E2BIG;
-	if (!c->span_links) {
-		c->span_links = calloc(SPAN_LINKS_MAX, sizeof(*c->span_links));
-		if (!c->span_links)
-			return -ENOMEM;
+	if (!c->feat.have[KFEAT_ATTACH_COOKIE]) {
+		/* No cookies (the kernel refuses a nonzero one): the site map says the metric. */
+		struct khbpf_site_key key = { .offset = site->offset };
+		struct stat st;
+
+		if (stat(site->path, &st))
+			return -errno;
+		key.ino = st.st_ino;
+		uo.bpf_cookie = 0;
+		err = bpf_map__update_elem(c->skel->maps.span_site_metric, &key, sizeof(key),
+					   &site->metric, sizeof(site->metric), BPF_ANY);
+		if (err)
+			return err;
 	}
+	uo.retprobe = false;
+	in = bpf_program__attach_uprobe_opts(span_prog(c, false), pid, site->path,
+					     (size_t)site->offset, &uo);
+	if (!in)
+		return -errno;
+	uo.retprobe = true;
+	out = bpf_program__attach_uprobe_opts(span_prog(c, true), pid, site->path,
+					      (size_t)site->offset, &uo);
+	if (!out) {
+		err = -errno;
+		bpf_link__destroy(in);
+		return err;
+	}
+	/* Room and memory for both are made sure of before (attach_spans). */
+	linkset__add_link(&c->span_links, in);
+	linkset__add_link(&c->span_links, out);
+	return 0;
+}
+
+/*
+ * Errors that say nothing about one site in particular (the file, the
+ * process, privilege, memory): a group failing with one is not split.
+ */
+static bool group_error(int err)
+{
+	return err == -ENOENT || err == -ESRCH || err == -EPERM || err == -EACCES ||
+	       err == -ENOMEM || err == -EMFILE || err == -ENFILE || err == -EBADF;
+}
+
+/*
+ * Sites idx[0..n) of one file in two uprobe_multi links, entry and return,
+ * each site's metric its cookie. When the kernel refuses the group, it is
+ * split in halves until each failing site is alone with its own error, and
+ * the others attach (each refused try costs a grace period in the kernel:
+ * a few bad sites among many cost a few tries per halving).
+ */
+static void attach_group(struct sched_collector *c, struct sched_span_site *sites, size_t *idx,
+			 size_t n, uint64_t *offsets, uint64_t *cookies, pid_t pid)
+{
+	int in, out = -1, err;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		offsets[i] = sites[idx[i]].offset;
+		cookies[i] = sites[idx[i]].metric;
+	}
+	in = uprobe_multi__attach(bpf_program__fd(span_prog(c, false)), sites[idx[0]].path, offsets,
+				  cookies, (uint32_t)n, pid, false);
+	if (in >= 0)
+		out = uprobe_multi__attach(bpf_program__fd(span_prog(c, true)), sites[idx[0]].path,
+					   offsets, cookies, (uint32_t)n, pid, true);
+	if (in >= 0 && out >= 0) {
+		linkset__add_fd(&c->span_links, in);
+		linkset__add_fd(&c->span_links, out);
+		for (i = 0; i < n; i++)
+			sites[idx[i]].err = 0;
+		return;
+	}
+	err = in < 0 ? in : out;
+	if (in >= 0)
+		close(in);
+	if (n == 1 || group_error(err)) {
+		for (i = 0; i < n; i++)
+			sites[idx[i]].err = err;
+		return;
+	}
+	attach_group(c, sites, idx, n / 2, offsets, cookies, pid);
+	attach_group(c, sites, idx + n / 2, n - n / 2, offsets, cookies, pid);
+}
+
+static int site_cmp(const void *a, const void *b, void *arg)
+{
+	const struct sched_span_site *x = &((struct sched_span_site *)arg)[*(const size_t *)a];
+	const struct sched_span_site *y = &((struct sched_span_site *)arg)[*(const size_t *)b];
+	int d = strcmp(x->path, y->path);
+
+	if (d)
+		return d;
+	return x->offset < y->offset ? -1 : x->offset > y->offset;
+}
+
+/* uprobe_multi: the sites grouped by file, two links per file. */
+static int attach_multi(struct sched_collector *c, struct sched_span_site *sites, size_t nr,
+			pid_t pid)
+{
+	size_t *idx = calloc(nr ? nr : 1, sizeof(*idx)), i, j, n = 0;
+	uint64_t *offsets = calloc(nr ? nr : 1, sizeof(*offsets));
+	uint64_t *cookies = calloc(nr ? nr : 1, sizeof(*cookies));
+	int err = 0;
+
+	if (!idx || !offsets || !cookies) {
+		err = -ENOMEM;
+		goto cleanup;
+	}
+	for (i = 0; i < nr; i++)
+		if (!sites[i].err)
+			idx[n++] = i;
+	qsort_r(idx, n, sizeof(*idx), site_cmp, sites);
+	for (i = 0; i < n; i = j) {
+		for (j = i + 1; j < n && !strcmp(sites[idx[j]].path, sites[idx[i]].path); j++)
+			;
+		attach_group(c, sites, idx + i, j - i, offsets, cookies, pid);
+	}
+cleanup:
+	free(idx);
+	free(offsets);
+	free(cookies);
+	return err;
+}
+
+int sched_collector__attach_spans(struct sched_collector *c, struct sched_span_site *sites,
+				  size_t nr, pid_t pid)
+{
+	size_t i, n = 0;
+	int err;
+
+	/* Every link made below then has its place: adding cannot fail. */
+	err = linkset__prepare(&c->span_links);
+	if (err)
+		return err;
 	if (!c->rb) {
 		c->rb = ring_buffer__new(bpf_map__fd(c->skel->maps.span_events), span_event_cb, c,
 					 NULL);
 		if (!c->rb)
 			return -errno;
 	}
-	if (!c->feat.have[KFEAT_ATTACH_COOKIE]) {
-		/* No cookies (the kernel refuses a nonzero one): the site map says the metric. */
-		struct khbpf_site_key key = { .offset = offset };
-		struct stat st;
+	/* Bounds first, so that two links per site always fit. */
+	for (i = 0; i < nr; i++) {
+		struct sched_span_site *s = &sites[i];
 
-		if (stat(path, &st))
-			return -errno;
-		key.ino = st.st_ino;
-		uo.bpf_cookie = 0;
-		err = bpf_map__update_elem(c->skel->maps.span_site_metric, &key, sizeof(key),
-					   &metric, sizeof(metric), BPF_ANY);
+		s->err = -EINPROGRESS;
+		if (s->metric >= KHBPF_MAX_METRICS)
+			s->err = -E2BIG;
+		else if (c->nr_span_sites == KHBPF_MAX_SPAN_SITES)
+			s->err = -E2BIG;
+		else
+			c->nr_span_sites++;
+	}
+	if (c->span_multi) {
+		for (i = 0; i < nr; i++)
+			if (sites[i].err == -EINPROGRESS)
+				sites[i].err = 0;
+		err = attach_multi(c, sites, nr, pid);
 		if (err)
 			return err;
+	} else {
+		for (i = 0; i < nr; i++)
+			if (sites[i].err == -EINPROGRESS)
+				sites[i].err = attach_site(c, &sites[i], pid);
 	}
-	uo.retprobe = false;
-	in = bpf_program__attach_uprobe_opts(c->feat.have[KFEAT_ATOMIC_FETCH] ?
-						     c->skel->progs.khbpf_span_enter :
-						     c->skel->progs.khbpf_span_enter_nofetch,
-					     pid, path, (size_t)offset, &uo);
-	if (!in)
-		return -errno;
-	uo.retprobe = true;
-	out = bpf_program__attach_uprobe_opts(c->feat.have[KFEAT_ATOMIC_FETCH] ?
-						      c->skel->progs.khbpf_span_exit :
-						      c->skel->progs.khbpf_span_exit_nofetch,
-					      pid, path, (size_t)offset, &uo);
-	if (!out) {
-		err = -errno;
-		bpf_link__destroy(in);
-		return err;
-	}
-	c->span_links[c->nr_span_links++] = in;
-	c->span_links[c->nr_span_links++] = out;
-	return 0;
+	for (i = 0; i < nr; i++)
+		n += !sites[i].err;
+	return (int)n;
+}
+
+bool sched_collector__span_multi(const struct sched_collector *c)
+{
+	return c->span_multi;
+}
+
+size_t sched_collector__span_links(const struct sched_collector *c)
+{
+	return linkset__count(&c->span_links);
+}
+
+void sched_collector__detach_spans(struct sched_collector *c)
+{
+	if (c)
+		linkset__release_begin(&c->span_links, c->span_multi ? SPAN_MULTI_TEARDOWN_THREADS :
+								       SPAN_SITE_TEARDOWN_THREADS);
 }
 
 int sched_collector__span_fd(struct sched_collector *c)
@@ -899,13 +1082,10 @@ int sched_collector__open_spans(struct sched_collector *c, struct khbpf_span_eve
 
 void sched_collector__destroy(struct sched_collector *c)
 {
-	size_t i;
-
 	if (!c)
 		return;
-	for (i = c->nr_span_links; i-- > 0;)
-		bpf_link__destroy(c->span_links[i]);
-	free(c->span_links);
+	sched_collector__detach_spans(c);
+	linkset__free(&c->span_links);
 	ring_buffer__free(c->rb);
 	sched_collector__detach(c);
 	sched_bpf__destroy(c->skel);

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The scheduler collector: bpf/sched.bpf.c's skeleton behind an opaque
- * object. Lifecycle: open (configure + load) → add_target → attach →
- * snapshot/exited reads → destroy (detaches everything, on every path).
+ * object. Lifecycle: open (configure + load) → add_target → attach (and
+ * attach_spans) → snapshot/exited reads → detach_spans (background) →
+ * destroy (detaches everything and waits for it, on every path).
  */
 #ifndef KHBPF_SCHED_COLLECTOR_H
 #define KHBPF_SCHED_COLLECTOR_H
@@ -17,6 +18,26 @@
 
 struct sched_collector;
 struct host_topology;
+
+/*
+ * Span sites' links. uprobe_multi (Linux 6.6): the sites of one file in one
+ * link each way. Per site: a uprobe and a uretprobe link of its own, perf
+ * events that `bpftool perf show` lists with their file and offset.
+ */
+enum sched_span_links {
+	/* uprobe_multi where the kernel has it and there are SCHED_SPAN_MULTI_MIN_SITES */
+	SCHED_SPAN_LINKS_AUTO,
+	SCHED_SPAN_LINKS_MULTI, /* uprobe_multi where the kernel has it, for any number */
+	/* Per site everywhere: the way of kernels before 6.6, testable on any kernel. */
+	SCHED_SPAN_LINKS_PER_SITE,
+};
+
+/*
+ * Below this many sites, auto links each site on its own: they come down in
+ * a second or less (about 0.1 s a link here) and stay visible as perf
+ * events; from it on, a link per file saves about 0.2 s a site.
+ */
+#define SCHED_SPAN_MULTI_MIN_SITES 4
 
 /* What the per-CPU counter slots of span readings hold. */
 enum sched_counters {
@@ -48,6 +69,9 @@ struct sched_collector_opts {
 	uint64_t max_spans; /* records through the ring buffer; 0 → default */
 	uint32_t max_span_keys; /* (thread, metric) aggregates; 0 → default */
 	enum sched_counters counters; /* per-span counter readings (spans only) */
+	/* How span sites are linked (enum sched_span_links), and how many will be. */
+	enum sched_span_links span_links;
+	size_t span_sites;
 	/* serve: sum the scheduler into groups (KHBPF_GROUP_*) in the kernel. */
 	uint32_t group_by;
 	uint32_t max_groups; /* entries of the groups map; 0 → KHBPF_DEFAULT_MAX_GROUPS */
@@ -82,6 +106,7 @@ struct sched_variant {
 	bool task_btf; /* bpf_get_current_task_btf(); else probe reads */
 	bool attach_cookie; /* metric in the uprobe cookie; else span_site_metric */
 	bool atomic_fetch; /* BPF_FETCH atomics; else per-CPU span-slot tickets */
+	bool uprobe_multi; /* span sites in uprobe_multi links; else a link pair per site */
 };
 
 /*
@@ -172,12 +197,33 @@ int sched_collector__groups(struct sched_collector *c, struct group_entry **out,
 int sched_collector__group_spill(struct sched_collector *c, struct khbpf_group_acc *out);
 int sched_collector__delete_group(struct sched_collector *c, const struct khbpf_group_key *key);
 int sched_collector__stats(struct sched_collector *c, struct sched_collector_stats *out);
+/* A span site: the function at `offset` in `path`, reporting `metric`. */
+struct sched_span_site {
+	const char *path;
+	uint64_t offset;
+	uint32_t metric; /* < KHBPF_MAX_METRICS */
+	int err; /* out: 0 attached, else -errno */
+};
+
 /*
- * One span site: uprobe at entry and uretprobe at return of the function at
- * `offset` in `path`, for `pid` only, reporting `metric` (< KHBPF_MAX_METRICS).
+ * Span sites: a uprobe at entry and a uretprobe at return of each, for
+ * `pid` only. With uprobe_multi (sched_collector__span_multi) the sites of
+ * one file share two links, else each site has two. At most
+ * KHBPF_MAX_SPAN_SITES sites in all: the rest fail with -E2BIG. Returns how
+ * many attached (each site's err says why not), or -errno when none could
+ * be tried.
  */
-int sched_collector__attach_span(struct sched_collector *c, const char *path, uint64_t offset,
-				 pid_t pid, uint32_t metric);
+int sched_collector__attach_spans(struct sched_collector *c, struct sched_span_site *sites,
+				  size_t nr, pid_t pid);
+/* Span sites go in uprobe_multi links (decided at open, from the kernel and the opts). */
+bool sched_collector__span_multi(const struct sched_collector *c);
+/* Span links held now. */
+size_t sched_collector__span_links(const struct sched_collector *c);
+/*
+ * The window is over: start taking every span probe down, in background
+ * threads (linkset.h), and return. Destroy waits for them. Idempotent.
+ */
+void sched_collector__detach_spans(struct sched_collector *c);
 /* The ring buffer's epoll fd, to wait on; -1 without spans. */
 int sched_collector__span_fd(struct sched_collector *c);
 /* Deliver pending span records to on_span; returns how many or -errno. */

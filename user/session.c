@@ -672,6 +672,8 @@ static void setup_collector(struct session *s)
 		co.spans = true;
 		co.max_spans = s->opts.max_spans;
 		co.counters = s->opts.span_counters;
+		co.span_links = s->opts.span_links;
+		co.span_sites = span_run__usable(&s->spans);
 		co.on_span = span_run__on_event;
 		co.on_span_ctx = &s->spans;
 	}

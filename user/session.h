@@ -38,6 +38,7 @@ struct session_opts {
 	uint64_t max_spans; /* span records kept; 0 → default */
 	enum sched_counters span_counters; /* per-span counter readings */
 	bool bpf_stats; /* BPF run-time stats (system-wide) for the window */
+	enum sched_span_links span_links; /* --span-links */
 	/* serve: the processes (none: every task), cgroup filters and grouping. */
 	const pid_t *pids;
 	size_t nr_pids;

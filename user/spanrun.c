@@ -7,6 +7,10 @@
 #include "sched_window.h"
 #include "spanrun.h"
 
+#define STR_(x) #x
+#define STR(x) STR_(x)
+#define SPAN_SITES_MAX_STR STR(KHBPF_MAX_SPAN_SITES)
+
 static int metric_index(struct span_run *r, const char *name, uint32_t *idx)
 {
 	size_t i;
@@ -109,28 +113,56 @@ size_t span_run__usable(const struct span_run *r)
 
 void span_run__attach(struct span_run *r, struct sched_collector *c, pid_t pid)
 {
-	size_t i;
+	struct sched_span_site *v = calloc(r->nr_sites ? r->nr_sites : 1, sizeof(*v));
+	size_t i, n = 0;
+	char why[128];
+	int err;
 
+	if (!v) {
+		span_run__unattach(r, "out of memory");
+		return;
+	}
+	/* All at once: the collector puts the sites of one file in one link where it can. */
 	for (i = 0; i < r->nr_sites; i++) {
+		if (r->sites[i].err)
+			continue;
+		v[n++] = (struct sched_span_site){ .path = r->sites[i].open_path,
+						   .offset = r->sites[i].offset,
+						   .metric = r->site_metric[i] };
+	}
+	err = sched_collector__attach_spans(c, v, n, pid);
+	if (err < 0) {
+		span_run__unattach(r, strerror(-err));
+		free(v);
+		return;
+	}
+	for (i = 0, n = 0; i < r->nr_sites; i++) {
 		struct span_site *s = &r->sites[i];
-		char what[64];
-		int err;
 
 		if (s->err)
 			continue;
-		err = sched_collector__attach_span(c, s->open_path, s->offset, pid,
-						   r->site_metric[i]);
+		err = v[n++].err;
+		if (err == -E2BIG) {
+			/* Metrics were bounded at discovery: this is the collector's site bound. */
+			snprintf(why, sizeof(why),
+				 "%.60s not attached: more than " SPAN_SITES_MAX_STR
+				 " span sites in all",
+				 s->symbol[0] ? s->symbol : s->metric);
+			site_error(s, err, s->object, why);
+			continue;
+		}
 		if (err) {
-			snprintf(what, sizeof(what), "%s", strerror(-err));
 			s->err = err;
 			snprintf(s->reason, sizeof(s->reason),
 				 "%.100s: cannot attach uprobes at offset 0x%" PRIx64
 				 " (%.40s): %.60s",
-				 s->object, s->offset, s->symbol[0] ? s->symbol : s->metric, what);
+				 s->object, s->offset, s->symbol[0] ? s->symbol : s->metric,
+				 strerror(-err));
 			continue;
 		}
 		r->nr_attached++;
 	}
+	free(v);
 }
 
 /* A span still open when its thread exited: kept with those open at the end. */

@@ -24,7 +24,7 @@
  * in span_state_failures.
  */
 #define KHBPF_DEFAULT_SPAN_TASKS 4096
-/* Without attach cookies: span sites in span_site_metric (the loader's link bound). */
+/* Span sites one collector attaches (and, without cookies, in span_site_metric). */
 #define KHBPF_MAX_SPAN_SITES 4096
 /*
  * Span ids are (thread slot << KHBPF_SPAN_SEQ_BITS) | the thread's own span
