@@ -1294,6 +1294,13 @@ static int finish_window(struct session *s)
 			return err;
 		sched_collector__detach(s->coll);
 		err = sched_collector__stats(s->coll, &s->stats);
+		/*
+		 * Everything the window needs is read (its end was taken above):
+		 * the span probes come down in the background while the
+		 * document is made and written, and while a command that
+		 * outlives the window runs on; session__destroy waits for them.
+		 */
+		sched_collector__detach_spans(s->coll);
 		if (err)
 			return err;
 	} else {
