@@ -90,7 +90,7 @@ HELPERS := $(patsubst tests/helpers/%.c,build/tests/helpers/%,$(wildcard tests/h
 
 C_FILES := $(wildcard bpf/*.c bpf/*.h user/*.c user/*.h include/khbpf/*.h tests/*.c tests/*.h tests/workloads/*.c tests/workloads/*.h tests/helpers/*.c tools/*.c)
 
-.PHONY: all check fresh-check vmtest unit-tests workloads demo bench bench-spans bench-serve soak format format-check clean deps
+.PHONY: all check fresh-check vmtest unit-tests workloads demo bench bench-spans bench-span-attach bench-serve soak format format-check clean deps
 all: $(KHBPF)
 
 deps: $(DEPS_STAMP)
@@ -226,11 +226,13 @@ build/tools/%: tools/%.c $(SKELS) | $(DEPS_STAMP)
 	$(Q)$(CC) $(ALL_CFLAGS) $(PC_CFLAGS) $< $(LDLIBS) -o $@
 
 # Overhead against peers (runqlat, bpftrace) and empty programs; see BENCHMARKS.md.
-BENCH_SPANS_DEPS := $(KHBPF) build/tools/bench-span-floor build/workloads/spanbench
+BENCH_SPANS_DEPS := $(KHBPF) build/tools/bench-span-floor build/workloads/spanbench \
+	build/workloads/manyfuncs
 bench: $(KHBPF) build/tools/bench-empty $(BENCH_SPANS_DEPS)
 	$(Q)tools/install-deps.sh --with-bench
 	$(Q)tools/bench-sched.sh
 	$(Q)tools/bench-spans.sh
+	$(Q)/usr/bin/python3 tools/bench_span_attach.py
 	$(Q)/usr/bin/python3 tools/bench_serve.py
 	$(Q)/usr/bin/python3 tools/bench_accuracy.py
 	$(Q)/usr/bin/python3 tools/bench_memory.py
@@ -245,10 +247,15 @@ bench-serve: $(KHBPF)
 soak: $(KHBPF)
 	$(Q)/usr/bin/python3 tools/soak_serve.py
 
-# The span part of `make bench` alone.
+# The span part of `make bench` alone: cost per span, then attach and detach
+# of 1000 sites (tools/bench_span_attach.py; `make bench-span-attach` alone).
 bench-spans: $(BENCH_SPANS_DEPS)
 	$(Q)tools/install-deps.sh --with-bench
 	$(Q)tools/bench-spans.sh
+	$(Q)/usr/bin/python3 tools/bench_span_attach.py
+
+bench-span-attach: $(KHBPF) build/workloads/manyfuncs
+	$(Q)/usr/bin/python3 tools/bench_span_attach.py
 
 # The README's two commands on a fresh debootstrap root of Debian 12 holding
 # only a clone of this commit (tools/fresh-check.sh; FRESH_FLAGS=--demo-only).
