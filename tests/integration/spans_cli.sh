@@ -13,11 +13,18 @@ import json, sys
 d = json.load(open(sys.argv[1]))
 want = json.loads(open(sys.argv[2]).read())
 got = {m["metric_id"]: m["calls"] for m in d["span_metrics"]}
-ok = got == want
+# Exact, but for span entries the kernel gave no task storage for, which are
+# counted (PREEMPT_RT 6.12 refuses it now and then: a BPF program preempted
+# inside task storage on the same CPU makes the others' lookups fail).
+lost = d["loss"]["span_state_failures"]["value"]
+ok = set(got) == set(want) and all(got[k] <= v for k, v in want.items()) and \
+    sum(got.values()) + lost == sum(want.values())
+if lost:
+    print(f"note: {lost} span entries without task storage, counted in loss", file=sys.stderr)
 spans = d["events"]["spans"]
 ids = {s["span_id"]: s for s in spans}
 kept = len(spans)
-total = sum(want.values())
+total = sum(got.values())
 if kept + d["events"]["dropped_span_events"] + d["events"]["sampled_out_events"] != total:
     print("records + dropped + sampled_out != calls", file=sys.stderr); ok = False
 for s in spans:
@@ -27,7 +34,7 @@ for s in spans:
         if parent and parent["thread_id"] != s["thread_id"]:
             print(f"span {s['span_id']}: parent on another thread", file=sys.stderr); ok = False
     kids = sum(c["inclusive_ns"] for c in spans if c["parent_span_id"].get("value") == s["span_id"])
-    if kept == total and s["exclusive_ns"] != s["inclusive_ns"] - kids:
+    if kept == total and not lost and s["exclusive_ns"] != s["inclusive_ns"] - kids:
         print(f"span {s['span_id']}: exclusive != inclusive - children", file=sys.stderr); ok = False
 starts = [s["start_ns"] for s in spans]
 if starts != sorted(starts):
