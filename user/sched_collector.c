@@ -240,6 +240,17 @@ int sched_collector__open(struct sched_collector **out, const struct sched_colle
 		nr_cpus = opts->topo->nr_cpu_ids;
 	err = bpf_map__set_max_entries(c->skel->maps.cpu_topo, nr_cpus);
 	err = err ?: bpf_map__set_max_entries(c->skel->maps.exited, c->max_exited);
+	/*
+	 * Where tracing programs may allocate (bpf_mem_alloc: "bpf: Convert hash
+	 * map to bpf_mem_alloc."), an exit record is allocated when its thread
+	 * exits: kernel memory follows the threads that exited in the window
+	 * (preallocated, --max-exited records held 36 MiB from the load on).
+	 * Unlike a ring buffer, nothing needs the loader to run during a burst
+	 * of exits; a record that cannot be had is counted as a full map's
+	 * (exited_overflow).
+	 */
+	if (mem_alloc)
+		err = err ?: bpf_map__set_map_flags(c->skel->maps.exited, BPF_F_NO_PREALLOC);
 	if (opts && opts->group_by) {
 		uint32_t i;
 
