@@ -282,6 +282,15 @@ int sched_collector__open(struct sched_collector **out, const struct sched_colle
 			err = err   ?:
 				      bpf_map__set_max_entries(c->skel->maps.span_agg,
 							       opts->max_span_keys);
+		/*
+		 * Where tracing programs may allocate (bpf_mem_alloc), an aggregate
+		 * is made at its first call: memory follows the (thread, metric)
+		 * pairs seen, not --max-span-keys (27 MiB preallocated).
+		 */
+		if (mem_alloc)
+			err = err   ?:
+				      bpf_map__set_map_flags(c->skel->maps.span_agg,
+							     BPF_F_NO_PREALLOC);
 		c->on_span = opts->on_span;
 		c->on_span_ctx = opts->on_span_ctx;
 		/*
