@@ -85,7 +85,7 @@ __u32 iter_init_state = 0;
 
 /* Loss and health counters, read by the loader at the end of the window. */
 __u64 storage_failures = 0; /* task storage could not be created */
-__u64 exited_overflow = 0; /* exited map full: record lost */
+__u64 exited_overflow = 0; /* exited map full (or no memory for the record): record lost */
 __u64 final_unmatched = 0; /* final switch without an exit record */
 __u64 iter_write_errors = 0; /* bpf_seq_write failed */
 __u64 span_threads = 0; /* thread slots handed out (span ids) */
@@ -156,6 +156,7 @@ struct {
 	__type(value, __u32);
 } span_site_metric SEC(".maps");
 
+/* Sized by the loader (--max-exited); allocated on use where the kernel allows it. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, KHBPF_DEFAULT_MAX_EXITED);

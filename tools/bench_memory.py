@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Memory khbpf attach costs as the target grows: 1, 100 and 10000 threads.
+"""Memory khbpf attach costs as the target grows: 1, 10, 100 and 10000 threads.
 
 For each size, a Python target starts that many threads (each runs once,
 then blocks), and `khbpf attach` watches it from its own memory cgroup (v1
@@ -9,11 +9,14 @@ task-storage elements (charged to the map's owner, not reported by
 bpftool's memlock), its own page tables and files. Reported per size:
 
   bpftool    the sum of `memlock` over the maps khbpf holds (bpftool's view)
-  kmem       the cgroup's kernel memory after the attach settled
+  kmem       the cgroup's kernel memory after the attach settled, and its
+             peak while every thread of the target exits at once (v1 only)
   rss        khbpf's VmRSS at the same moment, and its peak with the write
 and per thread: the slope of each between the sizes.
 
-Writes build/bench/memory.json and build/bench/memory.md.
+Writes build/bench/memory.json and build/bench/memory.md. KHBPF=PATH measures
+another build (e.g. an older commit's, for a before/after table), and
+BENCH_MEMORY_THREADS=1,100 other sizes.
 """
 import json
 import os
@@ -23,8 +26,8 @@ import sys
 import time
 
 OUT = "build/bench"
-KHBPF = "build/khbpf"
-SIZES = [int(x) for x in os.environ.get("BENCH_MEMORY_THREADS", "1,100,10000").split(",")]
+KHBPF = os.environ.get("KHBPF", "build/khbpf")
+SIZES = [int(x) for x in os.environ.get("BENCH_MEMORY_THREADS", "1,10,100,10000").split(",")]
 SETTLE_S = 2.0
 
 TARGET = ("import sys, threading\n"
@@ -61,7 +64,11 @@ def kmem_bytes(path, kfile):
     if kfile:
         return int(open(f"{path}/{kfile}").read())
     stat = dict(line.split() for line in open(f"{path}/memory.stat"))
-    return sum(int(stat[k]) for k in ("kernel", "percpu") if k in stat)
+    # `kernel`, where there is one, already has percpu, slab, stacks, page tables in it.
+    if "kernel" in stat:
+        return int(stat["kernel"])
+    return sum(int(stat[k]) for k in ("slab", "kernel_stack", "pagetables", "percpu", "sock")
+               if k in stat)
 
 
 def held_maps(pid):
@@ -113,8 +120,15 @@ def measure(n):
                "kmem_bytes": kmem_bytes(cg, kfile),
                "cgroup_bytes": int(open(f"{cg}/{ufile}").read()),
                "rss_kib": status_kib(kh.pid, "VmRSS")}
-        kh.send_signal(signal.SIGINT)
+        # Then every thread exits at once (the target's exit_group): the cgroup's
+        # peak kernel memory over that burst (v1 resets max_usage on a write).
+        peak = f"{cg}/memory.kmem.max_usage_in_bytes" if kfile else None
+        if peak:
+            open(peak, "w").write("0")
+        target.stdin.write("\n")
+        target.stdin.flush()
         _, status, usage = os.wait4(kh.pid, 0)
+        row["exit_burst_peak_kmem_bytes"] = int(open(peak).read()) if peak else None
         kh.returncode = os.waitstatus_to_exitcode(status)
         if kh.returncode != 0:
             raise RuntimeError(f"khbpf attach exited {kh.returncode}: {kh.stderr.read()}")
@@ -122,16 +136,19 @@ def measure(n):
         row["threads_in_document"] = len(d["threads"])
         row["threads_dropped"] = d["loss"]["threads_dropped"]["value"]
         row["peak_rss_kib"] = usage.ru_maxrss  # with the document's write
-        if row["threads_in_document"] != n or row["threads_dropped"]:
+        lost = {k: d["loss"][k]["value"] for k in ("threads_vanished", "exited_records_overflow")
+                if d["loss"][k]["value"]}
+        if row["threads_in_document"] != n or row["threads_dropped"] or lost:
             raise RuntimeError(f"{n} threads: the document lists {row['threads_in_document']}, "
-                               f"dropped {row['threads_dropped']}")
+                               f"dropped {row['threads_dropped']}, lost {lost}")
         os.unlink(doc)
         return row
     finally:
         if kh and kh.poll() is None:
             kh.send_signal(signal.SIGINT)
             kh.wait(timeout=30)
-        target.stdin.close()
+        if not target.stdin.closed:
+            target.stdin.close()
         target.wait(timeout=30)
         if cg:
             os.rmdir(cg)
@@ -148,18 +165,20 @@ def main():
     per_thread = {"bpftool_memlock_bytes": slope(rows, "bpftool_memlock_bytes"),
                   "kmem_bytes": slope(rows, "kmem_bytes"),
                   "rss_bytes": slope(rows, "rss_kib", 1024)}
-    out = {"rows": rows, "per_thread": per_thread,
+    out = {"rows": rows, "per_thread": per_thread, "khbpf": KHBPF,
            "kernel": os.uname().release, "date": time.strftime("%Y-%m-%d")}
     json.dump(out, open(f"{OUT}/memory.json", "w"), indent=1)
-    lines = ["`khbpf attach` on a target of N threads (each ran once, then blocks); "
+    lines = [f"`{KHBPF} attach` on a target of N threads (each ran once, then blocks); "
              f"measured {SETTLE_S:.0f} s after attach, khbpf alone in its memory cgroup.", "",
              "| threads | bpftool memlock, all maps | kernel memory charged (cgroup kmem) "
-             "| khbpf RSS | khbpf peak RSS |",
-             "| --- | --- | --- | --- | --- |"]
+             "| peak kmem while they all exit | khbpf RSS | khbpf peak RSS |",
+             "| --- | --- | --- | --- | --- | --- |"]
     for r in rows:
+        burst = r["exit_burst_peak_kmem_bytes"]
         lines.append(f"| {r['threads']} | {r['bpftool_memlock_bytes'] / 1024:.0f} KiB "
-                     f"| {r['kmem_bytes'] / 1024:.0f} KiB | {r['rss_kib']} KiB "
-                     f"| {r['peak_rss_kib']} KiB |")
+                     f"| {r['kmem_bytes'] / 1024:.0f} KiB "
+                     f"| {'-' if burst is None else f'{burst / 1024:.0f} KiB'} "
+                     f"| {r['rss_kib']} KiB | {r['peak_rss_kib']} KiB |")
     lines += ["", f"Per added thread ({rows[0]['threads']} to {rows[-1]['threads']}): "
               f"bpftool memlock {per_thread['bpftool_memlock_bytes']:.0f} B, "
               f"kernel memory {per_thread['kmem_bytes']:.0f} B, "

@@ -277,6 +277,17 @@ int sched_collector__open(struct sched_collector **out, const struct sched_colle
 		nr_cpus = opts->topo->nr_cpu_ids;
 	err = bpf_map__set_max_entries(c->skel->maps.cpu_topo, nr_cpus);
 	err = err ?: bpf_map__set_max_entries(c->skel->maps.exited, c->max_exited);
+	/*
+	 * Where tracing programs may allocate (bpf_mem_alloc: "bpf: Convert hash
+	 * map to bpf_mem_alloc."), an exit record is allocated when its thread
+	 * exits: kernel memory follows the threads that exited in the window
+	 * (preallocated, --max-exited records held 36 MiB from the load on).
+	 * Unlike a ring buffer, nothing needs the loader to run during a burst
+	 * of exits; a record that cannot be had is counted as a full map's
+	 * (exited_overflow).
+	 */
+	if (mem_alloc)
+		err = err ?: bpf_map__set_map_flags(c->skel->maps.exited, BPF_F_NO_PREALLOC);
 	if (opts && opts->group_by) {
 		uint32_t i;
 
@@ -308,6 +319,15 @@ int sched_collector__open(struct sched_collector **out, const struct sched_colle
 			err = err   ?:
 				      bpf_map__set_max_entries(c->skel->maps.span_agg,
 							       opts->max_span_keys);
+		/*
+		 * Where tracing programs may allocate (bpf_mem_alloc), an aggregate
+		 * is made at its first call: memory follows the (thread, metric)
+		 * pairs seen, not --max-span-keys (27 MiB preallocated).
+		 */
+		if (mem_alloc)
+			err = err   ?:
+				      bpf_map__set_map_flags(c->skel->maps.span_agg,
+							     BPF_F_NO_PREALLOC);
 		c->on_span = opts->on_span;
 		c->on_span_ctx = opts->on_span_ctx;
 		/*
