@@ -43,39 +43,13 @@ WORKLOAD = os.path.realpath("build/workloads/manyfuncs")
 GLOBS = {1000: "many_1*", 100: "many_10*", 10: "many_100*", 1: "many_1000"}
 
 
-class BenchError(Exception):
-    pass
+# The helpers bench_spans.py has (same directory: sys.path[0] when run).
+from bench_spans import BenchError, held_progs, loaded_progs  # noqa: E402
+from bench_spans import wait_gone as _wait_gone  # noqa: E402
 
 
-def held_progs(pid):
-    ids = set()
-    try:
-        fds = os.listdir(f"/proc/{pid}/fdinfo")
-    except OSError:
-        return ids
-    for fd in fds:
-        try:
-            for line in open(f"/proc/{pid}/fdinfo/{fd}"):
-                if line.startswith("prog_id:"):
-                    ids.add(int(line.split()[1]))
-        except OSError:
-            pass
-    return ids
-
-
-def loaded_progs():
-    out = subprocess.run(["bpftool", "-j", "prog", "show"], check=True, capture_output=True,
-                         text=True).stdout
-    return {p["id"]: p for p in json.loads(out)}
-
-
-def wait_gone(ids, timeout=5.0):
-    """After khbpf exits, none of its programs may stay loaded (release is RCU-deferred)."""
-    end = time.time() + timeout
-    while ids & set(loaded_progs()):
-        if time.time() > end:
-            raise BenchError(f"khbpf left BPF programs loaded: {sorted(ids & set(loaded_progs()))}")
-        time.sleep(0.1)
+def wait_gone(ids):
+    _wait_gone(ids, "khbpf")
 
 
 def link_kinds(pid):
