@@ -20,8 +20,33 @@ cgroups_now() {
 # guarded NAME CMD...: run CMD; fail it (status 1 if it passed) when it left
 # anything behind, and remove what it left so the next test starts clean.
 # GUARD_LEFT names the kinds it found ("processes mounts cgroups programs").
+#
+# The checks are host-wide (processes aside), so two test runs on one host
+# (two worktrees, a developer's and CI's) would blame and undo each other's
+# cgroups and programs: each guarded test holds a host-wide lock from its
+# first look to its last. A guarded test inside a guarded test (leak_guard.sh)
+# already holds it (KHBPF_GUARD_LOCKED).
+GUARD_LOCK=${GUARD_LOCK:-/run/lock/khbpf-tests.lock}
 GUARD_LEFT=
 guarded() {
+	local name=$1 rc lockfd
+	shift
+	if [ -n "${KHBPF_GUARD_LOCKED:-}" ]; then
+		guarded_locked "$name" "$@"
+		return
+	fi
+	exec {lockfd}>>"$GUARD_LOCK" || return 2
+	if ! flock -n "$lockfd"; then
+		echo "   (waiting for another test run on this host: $GUARD_LOCK)" >&2
+		flock "$lockfd"
+	fi
+	KHBPF_GUARD_LOCKED=1 guarded_locked "$name" "$@"
+	rc=$?
+	exec {lockfd}>&-
+	return "$rc"
+}
+
+guarded_locked() {
 	local name=$1 rc m0 c0 left new
 	shift
 	GUARD_LEFT=
