@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/utsname.h>
 #include <cmocka.h>
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
@@ -178,6 +179,103 @@ static void test_kfeatures__uprobe_multi_needs_the_link_and_cookies(void **state
 	btf__free(btf);
 }
 
+/* spinlock_t as each configuration lays it out. */
+static void add_spinlock(struct btf *btf, bool rt)
+{
+	/* The member's type first: btf__add_field() adds to the last struct made. */
+	int inner = btf__add_struct(btf, rt ? "rt_mutex_base" : "raw_spinlock", rt ? 32 : 4);
+	int s = btf__add_struct(btf, "spinlock", rt ? 32 : 4);
+
+	assert_true(inner > 0 && s > 0);
+	/* RT: struct rt_mutex_base lock; else the union's raw_spinlock, anonymous here. */
+	assert_int_equal(btf__add_field(btf, rt ? "lock" : "", inner, 0, 0), 0);
+}
+
+static void add_percpu_var(struct btf *btf, const char *name)
+{
+	int i = btf__add_int(btf, "int", 4, BTF_INT_SIGNED);
+
+	assert_true(i > 0);
+	assert_true(btf__add_var(btf, name, BTF_VAR_STATIC, i) > 0);
+}
+
+/*
+ * PREEMPT_RT (6.12-rt's shape): programs are preemptible, so a program
+ * preempted inside task storage's per-CPU busy count makes the next one's
+ * lookup fail (seen: 2-4 per run, a span lost 1 run in 8): the hashes.
+ */
+static void test_kfeatures__preempt_rt_busy_task_storage_takes_hashes(void **state)
+{
+	struct btf *btf = btf__new_empty();
+	struct sched_variant v;
+	struct kfeatures k;
+	const char *what;
+
+	(void)state;
+	add_switch_proto(btf, 4);
+	add_func(btf, "bpf_task_storage_get");
+	add_spinlock(btf, true);
+	add_percpu_var(btf, "runqueues");
+	add_percpu_var(btf, "bpf_task_storage_busy");
+	kfeatures__from_btf(&k, btf);
+	assert_true(k.have[KFEAT_TASK_STORAGE]);
+	assert_true(k.preempt_rt);
+	assert_true(k.task_storage_preemptible);
+	assert_int_equal(kfeatures__use(&k, KFEAT_TASK_STORAGE, &what), KFEAT_FALLBACK);
+	assert_non_null(strstr(what, "PREEMPT_RT"));
+	sched_collector__select(&k, &v);
+	assert_false(v.task_storage);
+	btf__free(btf);
+}
+
+/* A kernel whose task storage has no busy count is safe even under RT. */
+static void test_kfeatures__preempt_rt_without_busy_count_uses_task_storage(void **state)
+{
+	struct btf *btf = btf__new_empty();
+	struct sched_variant v;
+	struct kfeatures k;
+	const char *what;
+
+	(void)state;
+	add_func(btf, "bpf_task_storage_get");
+	add_spinlock(btf, true);
+	add_percpu_var(btf, "runqueues");
+	kfeatures__from_btf(&k, btf);
+	assert_true(k.preempt_rt);
+	assert_false(k.task_storage_preemptible);
+	assert_int_equal(kfeatures__use(&k, KFEAT_TASK_STORAGE, &what), KFEAT_USED);
+	sched_collector__select(&k, &v);
+	assert_true(v.task_storage);
+	btf__free(btf);
+
+	/* No per-CPU variables in the BTF at all: the count is assumed. */
+	btf = btf__new_empty();
+	add_func(btf, "bpf_task_storage_get");
+	add_spinlock(btf, true);
+	kfeatures__from_btf(&k, btf);
+	assert_true(k.task_storage_preemptible);
+	btf__free(btf);
+}
+
+/* Not RT (a raw spinlock inside): task storage as usual, busy count or not. */
+static void test_kfeatures__not_rt_uses_task_storage(void **state)
+{
+	struct btf *btf = btf__new_empty();
+	struct sched_variant v;
+	struct kfeatures k;
+
+	(void)state;
+	add_func(btf, "bpf_task_storage_get");
+	add_spinlock(btf, false);
+	add_percpu_var(btf, "bpf_task_storage_busy");
+	kfeatures__from_btf(&k, btf);
+	assert_false(k.preempt_rt);
+	assert_false(k.task_storage_preemptible);
+	sched_collector__select(&k, &v);
+	assert_true(v.task_storage);
+	btf__free(btf);
+}
+
 static void test_kfeatures__names_and_versions(void **state)
 {
 	int i;
@@ -189,6 +287,14 @@ static void test_kfeatures__names_and_versions(void **state)
 	}
 	assert_string_equal(kfeature__name(KFEAT__COUNT), "invalid");
 	assert_string_equal(kfeature_use__name(KFEAT_FALLBACK), "fallback");
+}
+
+static bool uname_says_rt(void)
+{
+	struct utsname u;
+
+	assert_int_equal(uname(&u), 0);
+	return strstr(u.version, "PREEMPT_RT") != NULL;
 }
 
 /* This host: whatever BTF says, a libbpf probe agrees where it can tell. */
@@ -212,6 +318,8 @@ static void test_kfeatures__host_btf_and_probes_agree(void **state)
 	/* The trial link (uprobe_multi__probe) and the link type in BTF agree. */
 	assert_int_equal(full.have[KFEAT_UPROBE_MULTI], btf_only.have[KFEAT_UPROBE_MULTI]);
 	assert_int_equal(full.how[KFEAT_UPROBE_MULTI], KFEAT_HOW_LOAD);
+	/* BTF's spinlock_t agrees with the build's own banner (uname -v). */
+	assert_int_equal(full.preempt_rt, uname_says_rt());
 }
 
 int main(void)
@@ -221,6 +329,9 @@ int main(void)
 		cmocka_unit_test(test_kfeatures__linux_5_10_shape_takes_fallbacks),
 		cmocka_unit_test(test_kfeatures__current_shape_uses_everything),
 		cmocka_unit_test(test_kfeatures__uprobe_multi_needs_the_link_and_cookies),
+		cmocka_unit_test(test_kfeatures__preempt_rt_busy_task_storage_takes_hashes),
+		cmocka_unit_test(test_kfeatures__preempt_rt_without_busy_count_uses_task_storage),
+		cmocka_unit_test(test_kfeatures__not_rt_uses_task_storage),
 		cmocka_unit_test(test_kfeatures__names_and_versions),
 		cmocka_unit_test(test_kfeatures__host_btf_and_probes_agree),
 	};

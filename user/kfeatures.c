@@ -93,6 +93,12 @@ enum kfeature_use kfeatures__use(const struct kfeatures *k, enum kfeature f, con
 	*what = "";
 	if (f >= KFEAT__COUNT)
 		return KFEAT_MISSING;
+	if (f == KFEAT_TASK_STORAGE && k->have[f] && k->task_storage_preemptible) {
+		*what = "per-thread state in hashes keyed by the task: on PREEMPT_RT a BPF program "
+			"preempted inside task storage (bpf_task_storage_busy) fails every other "
+			"program's lookup on that CPU";
+		return KFEAT_FALLBACK;
+	}
 	if (k->have[f])
 		return KFEAT_USED;
 	if (k->how[f] == KFEAT_HOW_NONE) {
@@ -133,6 +139,34 @@ static bool btf_has_enumerator(const struct btf *btf, const char *name)
 				return true;
 	}
 	return false;
+}
+
+bool kfeatures__btf_preempt_rt(const struct btf *btf)
+{
+	const struct btf_member *m;
+	const struct btf_type *t;
+	int id, i;
+
+	id = btf__find_by_name_kind(btf, "spinlock", BTF_KIND_STRUCT);
+	t = id > 0 ? btf__type_by_id(btf, id) : NULL;
+	for (i = 0, m = t ? btf_members(t) : NULL; t && i < btf_vlen(t); i++, m++) {
+		const struct btf_type *mt = btf__type_by_id(btf, m->type);
+
+		if (strcmp(btf__name_by_offset(btf, m->name_off), "lock") || !mt ||
+		    !btf_is_struct(mt))
+			continue;
+		if (!strcmp(btf__name_by_offset(btf, mt->name_off), "rt_mutex_base"))
+			return true;
+	}
+	return false;
+}
+
+bool kfeatures__btf_task_storage_busy(const struct btf *btf)
+{
+	if (btf__find_by_name_kind(btf, "bpf_task_storage_busy", BTF_KIND_VAR) > 0)
+		return true;
+	/* No per-CPU variables in this BTF at all: the count cannot be ruled out. */
+	return btf__find_by_name_kind(btf, "runqueues", BTF_KIND_VAR) <= 0;
 }
 
 bool kfeatures__switch_has_prev_state(const struct btf *btf)
@@ -185,6 +219,8 @@ void kfeatures__from_btf(struct kfeatures *k, const struct btf *btf)
 	k->how[KFEAT_SWITCH_PREV_STATE] = KFEAT_HOW_BTF;
 	k->have[KFEAT_RUN_STATS] = btf_has_enumerator(btf, "BPF_STATS_RUN_TIME");
 	k->how[KFEAT_RUN_STATS] = KFEAT_HOW_BTF;
+	k->preempt_rt = kfeatures__btf_preempt_rt(btf);
+	k->task_storage_preemptible = k->preempt_rt && kfeatures__btf_task_storage_busy(btf);
 }
 
 /* 1 supported, 0 not, < 0 could not tell (no privilege): keep the BTF answer. */

@@ -41,6 +41,18 @@ struct kfeatures {
 	bool privileged; /* libbpf probes could load programs and maps */
 	bool have[KFEAT__COUNT];
 	enum kfeature_how how[KFEAT__COUNT];
+	/*
+	 * PREEMPT_RT (a spinlock_t is an rt_mutex): BPF programs run with
+	 * migration disabled, not preemption.
+	 */
+	bool preempt_rt;
+	/*
+	 * Task storage takes a per-CPU busy count around each lookup
+	 * (bpf_task_storage_trylock(), the bpf_task_storage_busy variable):
+	 * under PREEMPT_RT a program preempted inside it makes every other
+	 * program's lookup on that CPU fail. Task storage is then not used.
+	 */
+	bool task_storage_preemptible;
 };
 
 /* What khbpf does about a feature: uses it, takes a fallback, or lacks it. */
@@ -59,6 +71,18 @@ const char *kfeature_use__name(enum kfeature_use u);
 const char *kfeature_how__name(enum kfeature_how h);
 /* The use of f given what the kernel has, and what khbpf does instead. */
 enum kfeature_use kfeatures__use(const struct kfeatures *k, enum kfeature f, const char **what);
+
+/*
+ * Is BTF's spinlock_t PREEMPT_RT's (struct spinlock holding a struct
+ * rt_mutex_base `lock`) rather than a raw spinlock's union?
+ */
+bool kfeatures__btf_preempt_rt(const struct btf *btf);
+/*
+ * Does task storage take the per-CPU busy count (a per-CPU VAR
+ * bpf_task_storage_busy)? Without per-CPU variables in the BTF at all
+ * (no `runqueues` either), that cannot be told: assumed yes.
+ */
+bool kfeatures__btf_task_storage_busy(const struct btf *btf);
 
 /* Fill k from the kernel's BTF alone (no privilege needed). */
 void kfeatures__from_btf(struct kfeatures *k, const struct btf *btf);

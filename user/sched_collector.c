@@ -171,7 +171,8 @@ static void kernel_btf_facts(bool *sched_info, bool *mem_alloc)
 
 void sched_collector__select(const struct kfeatures *k, struct sched_variant *v)
 {
-	v->task_storage = k->have[KFEAT_TASK_STORAGE];
+	/* On PREEMPT_RT task storage lookups fail under a preempted holder: the hashes. */
+	v->task_storage = k->have[KFEAT_TASK_STORAGE] && !k->task_storage_preemptible;
 	v->switch_prev_state = k->have[KFEAT_SWITCH_PREV_STATE];
 	v->task_btf = k->have[KFEAT_CURRENT_TASK_BTF];
 	v->attach_cookie = k->have[KFEAT_ATTACH_COOKIE];
@@ -181,7 +182,8 @@ void sched_collector__select(const struct kfeatures *k, struct sched_variant *v)
 }
 
 /* Program variants and fallbacks for this kernel: one of each pair is loaded. */
-static int configure_variant(struct sched_collector *c, const struct sched_collector_opts *opts)
+static int configure_variant(struct sched_collector *c, const struct sched_collector_opts *opts,
+			     bool mem_alloc)
 {
 	struct sched_bpf *skel = c->skel;
 	struct sched_variant v;
@@ -237,6 +239,19 @@ static int configure_variant(struct sched_collector *c, const struct sched_colle
 		err = err   ?:
 			      bpf_map__set_max_entries(skel->maps.span_state_h,
 						       spans ? KHBPF_DEFAULT_SPAN_TASKS : 1);
+		/*
+		 * Where tracing programs may allocate (bpf_mem_alloc), entries are
+		 * made as threads are seen, as the exit records are: PREEMPT_RT
+		 * takes this path on current kernels. Older kernels preallocate.
+		 */
+		if (mem_alloc) {
+			err = err   ?:
+				      bpf_map__set_map_flags(skel->maps.task_state_h,
+							     BPF_F_NO_PREALLOC);
+			err = err   ?:
+				      bpf_map__set_map_flags(skel->maps.span_state_h,
+							     BPF_F_NO_PREALLOC);
+		}
 	}
 	if (v.attach_cookie || !spans)
 		err = err ?: bpf_map__set_max_entries(skel->maps.span_site_metric, 1);
@@ -265,7 +280,7 @@ int sched_collector__open(struct sched_collector **out, const struct sched_colle
 	}
 	c->skel->rodata->trace_all = opts && opts->trace_all;
 	kernel_btf_facts(&c->sched_info, &mem_alloc);
-	err = configure_variant(c, opts);
+	err = configure_variant(c, opts, mem_alloc);
 	if (err)
 		goto cleanup;
 	kernel_waits = c->sched_info && !(opts && opts->bpf_timed_waits);
