@@ -129,11 +129,14 @@ static void held_finish(struct held *h, char *line, size_t linelen)
 
 /* How collector_for links the sites: the default, unless a test says otherwise. */
 static enum sched_span_links links = SCHED_SPAN_LINKS_AUTO;
+/* Per-thread state in the hashes (the PREEMPT_RT and pre-5.11 path). */
+static bool task_hashes;
 
 static int default_links(void **state)
 {
 	(void)state;
 	links = SCHED_SPAN_LINKS_AUTO;
+	task_hashes = false;
 	return 0;
 }
 
@@ -164,6 +167,7 @@ static struct sched_collector *collector_with(const struct held *h, struct sched
 	assert_int_equal(spanfind__discover("/", h->pid, NULL, 0, false, &sites, &nr_sites), 0);
 	assert_int_equal(nr_sites, 10);
 	o->span_links = links;
+	o->task_hashes = task_hashes;
 	o->span_sites = nr_sites + !!bad;
 	assert_int_equal(sched_collector__open(&c, o), 0);
 	assert_int_equal(sched_collector__add_target(c, h->pid), 0);
@@ -358,6 +362,14 @@ static void test_span_probes__exact_counts_per_site_links(void **state)
 {
 	(void)state;
 	links = SCHED_SPAN_LINKS_PER_SITE;
+	exact_counts_and_nesting();
+}
+
+/* The same with span and thread state in the hashes, as on PREEMPT_RT. */
+static void test_span_probes__exact_counts_task_hashes(void **state)
+{
+	(void)state;
+	task_hashes = true;
 	exact_counts_and_nesting();
 }
 
@@ -615,6 +627,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup(test_span_probes__exact_counts_and_nesting, default_links),
+		cmocka_unit_test_setup(test_span_probes__exact_counts_task_hashes, default_links),
 		cmocka_unit_test_setup(test_span_probes__exact_counts_per_site_links,
 				       default_links),
 		cmocka_unit_test_setup(test_span_probes__bad_site_alone_multi, default_links),

@@ -71,7 +71,7 @@ enum kfeature_use kfeatures__use(const struct kfeatures *k, enum kfeature f, con
 {
 	static const char *const fallback[KFEAT__COUNT] = {
 		[KFEAT_TASK_STORAGE] =
-			"per-thread state in preallocated hashes keyed by the task (bounded by --max-threads)",
+			"per-thread state in hashes keyed by the task (bounded by --max-threads; preallocated without bpf_mem_alloc)",
 		[KFEAT_SWITCH_PREV_STATE] = "the task's own state, read with CO-RE",
 		[KFEAT_CURRENT_TASK_BTF] = "bpf_get_current_task() and CO-RE probe reads",
 		[KFEAT_ATTACH_COOKIE] =

@@ -41,6 +41,7 @@ struct sched_collector {
 	struct linkset span_links;
 	size_t nr_span_sites;
 	bool span_multi; /* span programs loaded for uprobe_multi links */
+	bool task_storage; /* per-thread state in task storage, else the hashes */
 	uint64_t delivered;
 	uint64_t malformed; /* ring buffer records of an unexpected size */
 	void (*on_span)(void *ctx, const struct khbpf_span_event *e);
@@ -193,6 +194,9 @@ static int configure_variant(struct sched_collector *c, const struct sched_colle
 
 	kfeatures__detect(&c->feat, true);
 	sched_collector__select(&c->feat, &v);
+	if (opts && opts->task_hashes)
+		v.task_storage = false;
+	c->task_storage = v.task_storage;
 	skel->rodata->use_task_storage = v.task_storage;
 	skel->rodata->have_task_btf = v.task_btf;
 	skel->rodata->have_cookie = v.attach_cookie;
@@ -815,6 +819,7 @@ int sched_collector__stats(struct sched_collector *c, struct sched_collector_sta
 	out->span_site_unresolved = c->skel->bss->span_site_unresolved;
 	sched_collector__select(&c->feat, &out->variant);
 	out->variant.uprobe_multi = c->span_multi;
+	out->variant.task_storage = c->task_storage;
 	bpf_object__for_each_program(prog, c->skel->obj) {
 		struct bpf_prog_info info = {};
 		__u32 len = sizeof(info);

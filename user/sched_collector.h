@@ -64,6 +64,12 @@ struct sched_collector_opts {
 	 * can be tested on any kernel.
 	 */
 	bool bpf_timed_waits;
+	/*
+	 * Per-thread and span state in the hashes even where task storage
+	 * works: the path PREEMPT_RT and kernels before 5.11 take, so it can
+	 * be tested on any kernel.
+	 */
+	bool task_hashes;
 	/* Span probes: keep per-thread on-CPU clocks and take span records. */
 	bool spans;
 	uint64_t max_spans; /* records through the ring buffer; 0 → default */
