@@ -1,7 +1,5 @@
 // SPDX-License-Identifier: MIT
 #include <errno.h>
-#include <inttypes.h>
-#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -10,14 +8,12 @@
 #include <string.h>
 #include <sys/capability.h>
 #include <sys/signalfd.h>
-#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/timerfd.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "probe.h"
 #include "privs.h"
 #include "proctarget.h"
 #include "session_int.h"
