@@ -13,6 +13,7 @@
 #include "cmdargs.h"
 #include "fsutil.h"
 #include "output.h"
+#include "privs.h"
 #include "render.h"
 #include "session.h"
 #include "spanfind.h"
@@ -302,7 +303,7 @@ usage:
 static int collect(const char *cmd, int argc, char **argv, enum target_mode mode)
 {
 	struct output_opts oopts = { .sz = sizeof(oopts) };
-	struct session_writer writer;
+	struct privs_writer writer;
 	struct render_opts ro = { .sz = sizeof(ro), .cmd = cmd };
 	struct json_object *doc = NULL;
 	struct collect_args *a;
@@ -328,13 +329,13 @@ static int collect(const char *cmd, int argc, char **argv, enum target_mode mode
 	out = a->out;
 	if (out) {
 		/* As the document will be written: after the privilege drop. */
-		err = session__writer_begin(&writer);
+		err = privs__writer_begin(&writer);
 		if (err)
 			cli__error(cmd, "-o '%s': cannot take the invoking user's ids: %s", out,
 				   strerror(-err));
 		else
 			err = cli__check_output_path(cmd, "-o", out);
-		session__writer_end(&writer);
+		privs__writer_end(&writer);
 		if (err) {
 			ret = CLI_EXIT_FAILURE;
 			goto out;
@@ -347,9 +348,9 @@ static int collect(const char *cmd, int argc, char **argv, enum target_mode mode
 	ro.private_out = a->private_out;
 	ro.text = a->text || !(out || a->json || a->html || a->perfetto);
 	/* As -o: checked before anything runs, as the invoking user. */
-	err = session__writer_begin(&writer);
+	err = privs__writer_begin(&writer);
 	ret = err ? CLI_EXIT_FAILURE : render__check(&ro, a->json);
-	session__writer_end(&writer);
+	privs__writer_end(&writer);
 	if (ret)
 		goto out;
 

@@ -2,7 +2,9 @@
 /*
  * One collection session for `attach` and `run`: set up the target and the
  * collector, wait for the end of the window (duration, signal, or target
- * exit), and assemble the evidence document.
+ * exit), and assemble the evidence document. session.c runs attach and
+ * run, session_collect.c the collector, session_serve.c serve's windows;
+ * runner.c holds run's command and docbuild.c makes the document.
  */
 #ifndef KHBPF_SESSION_H
 #define KHBPF_SESSION_H
@@ -69,14 +71,6 @@ int session__finish(struct session *s);
 int session__exit_code(const struct session *s);
 void session__destroy(struct session *s);
 
-/*
- * serve: a session with no end. Its windows end when session__serve_rotate
- * is called, which returns that window's document as one line of text
- * (caller frees; ends in a newline) and its summary tree without the
- * per-thread and per-span arrays, which are written straight into the text
- * (caller puts it), and starts the next window at the same instant.
- * SIGINT/SIGTERM/SIGHUP are blocked and readable from session__signal_fd.
- */
 /* Formats the one-line error into buf and returns err: `return session__errf(...)`. */
 int session__errf(char *buf, size_t len, int err, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
@@ -88,23 +82,20 @@ int session__errf(char *buf, size_t len, int err, const char *fmt, ...)
  * no_new_privs. Kept: CAP_KILL in run when CMD runs as the invoking user
  * (signals are passed to it); nothing otherwise. Under sudo the file-system
  * ids become SUDO_UID/SUDO_GID (with that user's groups), so output files
- * are created as that user. Must run while single-threaded. 0 or -errno
- * with errbuf set.
+ * are created as that user (privs__writer_begin assumes the same ids for a
+ * check before it). Must run while single-threaded. 0 or -errno with
+ * errbuf set.
  */
 int session__drop_privileges(struct session *s, char *errbuf, size_t errlen);
 
-/* The credentials output files are written with, assumed for a check before the drop. */
-struct session_writer {
-	void *caps; /* cap_t */
-	uid_t fsuid;
-	gid_t fsgid;
-	gid_t *groups;
-	int nr_groups;
-	bool have_groups;
-};
-int session__writer_begin(struct session_writer *w);
-void session__writer_end(struct session_writer *w);
-
+/*
+ * serve: a session with no end. Its windows end when session__serve_rotate
+ * is called, which returns that window's document as one line of text
+ * (caller frees; ends in a newline) and its summary tree without the
+ * per-thread and per-span arrays, which are written straight into the text
+ * (caller puts it), and starts the next window at the same instant.
+ * SIGINT/SIGTERM/SIGHUP are blocked and readable from session__signal_fd.
+ */
 int session__serve_open(struct session **out, const struct session_opts *opts, char *errbuf,
 			size_t errlen);
 int session__serve_rotate(struct session *s, struct json_object **doc, char **text, size_t *len);

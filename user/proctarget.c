@@ -1,0 +1,199 @@
+// SPDX-License-Identifier: MIT
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "fsutil.h"
+#include "procsched.h"
+#include "proctarget.h"
+
+#define NS_PER_SEC UINT64_C(1000000000)
+
+static int errf(char *buf, size_t len, int err, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static int errf(char *buf, size_t len, int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, len, fmt, ap);
+	va_end(ap);
+	return err;
+}
+
+/* /proc/PID/stat into buf; *after points past the last ')' (comm may hold any). */
+static int proc_stat_read(const char *root, pid_t pid, char *buf, size_t size, char **after)
+{
+	char path[64];
+	int n;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	n = fsutil__read_file(root, path, buf, size);
+	if (n < 0)
+		return n == -ENOENT ? -ESRCH : n;
+	*after = strrchr(buf, ')');
+	return *after ? 0 : -EINVAL;
+}
+
+int proctarget__state(const char *root, pid_t pid, char *state, unsigned long *flags)
+{
+	char buf[1024], *p;
+	int err = proc_stat_read(root, pid, buf, sizeof(buf), &p);
+
+	/* After ") ": state ppid pgrp session tty_nr tpgid flags */
+	if (!err && sscanf(p + 1, " %c %*d %*d %*d %*d %*d %lu", state, flags) != 2)
+		err = -EINVAL;
+	return err;
+}
+
+#define PF_KTHREAD 0x00200000UL
+
+int proctarget__child_faults(const char *root, pid_t pid, uint64_t *faults)
+{
+	unsigned long long cmin, cmaj;
+	char buf[1024], *p;
+	int err = proc_stat_read(root, pid, buf, sizeof(buf), &p);
+
+	/* ... flags minflt cminflt majflt cmajflt */
+	if (!err &&
+	    sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %llu %*u %llu", &cmin, &cmaj) != 2)
+		err = -EINVAL;
+	if (!err)
+		*faults = cmin + cmaj;
+	return err;
+}
+
+int proctarget__cpu_ns(pid_t pid, uint64_t *ns)
+{
+	struct timespec ts;
+	clockid_t id;
+	int err = clock_getcpuclockid(pid, &id);
+
+	if (err)
+		return -err;
+	if (clock_gettime(id, &ts))
+		return -errno;
+	*ns = (uint64_t)ts.tv_sec * NS_PER_SEC + (uint64_t)ts.tv_nsec;
+	return 0;
+}
+
+/*
+ * A zombie main thread with other threads still listed: the main thread
+ * called pthread_exit and the process runs on (exited threads other than
+ * the leader are reaped at once, so any other entry is a live thread).
+ */
+static bool other_threads_listed(const char *root, pid_t pid)
+{
+	char path[PATH_MAX];
+	struct dirent *de;
+	bool found = false;
+	DIR *d;
+
+	if (fsutil__path(path, sizeof(path), root, "/proc/%d/task", (int)pid) < 0)
+		return false;
+	d = opendir(path);
+	if (!d)
+		return false;
+	while (!found && (de = readdir(d)))
+		found = de->d_name[0] != '.' && strtol(de->d_name, NULL, 10) != pid;
+	closedir(d);
+	return found;
+}
+
+int proctarget__check_attach(const char *root, pid_t pid, char *errbuf, size_t errlen)
+{
+	unsigned long flags = 0;
+	char state = 0;
+	int err;
+
+	if (pid <= 0)
+		return errf(errbuf, errlen, -EINVAL, "--pid %d: not a process id", (int)pid);
+	err = proctarget__state(root, pid, &state, &flags);
+	if (err == -ESRCH)
+		return errf(errbuf, errlen, err, "--pid %d: no such process", (int)pid);
+	if (err)
+		return errf(errbuf, errlen, err, "--pid %d: cannot read /proc/%d/stat: %s",
+			    (int)pid, (int)pid, strerror(-err));
+	if (flags & PF_KTHREAD)
+		return errf(errbuf, errlen, -EINVAL,
+			    "--pid %d is a kernel thread; khbpf watches user processes", (int)pid);
+	if ((state == 'Z' || state == 'X') && !other_threads_listed(root, pid))
+		return errf(errbuf, errlen, -ESRCH,
+			    "--pid %d is a zombie (exited, not yet reaped); nothing left to watch",
+			    (int)pid);
+	return 0;
+}
+
+/* comm and exe, read while the target lives; a later successful read wins. */
+void proctarget__fill(const char *root, pid_t pid, enum target_mode mode, struct doc_target *t)
+{
+	char path[64], buf[DOC_COMM_MAX], exe[PATH_MAX];
+	ssize_t n;
+	int r;
+
+	t->pid = (uint64_t)pid;
+	t->mode = mode;
+	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
+	r = fsutil__read_file(root, path, buf, sizeof(buf));
+	if (r > 0) {
+		buf[strcspn(buf, "\n")] = '\0';
+		snprintf(t->comm, sizeof(t->comm), "%s", buf);
+	}
+	r = fsutil__path(path, sizeof(path), root, "/proc/%d/exe", (int)pid);
+	n = r < 0 ? -1 : readlink(path, exe, sizeof(exe) - 1);
+	if (n > 0) {
+		exe[n] = '\0';
+		memcpy(t->exe, exe, (size_t)n + 1);
+		t->exe_recorded = true;
+	} else if (!t->exe_recorded) {
+		t->exe_reason = fsutil__errno_gap(n < 0 ? -errno : -EINVAL);
+	}
+}
+
+/* procfs fallback: the kernel's counters as a thread table. */
+int proctarget__snapshot(const char *root, pid_t pid, size_t max_threads, struct thread_table *out,
+			 uint64_t *read_errors)
+{
+	struct procsched_snapshot snap;
+	size_t i;
+	int err;
+
+	memset(out, 0, sizeof(*out));
+	err = procsched__read(root, pid, max_threads, &snap);
+	if (err)
+		return err;
+	out->recs = calloc(snap.nr_threads ? snap.nr_threads : 1, sizeof(*out->recs));
+	if (!out->recs) {
+		procsched__free(&snap);
+		return -ENOMEM;
+	}
+	for (i = 0; i < snap.nr_threads; i++) {
+		const struct procsched_thread *p = &snap.threads[i];
+		struct khbpf_thread_rec *r = &out->recs[out->nr];
+
+		if (!p->has_sched || !p->has_schedstat) {
+			(*read_errors)++;
+			continue;
+		}
+		r->tid = (uint32_t)p->tid;
+		r->tgid = (uint32_t)pid;
+		snprintf(r->comm, sizeof(r->comm), "%.15s", p->comm);
+		r->k.nvcsw = p->nr_voluntary_switches;
+		r->k.nivcsw = p->nr_involuntary_switches;
+		r->k.nr_migrations = p->nr_migrations;
+		r->k.sum_exec_runtime = p->sum_exec_runtime_ns;
+		r->k.run_delay = p->run_delay_ns;
+		r->k.pcount = p->pcount;
+		out->nr++;
+	}
+	*read_errors += snap.dropped_threads;
+	procsched__free(&snap);
+	thread_table__sort(out);
+	return 0;
+}

@@ -1,0 +1,368 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Collection for a session: the collector (BPF, else /proc), span sites,
+ * hardware counters, frequency samples, and the window's two ends.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "probe.h"
+#include "proctarget.h"
+#include "session_int.h"
+
+void session__sample_frequency(struct session *s)
+{
+	struct cpu_frequency_sample f;
+	enum ev_gap gap = EV_GAP_UNAVAILABLE;
+
+	if (s->nr_freq == EV_MAX_SAMPLES) {
+		s->freq_dropped++;
+		return;
+	}
+	if (cpufreq__sample(s->root, clock_ns(CLOCK_MONOTONIC) - s->start_mono, &f, &gap)) {
+		if (!s->freq_any)
+			s->freq_gap = gap;
+		return;
+	}
+	s->freq[s->nr_freq++] = f;
+	s->freq_any = true;
+}
+
+/* procfs fallback: the kernel's counters as a thread table. */
+static int proc_snapshot(struct session *s, struct thread_table *out)
+{
+	return proctarget__snapshot(s->root, s->pid, s->opts.max_threads, out,
+				    &s->proc_read_errors);
+}
+
+static int take_snapshot(struct session *s, struct thread_table *out)
+{
+	return s->use_bpf ? sched_collector__snapshot(s->coll, out) : proc_snapshot(s, out);
+}
+
+/*
+ * proc_snapshot between two reads of the process CPU clock: *still is true
+ * when it did not move, so the threads read are all that ran until then.
+ */
+static int proc_snapshot_witnessed(struct session *s, struct thread_table *out, uint64_t *cpu,
+				   bool *still)
+{
+	uint64_t before = 0;
+	int err, cerr = proctarget__cpu_ns(s->pid, &before);
+
+	err = proc_snapshot(s, out);
+	if (err)
+		return err;
+	*still = !cerr && !proctarget__cpu_ns(s->pid, cpu) && *cpu == before;
+	return 0;
+}
+
+int session__census(struct thread_census *c, const struct thread_table *t,
+		    const struct thread_table *exited, uint64_t elapsed_ns)
+{
+	size_t i;
+
+	memset(c, 0, sizeof(*c));
+	c->elapsed_ns = elapsed_ns;
+	c->threads = calloc(t->nr ? t->nr : 1, sizeof(*c->threads));
+	if (!c->threads)
+		return -ENOMEM;
+	for (i = 0; i < t->nr; i++) {
+		const struct khbpf_thread_rec *r = &t->recs[i];
+
+		/* A thread with an exit record is not alive at the end. */
+		if (exited && thread_table__find(exited, r->tid, r->start_time))
+			continue;
+		if (c->nr_threads == EV_MAX_SAMPLE_THREADS) {
+			c->dropped_threads++;
+			continue;
+		}
+		c->threads[c->nr_threads].thread_id = r->tid;
+		c->threads[c->nr_threads].cpu_time_ns = r->k.sum_exec_runtime;
+		c->nr_threads++;
+	}
+	return 0;
+}
+
+static void bpf_unavailable(struct session *s, int err, bool have_btf)
+{
+	sched_collector__destroy(s->coll);
+	s->coll = NULL;
+	s->use_bpf = false;
+	s->bpf_avail = probe__bpf_availability(err, have_btf, s->bpf_detail, sizeof(s->bpf_detail));
+	span_run__unattach(&s->spans, s->bpf_detail);
+	session__logf(s, "khbpf: BPF unavailable (%s); falling back to /proc/%d/task/*/sched\n",
+		      s->bpf_detail, (int)s->pid);
+}
+
+/* Span sites: notes of every mapped object (attach) or of the command (run), and --span. */
+static void discover_spans(struct session *s)
+{
+	struct span_run_opts so = {
+		.sz = sizeof(so),
+		.root = s->root,
+		.pid = s->pid,
+		.reqs = s->opts.span_reqs,
+		.nr_reqs = s->opts.nr_span_reqs,
+		.no_annotations = s->opts.no_annotations,
+		.max_records = s->opts.max_spans,
+	};
+	char exe[PATH_MAX];
+	int err;
+
+	if (s->opts.mode == TARGET_MODE_RUN) {
+		if (!runner__resolve_exe(s->opts.argv[0], exe, sizeof(exe)))
+			return;
+		so.exe = exe;
+	}
+	err = span_run__discover(&s->spans, &so);
+	s->spans_discovered = !err;
+	if (err)
+		session__logf(s, "khbpf: span discovery failed: %s\n", strerror(-err));
+}
+
+/* PROC_PID_INIT_INO (include/linux/proc_ns.h): the initial PID namespace's inode. */
+#define PID_NS_INIT_INO 0xEFFFFFFCU
+
+/*
+ * BPF programs see tasks by their ids in the initial PID namespace; from
+ * inside another one, the target's id names another task, or none.
+ */
+static bool in_host_pid_ns(void)
+{
+	struct stat st;
+
+	return stat("/proc/self/ns/pid", &st) || st.st_ino == PID_NS_INIT_INO;
+}
+
+void session__setup_collector(struct session *s)
+{
+	struct sched_collector_opts co = {
+		.sz = sizeof(co),
+		.max_exited = s->opts.max_exited,
+		.max_tasks = s->opts.max_threads,
+		.topo = &s->topo,
+		.run_stats = s->opts.bpf_stats,
+	};
+	int err;
+
+	s->have_btf = access("/sys/kernel/btf/vmlinux", R_OK) == 0;
+	if (!s->opts.no_bpf && s->opts.mode != TARGET_MODE_SERVE)
+		discover_spans(s);
+	if (span_run__usable(&s->spans)) {
+		co.spans = true;
+		co.max_spans = s->opts.max_spans;
+		co.counters = s->opts.span_counters;
+		co.span_links = s->opts.span_links;
+		co.span_sites = span_run__usable(&s->spans);
+		co.on_span = span_run__on_event;
+		co.on_span_ctx = &s->spans;
+	}
+	if (s->opts.no_bpf) {
+		s->bpf_avail = AVAIL_DISABLED;
+		snprintf(s->bpf_detail, sizeof(s->bpf_detail),
+			 "--no-bpf given: kernel counters read from /proc at the window's ends");
+		return;
+	}
+	if ((s->opts.mode != TARGET_MODE_SERVE || s->opts.nr_pids) && !in_host_pid_ns()) {
+		s->bpf_avail = AVAIL_UNSUPPORTED;
+		snprintf(
+			s->bpf_detail, sizeof(s->bpf_detail),
+			"khbpf runs in a PID namespace other than the host's, and BPF names tasks by their host ids; run khbpf in the host's PID namespace (e.g. docker run --pid=host)");
+		span_run__unattach(&s->spans, s->bpf_detail);
+		session__logf(
+			s, "khbpf: BPF unavailable (%s); falling back to /proc/%d/task/*/sched\n",
+			s->bpf_detail, (int)s->pid);
+		return;
+	}
+	if (s->opts.mode == TARGET_MODE_SERVE) {
+		size_t i;
+
+		co.trace_all = !s->opts.nr_pids;
+		co.group_by = s->opts.group_by;
+		co.max_groups = s->opts.max_groups;
+		co.nr_cgroups = (uint32_t)s->opts.nr_cgroups;
+		for (i = 0; i < s->opts.nr_cgroups && i < KHBPF_MAX_CGROUP_FILTERS; i++) {
+			co.cgroup_ids[i] = s->opts.cgroup_ids[i];
+			co.cgroup_levels[i] = s->opts.cgroup_levels[i];
+		}
+		err = s->have_btf ? sched_collector__open(&s->coll, &co) : -ENOENT;
+		for (i = 0; !err && i < s->opts.nr_pids; i++)
+			err = sched_collector__add_target(s->coll, s->opts.pids[i]);
+		if (err) {
+			bpf_unavailable(s, err, s->have_btf);
+			return;
+		}
+		s->use_bpf = true;
+		s->bpf_avail = AVAIL_AVAILABLE;
+		return;
+	}
+	err = s->have_btf ? sched_collector__open(&s->coll, &co) : -ENOENT;
+	err = err ?: sched_collector__add_target(s->coll, s->pid);
+	if (err) {
+		bpf_unavailable(s, err, s->have_btf);
+		return;
+	}
+	if (co.spans)
+		span_run__attach(&s->spans, s->coll, s->pid);
+	s->use_bpf = true;
+	s->bpf_avail = AVAIL_AVAILABLE;
+}
+
+int session__start_collecting(struct session *s)
+{
+	int err;
+
+	if (s->opts.mode != TARGET_MODE_RUN && s->use_bpf) {
+		err = sched_collector__baseline(s->coll, &s->base);
+		if (err)
+			return err;
+	}
+	if (s->use_bpf) {
+		err = sched_collector__attach(s->coll);
+		if (err) {
+			thread_table__free(&s->base);
+			bpf_unavailable(s, err, s->have_btf);
+		}
+	}
+	if (s->opts.mode == TARGET_MODE_ATTACH && !s->use_bpf)
+		return proc_snapshot_witnessed(s, &s->base, &s->fb.cpu_start, &s->fb.clock_ok);
+	/* run: the command's clock starts at its fork, as its one thread's does. */
+	s->fb.clock_ok = true;
+	return 0;
+}
+
+void session__open_counters(struct session *s, const struct thread_table *threads)
+{
+	struct perfcount_opts po = {
+		.sz = sizeof(po),
+		.events = perfcount_hw_events,
+		.nr_events = 8,
+		.enable_on_exec = s->opts.mode == TARGET_MODE_RUN,
+	};
+	pid_t *tids;
+	size_t i, n = threads ? threads->nr : 1;
+	int err;
+
+	tids = calloc(n ? n : 1, sizeof(*tids));
+	if (!tids)
+		return;
+	for (i = 0; i < n; i++)
+		tids[i] = threads ? (pid_t)threads->recs[i].tid : s->pid;
+	err = perfcount__open(&s->perf, tids, n, &po);
+	free(tids);
+	if (err)
+		s->perf = NULL;
+}
+
+static void read_counters(struct session *s)
+{
+	struct perfcount_value v[8];
+	int err = -ENOMEM;
+
+	if (s->perf)
+		err = perfcount__read(s->perf, v, 8);
+	if (err) {
+		s->counters_avail = AVAIL_UNAVAILABLE;
+		snprintf(s->counters_detail, sizeof(s->counters_detail),
+			 "could not set up perf counters: %s", strerror(-err));
+		counter_set__all_gapped(&s->counters, EV_SRC_PERF_EVENT_OPEN, EV_GAP_UNAVAILABLE);
+		return;
+	}
+	perfcount__counter_set(&s->counters, v);
+	/* The collector's availability is that of cycles, the event every PMU has. */
+	s->counters_avail =
+		probe__perf_availability(v[0].err, probe__perf_paranoid(s->root),
+					 s->counters_detail, sizeof(s->counters_detail));
+	if (v[0].multiplexed) {
+		s->counters_avail = AVAIL_UNAVAILABLE;
+		snprintf(
+			s->counters_detail, sizeof(s->counters_detail),
+			"the PMU was shared (multiplexed): counts would be estimates, so they are gaps");
+	}
+}
+
+/*
+ * A process's comm is its leader thread's: take the last one the kernel had,
+ * which /proc no longer shows once the target is reaped.
+ */
+static void target_comm_from_window(struct session *s)
+{
+	size_t i;
+
+	for (i = 0; i < s->win.nr_threads; i++) {
+		const struct window_thread *w = &s->win.threads[i];
+
+		if (w->tid == (uint32_t)s->pid && !w->vanished && w->comm[0]) {
+			snprintf(s->target.comm, sizeof(s->target.comm), "%.16s", w->comm);
+			return;
+		}
+	}
+}
+
+int session__finish_window(struct session *s)
+{
+	struct window_opts wo = { 0 };
+	uint64_t elapsed;
+	int err;
+
+	/* run: the command has exited; keep it a zombie until its threads are read. */
+	proctarget__fill(s->root, s->pid, s->opts.mode, &s->target);
+	if (s->use_bpf) {
+		err = take_snapshot(s, &s->end);
+	} else {
+		bool still = false;
+
+		err = proc_snapshot_witnessed(s, &s->end, &s->fb.cpu_end, &still);
+		s->fb.clock_ok = s->fb.clock_ok && still;
+		if (s->opts.mode == TARGET_MODE_RUN && s->end_reason == END_REASON_TARGET_EXIT)
+			s->fb.child_faults_known =
+				!proctarget__child_faults(s->root, s->pid, &s->fb.child_faults);
+	}
+	/* Without BPF, a target gone (and reaped) by now simply has no live threads. */
+	if (err == -ESRCH && !s->use_bpf)
+		err = 0;
+	if (err)
+		return err;
+	s->end_mono = clock_ns(CLOCK_MONOTONIC);
+	if (s->use_bpf) {
+		err = span_run__finish(&s->spans, s->coll);
+		err = err ?: sched_collector__exited(s->coll, &s->exited);
+		if (err)
+			return err;
+		sched_collector__detach(s->coll);
+		err = sched_collector__stats(s->coll, &s->stats);
+		/*
+		 * Everything the window needs is read (its end was taken above):
+		 * the span probes come down in the background while the
+		 * document is made and written, and while a command that
+		 * outlives the window runs on; session__destroy waits for them.
+		 */
+		sched_collector__detach_spans(s->coll);
+		if (err)
+			return err;
+	} else {
+		s->stats.sched_info = true;
+	}
+	session__sample_frequency(s);
+	read_counters(s);
+	elapsed = s->end_mono - s->start_mono;
+	err = session__census(&s->census[1], &s->end, s->use_bpf ? &s->exited : NULL, elapsed);
+	if (err)
+		return err;
+	wo.baseline = s->opts.mode == TARGET_MODE_RUN ? NULL : &s->base;
+	wo.end = &s->end;
+	wo.exited = &s->exited;
+	/* Without BPF there is no start_time: anything new at the end was born. */
+	wo.start_boot_ns = s->use_bpf ? s->start_boot : 0;
+	wo.max_threads = s->opts.max_threads;
+	err = sched_window__compute(&s->win, &wo);
+	if (!err)
+		target_comm_from_window(s);
+	return err;
+}
