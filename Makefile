@@ -90,7 +90,7 @@ HELPERS := $(patsubst tests/helpers/%.c,build/tests/helpers/%,$(wildcard tests/h
 
 C_FILES := $(wildcard bpf/*.c bpf/*.h user/*.c user/*.h include/khbpf/*.h tests/*.c tests/*.h tests/workloads/*.c tests/workloads/*.h tests/helpers/*.c tools/*.c)
 
-.PHONY: all check fresh-check vmtest unit-tests workloads demo bench bench-spans bench-span-attach bench-serve soak format format-check clean deps
+.PHONY: all check fresh-check vmtest unit-tests workloads demo bench bench-spans bench-span-attach bench-span-memory bench-serve soak format format-check clean deps
 all: $(KHBPF)
 
 deps: $(DEPS_STAMP)
@@ -236,6 +236,7 @@ bench: $(KHBPF) build/tools/bench-empty $(BENCH_SPANS_DEPS)
 	$(Q)/usr/bin/python3 tools/bench_serve.py
 	$(Q)/usr/bin/python3 tools/bench_accuracy.py
 	$(Q)/usr/bin/python3 tools/bench_memory.py
+	$(Q)/usr/bin/python3 tools/bench_span_memory.py
 	$(Q)/usr/bin/python3 tools/bench_span_rate.py
 
 # `khbpf serve` alone: hackbench overhead against runqlat, scrape time, steady CPU.
@@ -256,6 +257,10 @@ bench-spans: $(BENCH_SPANS_DEPS)
 
 bench-span-attach: $(KHBPF) build/workloads/manyfuncs
 	$(Q)/usr/bin/python3 tools/bench_span_attach.py
+
+# Peak RSS of `run` keeping 10^4, 10^5 and 10^6 span records (issue 15, item 4).
+bench-span-memory: $(KHBPF) build/workloads/spanbench
+	$(Q)/usr/bin/python3 tools/bench_span_memory.py
 
 # The README's two commands on a fresh debootstrap root of Debian 12 holding
 # only a clone of this commit (tools/fresh-check.sh; FRESH_FLAGS=--demo-only).

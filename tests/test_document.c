@@ -12,11 +12,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <cmocka.h>
 #include <json-c/json.h>
 
+#include "cli.h"
 #include "document.h"
 #include "evjson.h"
+#include "jsonstream.h"
 #include "output.h"
 
 static const char *out_dir(void)
@@ -52,9 +55,56 @@ static struct json_object *get(struct json_object *o, const char *path)
 	return cur;
 }
 
+static char *slurp(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "re");
+	long n;
+	char *buf;
+
+	assert_non_null(f);
+	assert_int_equal(fseek(f, 0, SEEK_END), 0);
+	n = ftell(f);
+	assert_true(n >= 0);
+	rewind(f);
+	buf = malloc((size_t)n + 1);
+	assert_non_null(buf);
+	assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
+	buf[n] = '\0';
+	fclose(f);
+	*len = (size_t)n;
+	return buf;
+}
+
+/*
+ * The file `run -o` writes (cli__emit_json_opts: the lazily built document
+ * streamed to the temp file) holds byte for byte what the whole tree's text
+ * and a newline were, as written before the writer streamed.
+ */
+static void expect_written_same(const struct evidence_doc *doc, struct json_object *eager)
+{
+	struct json_object *lazy = evidence_doc__to_json_lazy(doc);
+	const char *want = evjson__to_string(eager);
+	char path[512];
+	size_t len;
+	char *got;
+
+	assert_non_null(lazy);
+	mkdir(out_dir(), 0755);
+	snprintf(path, sizeof(path), "%s/document-streamed.json", out_dir());
+	assert_int_equal(cli__emit_json_opts("test", lazy, path, NULL), 0);
+	got = slurp(path, &len);
+	assert_int_equal(len, strlen(want) + 1);
+	assert_memory_equal(got, want, len - 1);
+	assert_int_equal(got[len - 1], '\n');
+	free(got);
+	unlink(path);
+	json_object_put(lazy);
+}
+
 /*
  * The lazily built document (threads and span records made while the text
- * is written) prints byte for byte as the whole tree does, in every layout.
+ * is written) prints byte for byte as the whole tree does, in every layout,
+ * and is written to a file the same.
  */
 static void expect_lazy_same_text(const struct evidence_doc *doc, struct json_object *eager)
 {
@@ -76,6 +126,7 @@ static void expect_lazy_same_text(const struct evidence_doc *doc, struct json_ob
 		free(want);
 	}
 	json_object_put(lazy);
+	expect_written_same(doc, eager);
 }
 
 /* A document with every part recorded, extreme values and hostile strings. */
@@ -280,12 +331,110 @@ static void test_document__recorded_hardware_with_gaps(void **state)
 	utilization__free(&hw.utilization);
 }
 
+static void record_copy(const void *ctx, size_t i, struct span_record *out)
+{
+	const struct span_record *recs = ctx;
+
+	*out = recs[i];
+}
+
+/*
+ * Many records of every kind, made one at a time by span_at while the file
+ * is written (as `run` does), are the same bytes as the tree built whole
+ * from an array of them: nested and root spans, gaps in every optional
+ * field, counters and none, open spans, sampled-out and dropped counts.
+ */
+static void test_document__streamed_spans_same_bytes(void **state)
+{
+	enum { N = 3000 };
+	struct span_record *recs = calloc(N, sizeof(*recs));
+	struct open_span open[3];
+	struct doc_thread th[2] = { { .thread_id = 7, .comm = "main" },
+				    { .thread_id = 8, .comm = "w\xff" } };
+	struct evidence_doc doc, streamed;
+	struct json_object *eager;
+	size_t i;
+
+	(void)state;
+	assert_non_null(recs);
+	memset(&doc, 0, sizeof(doc));
+	memset(open, 0, sizeof(open));
+	for (i = 0; i < N; i++) {
+		struct span_record *s = &recs[i];
+
+		s->span_id = (i % 2 ? 1ULL << 40 : 2ULL << 40) + i;
+		/* Every third a root span: its parent a gap. */
+		s->parent_span_id =
+			i % 3 ? ev_u64__recorded(s->span_id - 1) : ev_u64__gap(EV_GAP_UNAVAILABLE);
+		snprintf(s->metric_id, sizeof(s->metric_id), "%s",
+			 i % 5 ? "stage/parse" : "odd\xc3 \"metric\"");
+		s->start_ns = i / 2 * 1000; /* pairs start together */
+		s->inclusive_ns = i % 7 ? 1000 + i : UINT64_MAX;
+		s->exclusive_ns = i % 7 ? 500 : 0;
+		s->thread_id = i % 2 ? 7 : 8;
+		s->task_id = ev_u64__gap(EV_GAP_UNAVAILABLE);
+		s->worker_id = ev_u64__gap(EV_GAP_UNAVAILABLE);
+		s->hardware_recorded = i % 4 != 0;
+		s->hardware_reason = i % 8 ? EV_GAP_UNSUPPORTED : EV_GAP_COLLECTOR_DISABLED;
+		if (s->hardware_recorded) {
+			s->hardware.cycles_begin = ev_u64__recorded(i);
+			s->hardware.cycles_end =
+				i % 6 ? ev_u64__recorded(i * 3) : ev_u64__gap(EV_GAP_UNAVAILABLE);
+			s->hardware.instructions_begin = ev_u64__recorded(0);
+			s->hardware.instructions_end = ev_u64__recorded(i);
+		}
+		s->has_ledger = i % 11 != 0;
+		s->ledger.on_cpu_ns =
+			i % 13 ? ev_u64__recorded(i * 10) : ev_u64__gap(EV_GAP_UNAVAILABLE);
+		s->ledger.run_delay_ns = i;
+		s->ledger.voluntary_switches = i % 3;
+		s->ledger.involuntary_switches = i % 4;
+		s->ledger.migrations = i % 2;
+	}
+	for (i = 0; i < 3; i++) {
+		open[i].span_id = 100 + i;
+		open[i].parent_span_id =
+			i ? ev_u64__recorded(100 + i - 1) : ev_u64__gap(EV_GAP_UNAVAILABLE);
+		snprintf(open[i].metric_id, sizeof(open[i].metric_id), "stage/parse");
+		open[i].thread_id = 7;
+		open[i].start_ns = 5000 + i;
+	}
+	doc.target.exe_reason = EV_GAP_PERMISSION_DENIED;
+	doc.target.exit_reason = EV_GAP_UNAVAILABLE;
+	doc.hardware_reason = EV_GAP_UNSUPPORTED;
+	doc.threads = th;
+	doc.nr_threads = 2;
+	doc.events.availability_recorded = true;
+	doc.events.availability = true;
+	doc.events.dropped_span_events = 17;
+	doc.events.sampled_out_events = 123456;
+	doc.events.spans = recs;
+	doc.events.nr_spans = N;
+	doc.open_spans = open;
+	doc.nr_open_spans = 3;
+
+	streamed = doc;
+	streamed.events.spans = NULL;
+	streamed.events.span_at = record_copy;
+	streamed.events.span_ctx = recs;
+
+	eager = evidence_doc__to_json(&doc);
+	assert_non_null(eager);
+	assert_int_equal(json_object_array_length(get(eager, "events.spans")), N);
+	expect_lazy_same_text(&streamed, eager);
+	/* The array-backed document streams the same too. */
+	expect_written_same(&doc, eager);
+	json_object_put(eager);
+	free(recs);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_document__full_document),
 		cmocka_unit_test(test_document__all_gaps),
 		cmocka_unit_test(test_document__recorded_hardware_with_gaps),
+		cmocka_unit_test(test_document__streamed_spans_same_bytes),
 	};
 
 	return cmocka_run_group_tests_name("document", tests, NULL, NULL);

@@ -458,6 +458,59 @@ static void test_output__stdout(void **state)
 	assert_string_equal(buf, "to stdout");
 }
 
+struct pieces {
+	int calls;
+	int fail_after; /* pieces written before failing with -EIO; -1: never */
+	struct stat st; /* of the fd written to */
+};
+
+/* Writes "piece 0 piece 1 ..." in three writes, failing part way when asked. */
+static int fill_pieces(int fd, void *ctx)
+{
+	struct pieces *p = ctx;
+	char buf[16];
+	int i;
+
+	p->calls++;
+	assert_int_equal(fstat(fd, &p->st), 0);
+	for (i = 0; i < 3; i++) {
+		if (i == p->fail_after)
+			return -EIO;
+		snprintf(buf, sizeof(buf), "piece %d ", i);
+		assert_int_equal(write(fd, buf, strlen(buf)), (ssize_t)strlen(buf));
+	}
+	return 0;
+}
+
+/*
+ * Contents written as they are made: into the temp file (mode set before
+ * the first byte), then renamed; a fill that fails leaves the old file and
+ * no temp file, whatever it had written.
+ */
+static void test_output__write_with(void **state)
+{
+	struct tmp *t = *state;
+	struct output_opts o = { .sz = sizeof(o), .mode = 0640 };
+	struct pieces p = { .fail_after = -1 };
+	struct stat st;
+	char buf[64];
+
+	assert_int_equal(output__write_with(t->path, fill_pieces, &p, &o), 0);
+	assert_int_equal(p.calls, 1);
+	assert_true(S_ISREG(p.st.st_mode));
+	assert_int_equal(p.st.st_mode & 07777, 0640);
+	slurp(t->path, buf, sizeof(buf));
+	assert_string_equal(buf, "piece 0 piece 1 piece 2 ");
+	assert_int_equal(stat(t->path, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0640);
+
+	p.fail_after = 2;
+	assert_int_equal(output__write_with(t->path, fill_pieces, &p, NULL), -EIO);
+	slurp(t->path, buf, sizeof(buf));
+	assert_string_equal(buf, "piece 0 piece 1 piece 2 ");
+	assert_int_equal(entries(t->dir), 1);
+}
+
 /* A full filesystem: the write fails, the old file stays, no temp remains. */
 static void test_output__disk_full_leaves_old_file(void **state)
 {
@@ -504,6 +557,7 @@ int main(void)
 			test_output__append_failure_leaves_no_partial_record, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_output__missing_directory, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_output__stdout, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_output__write_with, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_output__disk_full_leaves_old_file, setup,
 						teardown),
 	};

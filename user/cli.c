@@ -13,6 +13,7 @@
 #include "cli.h"
 #include "fsutil.h"
 #include "evjson.h"
+#include "jsonstream.h"
 #include "output.h"
 
 /* Seconds with up to 9 decimals → ns, exactly (no floating point). */
@@ -142,29 +143,38 @@ int cli__emit_json(const char *cmd, struct json_object *obj, const char *path)
 	return cli__emit_json_opts(cmd, obj, path, NULL);
 }
 
+struct emit {
+	struct json_object *obj;
+	int err; /* jsonstream__write's own: the text could not be made */
+};
+
+static int emit_fill(int fd, void *ctx)
+{
+	struct emit *e = ctx;
+
+	e->err = jsonstream__write(e->obj, EVJSON_TO_STRING_FLAGS, true, fd);
+	return e->err;
+}
+
 int cli__emit_json_opts(const char *cmd, struct json_object *obj, const char *path,
 			const struct output_opts *oopts)
 {
-	struct output_opts o;
-	const char *text;
-	size_t len;
+	struct emit e = { .obj = obj };
 	int err;
 
 	if (!obj) {
 		cli__error(cmd, "out of memory building the JSON document");
 		return CLI_EXIT_FAILURE;
 	}
-	/* NULL: an element of a lazily built array could not be made. */
-	text = evjson__to_string(obj);
-	if (!text) {
+	/*
+	 * Written as it is made: lazily built arrays (threads, span records)
+	 * go to the file an element at a time, never whole in memory.
+	 */
+	err = output__write_with(path ? path : "-", emit_fill, &e, oopts);
+	if (err == -ENOMEM && e.err == -ENOMEM) {
 		cli__error(cmd, "out of memory building the JSON document");
 		return CLI_EXIT_FAILURE;
 	}
-	len = strlen(text);
-	/* The document and its newline, written from json-c's own buffer: no copy. */
-	o = oopts ? *oopts : (struct output_opts){ .sz = sizeof(o) };
-	o.newline = true;
-	err = output__write_file(path ? path : "-", text, len, &o);
 	if (err) {
 		output_error(cmd, "-o", path ? path : "-", err);
 		return CLI_EXIT_FAILURE;

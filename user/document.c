@@ -4,10 +4,10 @@
 #include <string.h>
 #include <sys/utsname.h>
 #include <bpf/libbpf.h>
-#include <json-c/printbuf.h>
 
 #include "document.h"
 #include "evjson.h"
+#include "jsonstream.h"
 
 #ifndef KHBPF_VERSION
 #define KHBPF_VERSION "0.0.0"
@@ -165,116 +165,31 @@ static struct json_object *thread_json(const struct doc_thread *t, int *err)
 	return obj;
 }
 
-/*
- * A lazy array: an empty json-c array whose serializer builds each element
- * from the C array, writes its text and frees it. Its layout is json-c's own
- * for arrays (checked against it in tests/test_document.c).
- */
-struct lazy_array {
-	const char *items;
-	size_t nr, size;
-	struct json_object *(*build)(const void *item, int *err);
-};
-
-static int append_indent(struct printbuf *pb, int level, int flags)
+static struct json_object *thread_item(const void *ctx, size_t i, int *err)
 {
-	int i;
+	const struct doc_thread *threads = ctx;
 
-	if (!(flags & JSON_C_TO_STRING_PRETTY))
-		return 0;
-	for (i = 0; i < level; i++)
-		if ((flags & JSON_C_TO_STRING_PRETTY_TAB ? printbuf_strappend(pb, "\t") :
-							   printbuf_strappend(pb, "  ")) < 0)
-			return -1;
-	return 0;
+	return thread_json(&threads[i], err);
 }
 
-/* TEXT, made at level 0, placed at LEVEL: every new line gets LEVEL's indent. */
-static int append_at_level(struct printbuf *pb, const char *text, int level, int flags)
+/* Span record i: from the array, or made by the stream's span_at. */
+static struct json_object *span_item(const void *ctx, size_t i, int *err)
 {
-	const char *nl;
+	const struct event_stream *e = ctx;
+	struct span_record rec;
 
-	while ((nl = strchr(text, '\n'))) {
-		if (printbuf_memappend(pb, text, (int)(nl - text + 1)) < 0 ||
-		    append_indent(pb, level, flags))
-			return -1;
-		text = nl + 1;
-	}
-	return printbuf_memappend(pb, text, (int)strlen(text)) < 0 ? -1 : 0;
-}
-
-static int lazy_array_to_string(struct json_object *jso, struct printbuf *pb, int level, int flags)
-{
-	const struct lazy_array *a = json_object_get_userdata(jso);
-	bool pretty = flags & JSON_C_TO_STRING_PRETTY;
-	bool spaced = (flags & JSON_C_TO_STRING_SPACED) && !pretty;
-	size_t i;
-
-	if (printbuf_strappend(pb, "[") < 0 || (pretty && printbuf_strappend(pb, "\n") < 0))
-		return -1;
-	for (i = 0; i < a->nr; i++) {
-		struct json_object *v;
-		const char *text;
-		int err = 0, r;
-
-		if (i && (printbuf_strappend(pb, ",") < 0 ||
-			  (pretty && printbuf_strappend(pb, "\n") < 0)))
-			return -1;
-		if ((spaced && printbuf_strappend(pb, " ") < 0) ||
-		    append_indent(pb, level + 1, flags))
-			return -1;
-		v = a->build(a->items + i * a->size, &err);
-		text = v && !err ? json_object_to_json_string_ext(v, flags) : NULL;
-		r = text ? append_at_level(pb, text, level + 1, flags) : -1;
-		json_object_put(v);
-		if (r)
-			return -1;
-	}
-	if (pretty &&
-	    ((a->nr && printbuf_strappend(pb, "\n") < 0) || append_indent(pb, level, flags)))
-		return -1;
-	return (spaced ? printbuf_strappend(pb, " ]") : printbuf_strappend(pb, "]")) < 0 ? -1 : 0;
-}
-
-static void lazy_array_free(struct json_object *jso, void *userdata)
-{
-	(void)jso;
-	free(userdata);
-}
-
-static struct json_object *lazy_array(const void *items, size_t nr, size_t size,
-				      struct json_object *(*build)(const void *, int *))
-{
-	struct json_object *arr = json_object_new_array();
-	struct lazy_array *a = calloc(1, sizeof(*a));
-
-	if (!arr || !a) {
-		json_object_put(arr);
-		free(a);
-		return NULL;
-	}
-	*a = (struct lazy_array){ .items = items, .nr = nr, .size = size, .build = build };
-	json_object_set_serializer(arr, lazy_array_to_string, a, lazy_array_free);
-	return arr;
-}
-
-static struct json_object *thread_item(const void *t, int *err)
-{
-	return thread_json(t, err);
-}
-
-static struct json_object *span_item(const void *s, int *err)
-{
 	(void)err;
-	return evjson__span_record(s);
+	if (e->spans)
+		return evjson__span_record(&e->spans[i]);
+	e->span_at(e->span_ctx, i, &rec);
+	return evjson__span_record(&rec);
 }
 
 static struct json_object *events_json(const struct event_stream *e, bool lazy, int *err)
 {
 	struct json_object *obj = versioned(err);
-	struct json_object *spans =
-		lazy ? lazy_array(e->spans, e->nr_spans, sizeof(*e->spans), span_item) :
-		       json_object_new_array_ext((int)e->nr_spans);
+	struct json_object *spans = lazy ? jsonstream__lazy_array(e, e->nr_spans, span_item) :
+					   json_object_new_array_ext((int)e->nr_spans);
 	size_t i;
 
 	add(obj, "availability",
@@ -287,7 +202,7 @@ static struct json_object *events_json(const struct event_stream *e, bool lazy, 
 	add(obj, "dropped_annotations", evjson__u64(0), err);
 	add(obj, "sampled_out_events", evjson__u64(e->sampled_out_events), err);
 	for (i = 0; !lazy && spans && i < e->nr_spans; i++)
-		push(spans, evjson__span_record(&e->spans[i]), err);
+		push(spans, span_item(e, i, err), err);
 	add(obj, "spans", spans, err);
 	add(obj, "point_events", json_object_new_array(), err);
 	add(obj, "annotations", json_object_new_array(), err);
@@ -383,7 +298,7 @@ static struct json_object *doc_json(const struct evidence_doc *doc, bool lazy)
 		add(obj, "hardware", evjson__gap(doc->hardware_reason), &err);
 
 	if (lazy) {
-		arr = lazy_array(doc->threads, doc->nr_threads, sizeof(*doc->threads), thread_item);
+		arr = jsonstream__lazy_array(doc->threads, doc->nr_threads, thread_item);
 	} else {
 		arr = json_object_new_array_ext((int)doc->nr_threads);
 		for (i = 0; arr && i < doc->nr_threads; i++)

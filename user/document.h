@@ -76,8 +76,12 @@ struct event_stream {
 	uint64_t dropped_events;
 	uint64_t dropped_span_events;
 	uint64_t sampled_out_events;
-	const struct span_record *spans; /* ordered by start_ns */
+	/* Ordered by start_ns: the array, or when it is NULL, span_at's records. */
+	const struct span_record *spans;
 	size_t nr_spans;
+	/* Record i into *out: records made one at a time, when the text is. */
+	void (*span_at)(const void *span_ctx, size_t i, struct span_record *out);
+	const void *span_ctx;
 };
 
 struct log2_bucket {

@@ -440,7 +440,5 @@ struct json_object *evjson__hardware_run(const struct hardware_run *h)
 
 const char *evjson__to_string(struct json_object *obj)
 {
-	return json_object_to_json_string_ext(obj, JSON_C_TO_STRING_PRETTY |
-							   JSON_C_TO_STRING_SPACED |
-							   JSON_C_TO_STRING_NOSLASHESCAPE);
+	return json_object_to_json_string_ext(obj, EVJSON_TO_STRING_FLAGS);
 }

@@ -48,7 +48,11 @@ struct json_object *evjson__hardware_run(const struct hardware_run *h);
 /* Add key → value to obj; value NULL (ENOMEM) makes it return -ENOMEM. */
 int evjson__add(struct json_object *obj, const char *key, struct json_object *value);
 
-/* Pretty, with '/' unescaped; the result lives until obj is put. */
+/* The document layout: pretty, with '/' unescaped. */
+#define EVJSON_TO_STRING_FLAGS \
+	(JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED | JSON_C_TO_STRING_NOSLASHESCAPE)
+
+/* In EVJSON_TO_STRING_FLAGS' layout; the result lives until obj is put. */
 const char *evjson__to_string(struct json_object *obj);
 
 #endif /* KHBPF_EVJSON_H */

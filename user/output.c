@@ -154,22 +154,14 @@ int output__check(const char *path)
 	return 0;
 }
 
-/* The data, then a newline if asked for: the caller needs no copy to add it. */
-static int write_data(int fd, const void *data, size_t len, bool newline)
-{
-	int err = write_all(fd, data, len);
-
-	return err ?: newline ? write_all(fd, "\n", 1) : 0;
-}
-
-/* fchmod (exact mode, no umask), the data, fsync. */
-static int fill_temp(int fd, const void *data, size_t len, mode_t mode, bool newline)
+/* fchmod (exact mode, no umask), the contents, fsync. */
+static int fill_temp(int fd, mode_t mode, output_fill_fn fill, void *ctx)
 {
 	int err;
 
 	if (fchmod(fd, mode & 07777))
 		return -errno;
-	err = write_data(fd, data, len, newline);
+	err = fill(fd, ctx);
 	if (!err && fsync(fd))
 		err = -errno;
 	return err;
@@ -198,14 +190,14 @@ static int name_unnamed(int fd, const char *dir, char *tmp, size_t size)
 }
 
 /* The complete document under a temporary name in dir, in tmp. */
-static int write_temp(const char *dir, char *tmp, size_t size, const void *data, size_t len,
-		      mode_t mode, bool newline)
+static int write_temp(const char *dir, char *tmp, size_t size, mode_t mode, output_fill_fn fill,
+		      void *ctx)
 {
 	int fd, err;
 
 	fd = open_unnamed(dir);
 	if (fd >= 0) {
-		err = fill_temp(fd, data, len, mode, newline);
+		err = fill_temp(fd, mode, fill, ctx);
 		err = err ?: name_unnamed(fd, dir, tmp, size);
 		close(fd);
 		/* ENOENT: no /proc to name it through; write a named one instead. */
@@ -217,7 +209,7 @@ static int write_temp(const char *dir, char *tmp, size_t size, const void *data,
 	fd = make_temp(dir, tmp, size);
 	if (fd < 0)
 		return fd;
-	err = fill_temp(fd, data, len, mode, newline);
+	err = fill_temp(fd, mode, fill, ctx);
 	if (close(fd) && !err)
 		err = -errno;
 	if (err)
@@ -225,21 +217,20 @@ static int write_temp(const char *dir, char *tmp, size_t size, const void *data,
 	return err;
 }
 
-int output__write_file(const char *path, const void *data, size_t len,
+int output__write_with(const char *path, output_fill_fn fill, void *ctx,
 		       const struct output_opts *opts)
 {
 	char tmp[PATH_MAX], dir[PATH_MAX];
 	mode_t mode = opts && opts->mode ? opts->mode : 0644;
-	bool newline = opts && opts->newline;
 	int err;
 
 	if (!path || !*path)
 		return -EINVAL;
 	if (!strcmp(path, "-"))
-		return write_data(STDOUT_FILENO, data, len, newline);
+		return fill(STDOUT_FILENO, ctx);
 	err = check_target(path);
 	err = err ?: dir_of(path, dir, sizeof(dir));
-	err = err ?: write_temp(dir, tmp, sizeof(tmp), data, len, mode, newline);
+	err = err ?: write_temp(dir, tmp, sizeof(tmp), mode, fill, ctx);
 	if (err)
 		return err;
 	if (rename(tmp, path)) {
@@ -248,6 +239,29 @@ int output__write_file(const char *path, const void *data, size_t len,
 		return err;
 	}
 	return fsync_dir(dir);
+}
+
+struct data_fill {
+	const void *data;
+	size_t len;
+	bool newline;
+};
+
+/* The data, then a newline if asked for: the caller needs no copy to add it. */
+static int fill_data(int fd, void *ctx)
+{
+	const struct data_fill *d = ctx;
+	int err = write_all(fd, d->data, d->len);
+
+	return err ?: d->newline ? write_all(fd, "\n", 1) : 0;
+}
+
+int output__write_file(const char *path, const void *data, size_t len,
+		       const struct output_opts *opts)
+{
+	struct data_fill d = { .data = data, .len = len, .newline = opts && opts->newline };
+
+	return output__write_with(path, fill_data, &d, opts);
 }
 
 int output__open_append(const char *path, mode_t mode)

@@ -43,6 +43,17 @@ int output__check(const char *path);
 int output__write_file(const char *path, const void *data, size_t len,
 		       const struct output_opts *opts);
 
+/* Writes the whole contents to fd (the temp file, or stdout); 0 or -errno. */
+typedef int (*output_fill_fn)(int fd, void *ctx);
+/*
+ * The same, with contents that fill writes as it makes them, so they need
+ * not be in memory at once (opts->newline is fill's business). A failing
+ * fill leaves nothing behind and path untouched, as a failed write does;
+ * to stdout ("-") what fill wrote before failing stays written.
+ */
+int output__write_with(const char *path, output_fill_fn fill, void *ctx,
+		       const struct output_opts *opts);
+
 /*
  * For appending (serve --ndjson): open path, creating it with exactly mode
  * (0 → 0644) when missing; an existing file keeps its mode and owner. Never

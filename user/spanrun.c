@@ -265,12 +265,21 @@ int span_run__finish(struct span_run *r, struct sched_collector *c)
 	return 0;
 }
 
-static int record_cmp(const void *a, const void *b)
+/* Start relative to the window's start, as the document has it (0 before it). */
+static uint64_t rel_start(uint64_t start_ns, uint64_t start_mono_ns)
 {
-	const struct span_record *x = a, *y = b;
+	return start_ns > start_mono_ns ? start_ns - start_mono_ns : 0;
+}
 
-	if (x->start_ns != y->start_ns)
-		return x->start_ns < y->start_ns ? -1 : 1;
+/* The document's order: by start, then span id. */
+static int event_cmp(const void *a, const void *b, void *ctx)
+{
+	const struct khbpf_span_event *x = a, *y = b;
+	uint64_t mono = *(const uint64_t *)ctx;
+	uint64_t sx = rel_start(x->start_ns, mono), sy = rel_start(y->start_ns, mono);
+
+	if (sx != sy)
+		return sx < sy ? -1 : 1;
 	return x->span_id < y->span_id ? -1 : x->span_id > y->span_id;
 }
 
@@ -294,6 +303,35 @@ static void ledger_from(struct span_ledger *out, const struct khbpf_span_ledger 
 	out->voluntary_switches = l->nvcsw;
 	out->involuntary_switches = l->nivcsw;
 	out->migrations = l->migrations;
+}
+
+void span_run__record(const void *ctx, size_t i, struct span_record *s)
+{
+	const struct span_run *r = ctx;
+	const struct khbpf_span_event *e = &r->events[i];
+
+	memset(s, 0, sizeof(*s));
+	s->span_id = e->span_id;
+	s->parent_span_id = e->parent_span_id ? ev_u64__recorded(e->parent_span_id) :
+						ev_u64__gap(EV_GAP_UNAVAILABLE);
+	snprintf(s->metric_id, sizeof(s->metric_id), "%s",
+		 e->metric < r->nr_metrics ? r->metrics[e->metric] : "unknown");
+	s->start_ns = rel_start(e->start_ns, r->start_mono_ns);
+	s->inclusive_ns = e->inclusive_ns;
+	s->exclusive_ns = e->exclusive_ns;
+	s->thread_id = e->tid;
+	s->task_id = ev_u64__gap(EV_GAP_UNAVAILABLE);
+	s->worker_id = ev_u64__gap(EV_GAP_UNAVAILABLE);
+	s->hardware_reason = r->hw_reason;
+	if (r->counters) {
+		s->hardware_recorded = true;
+		span_hw_field(&e->hw[KHBPF_CTR_CYCLES], &s->hardware.cycles_begin,
+			      &s->hardware.cycles_end);
+		span_hw_field(&e->hw[KHBPF_CTR_INSTRUCTIONS], &s->hardware.instructions_begin,
+			      &s->hardware.instructions_end);
+	}
+	s->has_ledger = true;
+	ledger_from(&s->ledger, &e->ledger, e->flags & KHBPF_SPAN_F_CLOCK_GAP);
 }
 
 /* The exact hardware aggregation, from the in-kernel totals. */
@@ -329,13 +367,12 @@ int span_run__document(struct span_run *r, uint64_t start_mono_ns, bool counters
 {
 	size_t i, j, nb = 0;
 
-	r->records = calloc(r->nr_events ? r->nr_events : 1, sizeof(*r->records));
 	r->doc_metrics = calloc(r->nr_metrics ? r->nr_metrics : 1, sizeof(*r->doc_metrics));
 	r->buckets =
 		calloc(r->nr_metrics ? r->nr_metrics * KHBPF_RQ_SLOTS : 1, sizeof(*r->buckets));
 	r->probes = calloc(r->nr_sites ? r->nr_sites : 1, sizeof(*r->probes));
 	r->doc_open = calloc(r->nr_open ? r->nr_open : 1, sizeof(*r->doc_open));
-	if (!r->records || !r->doc_metrics || !r->buckets || !r->probes || !r->doc_open)
+	if (!r->doc_metrics || !r->buckets || !r->probes || !r->doc_open)
 		return -ENOMEM;
 
 	for (i = 0; i < r->nr_open; i++) {
@@ -351,36 +388,15 @@ int span_run__document(struct span_run *r, uint64_t start_mono_ns, bool counters
 		o->start_ns = e->start_ns > start_mono_ns ? e->start_ns - start_mono_ns : 0;
 	}
 
-	for (i = 0; i < r->nr_events; i++) {
-		const struct khbpf_span_event *e = &r->events[i];
-		struct span_record *s = &r->records[i];
-
-		s->span_id = e->span_id;
-		s->parent_span_id = e->parent_span_id ? ev_u64__recorded(e->parent_span_id) :
-							ev_u64__gap(EV_GAP_UNAVAILABLE);
-		snprintf(s->metric_id, sizeof(s->metric_id), "%s",
-			 e->metric < r->nr_metrics ? r->metrics[e->metric] : "unknown");
-		s->start_ns = e->start_ns > start_mono_ns ? e->start_ns - start_mono_ns : 0;
-		s->inclusive_ns = e->inclusive_ns;
-		s->exclusive_ns = e->exclusive_ns;
-		s->thread_id = e->tid;
-		s->task_id = ev_u64__gap(EV_GAP_UNAVAILABLE);
-		s->worker_id = ev_u64__gap(EV_GAP_UNAVAILABLE);
-		s->hardware_reason = hw_reason;
-		if (counters) {
-			s->hardware_recorded = true;
-			span_hw_field(&e->hw[KHBPF_CTR_CYCLES], &s->hardware.cycles_begin,
-				      &s->hardware.cycles_end);
-			span_hw_field(&e->hw[KHBPF_CTR_INSTRUCTIONS],
-				      &s->hardware.instructions_begin,
-				      &s->hardware.instructions_end);
-		}
-		s->has_ledger = true;
-		ledger_from(&s->ledger, &e->ledger, e->flags & KHBPF_SPAN_F_CLOCK_GAP);
-	}
-	r->nr_records = r->nr_events;
-	if (r->nr_records)
-		qsort(r->records, r->nr_records, sizeof(*r->records), record_cmp);
+	/*
+	 * Records stay as delivered (compact, fixed size) and are made into
+	 * the document's form one at a time as it is written (span_run__record).
+	 */
+	r->start_mono_ns = start_mono_ns;
+	r->counters = counters;
+	r->hw_reason = hw_reason;
+	if (r->nr_events)
+		qsort_r(r->events, r->nr_events, sizeof(*r->events), event_cmp, &r->start_mono_ns);
 
 	r->nr_doc_metrics = 0;
 	for (i = 0; i < r->nr_metrics; i++) {
@@ -436,8 +452,10 @@ int span_run__document(struct span_run *r, uint64_t start_mono_ns, bool counters
 		snprintf(p->reason, sizeof(p->reason), "%s", s->reason);
 	}
 
-	doc->events.spans = r->records;
-	doc->events.nr_spans = r->nr_records;
+	doc->events.spans = NULL;
+	doc->events.nr_spans = r->nr_events;
+	doc->events.span_at = span_run__record;
+	doc->events.span_ctx = r;
 	doc->span_metrics = r->doc_metrics;
 	doc->nr_span_metrics = r->nr_doc_metrics;
 	doc->span_probes = r->probes;
@@ -456,7 +474,6 @@ void span_run__free(struct span_run *r)
 	free(r->aggs);
 	free(r->open);
 	free(r->exit_open);
-	free(r->records);
 	free(r->doc_metrics);
 	free(r->buckets);
 	free(r->probes);

@@ -36,8 +36,9 @@ struct span_run {
 	size_t nr_attached;
 
 	/* Document parts, valid after span_run__document. */
-	struct span_record *records;
-	size_t nr_records;
+	uint64_t start_mono_ns; /* records' start_ns count from it */
+	bool counters; /* records carry counter readings */
+	enum ev_gap hw_reason; /* else their hardware is this gap */
 	struct span_metric *doc_metrics; /* metrics with an attached site */
 	size_t nr_doc_metrics;
 	struct log2_bucket *buckets;
@@ -77,10 +78,17 @@ int span_run__finish(struct span_run *r, struct sched_collector *c);
  * start_mono_ns (CLOCK_MONOTONIC, as bpf_ktime_get_ns). With counters, each
  * span's hardware holds its readings (a field is a gap when its status is
  * not KHBPF_VCTR_OK); without, every span's hardware is the gap hw_reason.
+ * The records are not copied: doc's span_at makes them from r, which must
+ * outlive doc's text.
  */
 int span_run__document(struct span_run *r, uint64_t start_mono_ns, bool counters,
 		       enum ev_gap hw_reason, struct evidence_doc *doc,
 		       struct span_hw_aggregation *agg);
+/*
+ * Record i of the document's (after span_run__document: events in the
+ * document's order), made from its compact form: the document's span_at.
+ */
+void span_run__record(const void *r, size_t i, struct span_record *out);
 void span_run__free(struct span_run *r);
 
 #endif /* KHBPF_SPANRUN_H */
