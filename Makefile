@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: MIT
 # khbpf build: bpf/x.bpf.c -> build/x.bpf.o -> build/x.skel.h -> user code -> build/khbpf
+# (build/sched.bpf.o is linked from several sources: SCHED_PARTS)
 #
 #   make                 build build/khbpf
 #   make check           build, then run every test (unit, sanitized unit, integration)

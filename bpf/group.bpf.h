@@ -11,6 +11,7 @@
 
 #include "khbpf.bpf.h"
 
+/* The group of p in `groups`, made on first use; group_spill[0] when full. */
 static __always_inline struct khbpf_group_acc *group_of(struct task_struct *p)
 {
 	struct khbpf_group_key key = {};

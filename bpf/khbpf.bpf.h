@@ -383,6 +383,7 @@ static __always_inline void fold_waits(const struct khbpf_task_state *st, struct
 	}
 }
 
+/* This CPU's reading of counter `slot`; 0 when it cannot be read. */
 static __always_inline int counter_read(__u32 slot, struct khbpf_ctr_read *r)
 {
 	__u64 idx = (__u64)bpf_get_smp_processor_id() * KHBPF_NR_COUNTERS + slot;

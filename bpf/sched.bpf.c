@@ -184,7 +184,6 @@ static __always_inline void final_switch(struct task_struct *prev)
 	r->flags |= KHBPF_REC_FINAL;
 }
 
-/* This CPU's reading of counter `slot`; 0 when it cannot be read. */
 /* The span clock of a target thread with open spans, or NULL. */
 static __always_inline struct khbpf_span_clock *span_clock_of(struct task_struct *p)
 {
