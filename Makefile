@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: MIT
 # khbpf build: bpf/x.bpf.c -> build/x.bpf.o -> build/x.skel.h -> user code -> build/khbpf
+# (build/sched.bpf.o is linked from several sources: SCHED_PARTS)
 #
 #   make                 build build/khbpf
 #   make check           build, then run every test (unit, sanitized unit, integration)
@@ -71,7 +72,12 @@ ALL_LDFLAGS := $(LDFLAGS) $(SAN_FLAGS)
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror \
 	-Iinclude -I$(BPF_OUT) -I$(dir $(VMLINUX_H))
 
-BPF_SRCS := $(wildcard bpf/*.bpf.c)
+# The scheduler collector is several sources linked into one object, so one
+# skeleton (sched_bpf) with shared maps: sched.bpf.c, which defines the maps
+# and globals, first (the skeleton lists them in link order), then the rest.
+SCHED_PARTS := bpf/sched.bpf.c bpf/span.bpf.c
+SCHED_PART_OBJS := $(patsubst bpf/%.bpf.c,$(BPF_OUT)/sched.parts/%.bpf.o,$(SCHED_PARTS))
+BPF_SRCS := $(filter-out $(SCHED_PARTS),$(wildcard bpf/*.bpf.c)) bpf/sched.bpf.c
 BPF_OBJS := $(patsubst bpf/%.bpf.c,$(BPF_OUT)/%.bpf.o,$(BPF_SRCS))
 SKELS := $(patsubst bpf/%.bpf.c,$(BPF_OUT)/%.skel.h,$(BPF_SRCS))
 
@@ -112,6 +118,16 @@ $(BPF_OUT)/%.bpf.o: bpf/%.bpf.c $(wildcard include/khbpf/*.h bpf/*.h) $(VMLINUX_
 	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@.tmp
 	$(Q)$(BPFTOOL) gen object $@ $@.tmp
 	$(Q)rm -f $@.tmp
+
+$(BPF_OUT)/sched.parts/%.bpf.o: bpf/%.bpf.c $(wildcard include/khbpf/*.h bpf/*.h) $(VMLINUX_H) | $(DEPS_STAMP)
+	$(call msg,BPF,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+
+# The static linker resolves each part's extern maps and globals.
+$(BPF_OUT)/sched.bpf.o: $(SCHED_PART_OBJS)
+	$(call msg,LINK-BPF,$@)
+	$(Q)$(BPFTOOL) gen object $@ $^
 
 $(BPF_OUT)/%.skel.h: $(BPF_OUT)/%.bpf.o
 	$(call msg,GEN-SKEL,$@)

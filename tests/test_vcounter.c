@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * include/khbpf/vcounter.h, the arithmetic bpf/sched.bpf.c runs at every
+ * include/khbpf/vcounter.h, the arithmetic the sched_bpf programs run at every
  * switch and span edge, fed with per-CPU readings: a thread's virtual count
  * is what its CPUs counted while it ran there, whatever else ran between.
  */

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The scheduler collector: bpf/sched.bpf.c's skeleton behind an opaque
- * object. Lifecycle: open (configure + load) → add_target → attach (and
+ * The scheduler collector: the sched_bpf skeleton (bpf/sched.bpf.c and
+ * bpf/span.bpf.c, linked into one object) behind an opaque object.
+ * Lifecycle: open (configure + load) → add_target → attach (and
  * attach_spans) → snapshot/exited reads → detach_spans (background) →
  * destroy (detaches everything and waits for it, on every path).
  */

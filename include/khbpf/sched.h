@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * BPF ↔ user boundary of the scheduler collector (bpf/sched.bpf.c).
+ * BPF ↔ user boundary of the scheduler collector (bpf/sched.bpf.c, bpf/span.bpf.c).
  * Fixed-width fields only: this header is compiled by clang for BPF and by
  * gcc for the loader, and both must agree on every offset.
  */

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* BPF ↔ user boundary of span probes (the uprobe programs in bpf/sched.bpf.c). */
+/* BPF ↔ user boundary of span probes (the uprobe programs in bpf/span.bpf.c). */
 #ifndef KHBPF_SPANS_H
 #define KHBPF_SPANS_H
 

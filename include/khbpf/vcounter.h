@@ -11,7 +11,7 @@
  * less than enabled during a stint, the PMU multiplexed the event and the
  * count is partial, so the span's reading becomes a gap.
  *
- * Pure arithmetic on fixed-width fields, compiled into bpf/sched.bpf.c and
+ * Pure arithmetic on fixed-width fields, compiled into the BPF programs (bpf/khbpf.bpf.h) and
  * into tests/test_vcounter.c, which feeds it readings.
  */
 #ifndef KHBPF_VCOUNTER_H

@@ -1,0 +1,415 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * What the scheduler collector's BPF programs share. sched.bpf.c (the
+ * scheduler programs and task iterators) and span.bpf.c (the uprobe span
+ * programs) are compiled apart and linked into one object, one skeleton
+ * (sched_bpf). Each map and global variable is declared here and defined
+ * once, in sched.bpf.c; the static linker resolves span.bpf.o's externs to
+ * those definitions, so both use the same maps. Helpers both use are here,
+ * static as they were: each object gets its own copy, inlined or (the two
+ * __noinline ones) a static subprogram, so the verifier sees the programs
+ * it saw when they were one file.
+ */
+#ifndef KHBPF_BPF_H
+#define KHBPF_BPF_H
+
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+
+#include "khbpf/sched.h"
+#include "khbpf/spans.h"
+
+#define TASK_RUNNING 0
+#define TASK_DEAD 0x80
+#define PF_EXITING 0x4
+
+/* Loader-set configuration (.rodata) and counters (.bss): see sched.bpf.c. */
+extern const volatile bool trace_all;
+extern const volatile bool kernel_queue_ts;
+extern const volatile bool spans_enabled;
+extern const volatile __u32 nr_counters;
+extern const volatile __u64 max_spans;
+extern const volatile bool use_task_storage;
+extern const volatile bool have_task_btf;
+extern const volatile bool have_cookie;
+extern const volatile __u32 nr_slot_cpus;
+extern const volatile __u32 group_by;
+extern const volatile __u32 nr_cgroup_filters;
+extern const volatile __u64 cgroup_filter_id[KHBPF_MAX_CGROUP_FILTERS];
+extern const volatile __u32 cgroup_filter_level[KHBPF_MAX_CGROUP_FILTERS];
+extern __u64 target_bits[KHBPF_TARGET_WORDS];
+extern __u32 iter_init_state;
+extern __u64 storage_failures;
+extern __u64 exited_overflow;
+extern __u64 final_unmatched;
+extern __u64 iter_write_errors;
+extern __u64 span_threads;
+extern __u64 span_records;
+extern __u64 span_ringbuf_drops;
+extern __u64 span_sampled_out;
+extern __u64 span_depth_overflow;
+extern __u64 span_unwound;
+extern __u64 span_unmatched;
+extern __u64 span_agg_overflow;
+extern __u64 span_state_failures;
+extern __u64 span_clock_gaps;
+extern __u64 span_counter_skews;
+extern __u64 exec_renumbered;
+extern __u64 span_open_at_exit_drops;
+extern __u64 groups_made;
+extern __u64 group_overflow;
+extern __u64 span_site_unresolved;
+
+/* sched.bpf.c defines KHBPF_DEFINE_MAPS before including this: the maps are made there. */
+#ifdef KHBPF_DEFINE_MAPS
+#define KHBPF_MAP
+#else
+#define KHBPF_MAP extern
+#endif
+
+KHBPF_MAP struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct khbpf_task_state);
+} task_state SEC(".maps");
+
+/*
+ * Without task storage: the same state in hashes keyed by the task pointer,
+ * preallocated (tracing programs must not allocate on old kernels), sized by
+ * the loader; a thread that finds the map full has no state, counted like a
+ * task-storage failure. The loader shrinks the pair not used to one entry.
+ */
+KHBPF_MAP struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, KHBPF_DEFAULT_MAX_TASKS);
+	__type(key, __u64);
+	__type(value, struct khbpf_task_state);
+} task_state_h SEC(".maps");
+
+KHBPF_MAP struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, KHBPF_DEFAULT_SPAN_TASKS);
+	__type(key, __u64);
+	__type(value, struct khbpf_span_state);
+} span_state_h SEC(".maps");
+
+/* Zeroed values to create hash entries from (too large for the stack). */
+KHBPF_MAP struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct khbpf_task_state);
+} task_state_zero SEC(".maps");
+
+KHBPF_MAP struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct khbpf_span_state);
+} span_state_zero SEC(".maps");
+
+/* No attach cookie: the metric of each span site, filled by the loader. */
+KHBPF_MAP struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, KHBPF_MAX_SPAN_SITES);
+	__type(key, struct khbpf_site_key);
+	__type(value, __u32);
+} span_site_metric SEC(".maps");
+
+/* Sized by the loader (--max-exited); allocated on use where the kernel allows it. */
+KHBPF_MAP struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, KHBPF_DEFAULT_MAX_EXITED);
+	__type(key, struct khbpf_thread_key);
+	__type(value, struct khbpf_thread_rec);
+} exited SEC(".maps");
+
+KHBPF_MAP struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct khbpf_span_state);
+} span_state SEC(".maps");
+
+KHBPF_MAP struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, KHBPF_DEFAULT_SPAN_KEYS);
+	__type(key, struct khbpf_span_key);
+	__type(value, struct khbpf_span_agg);
+} span_agg SEC(".maps");
+
+/* Without atomic fetch: each CPU's next span-slot ticket (programs do not nest on a CPU). */
+KHBPF_MAP struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} slot_tickets SEC(".maps");
+
+/* A zeroed aggregate to create entries from: too large for the BPF stack. */
+KHBPF_MAP struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct khbpf_span_agg);
+} span_agg_zero SEC(".maps");
+
+/* Index cpu * KHBPF_NR_COUNTERS + slot; sized by the loader. */
+KHBPF_MAP struct {
+	__uint(type, BPF_MAP_TYPE_PERF_EVENT_ARRAY);
+	__uint(max_entries, KHBPF_NR_COUNTERS);
+	__type(key, __u32);
+	__type(value, __u32);
+} counters SEC(".maps");
+
+KHBPF_MAP struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, KHBPF_SPAN_RINGBUF_BYTES);
+} span_events SEC(".maps");
+
+/* Sized by the loader to the host's CPU ids. */
+KHBPF_MAP struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct khbpf_cpu_topo);
+} cpu_topo SEC(".maps");
+
+/* Sized by the loader (--max-groups); the loader ages and evicts entries. */
+KHBPF_MAP struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	/* Freed after an RCU grace period: a program never adds into a reused element. */
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, KHBPF_DEFAULT_MAX_GROUPS);
+	__type(key, struct khbpf_group_key);
+	__type(value, struct khbpf_group_acc);
+} groups SEC(".maps");
+
+/* What belonged to groups `groups` had no room for: nothing is dropped. */
+KHBPF_MAP struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 2); /* [0] the spill, [1] a zero value to create entries from */
+	__type(key, __u32);
+	__type(value, struct khbpf_group_acc);
+} group_spill SEC(".maps");
+
+/* A record is too large for the 512-byte BPF stack. */
+KHBPF_MAP struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct khbpf_thread_rec);
+} scratch SEC(".maps");
+
+/*
+ * A thread's state: task storage, or the hash fallback. `create` makes it on
+ * first use; NULL when it cannot be made (counted by the caller).
+ */
+static __always_inline struct khbpf_task_state *task_state_get(struct task_struct *p, bool create)
+{
+	struct khbpf_task_state *st, *zero;
+	__u64 key = (__u64)p;
+	__u32 z = 0;
+
+	if (use_task_storage)
+		return bpf_task_storage_get(&task_state, p, NULL,
+					    create ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
+	st = bpf_map_lookup_elem(&task_state_h, &key);
+	if (st || !create)
+		return st;
+	zero = bpf_map_lookup_elem(&task_state_zero, &z);
+	if (!zero)
+		return NULL;
+	/* BPF_NOEXIST: made meanwhile on another CPU, the lookup finds that one. */
+	bpf_map_update_elem(&task_state_h, &key, zero, BPF_NOEXIST);
+	return bpf_map_lookup_elem(&task_state_h, &key);
+}
+
+static __always_inline struct khbpf_span_state *span_state_get(struct task_struct *p, bool create)
+{
+	struct khbpf_span_state *ss, *zero;
+	__u64 key = (__u64)p;
+	__u32 z = 0;
+
+	if (use_task_storage)
+		return bpf_task_storage_get(&span_state, p, NULL,
+					    create ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
+	ss = bpf_map_lookup_elem(&span_state_h, &key);
+	if (ss || !create)
+		return ss;
+	zero = bpf_map_lookup_elem(&span_state_zero, &z);
+	if (!zero)
+		return NULL;
+	bpf_map_update_elem(&span_state_h, &key, zero, BPF_NOEXIST);
+	return bpf_map_lookup_elem(&span_state_h, &key);
+}
+
+/*
+ * Before 6.1 (7f203bc89eb6, "cgroup: Replace cgroup->ancestor_ids[] with
+ * ->ancestors[]") a cgroup kept its ancestors' ids, cgroup_id() of each,
+ * indexed by level, instead of pointers to them.
+ */
+struct cgroup___pre61 {
+	__u64 ancestor_ids[0];
+} __attribute__((preserve_access_index));
+
+/*
+ * The id of cg's ancestor at level l, one function per layout: not inlined,
+ * so that the compiler cannot hoist the other layout's relocated offset
+ * (poisoned by libbpf where that member does not exist) out of the branch
+ * that never runs on this kernel.
+ */
+static __noinline __u64 ancestor_id_by_ptr(struct cgroup *cg, __u32 l)
+{
+	struct cgroup *anc = NULL;
+
+	bpf_core_read(&anc, sizeof(anc), &cg->ancestors[l & 0xffff]);
+	return anc ? BPF_CORE_READ(anc, kn, id) : 0;
+}
+
+static __noinline __u64 ancestor_id_by_id(struct cgroup *cg, __u32 l)
+{
+	struct cgroup___pre61 *old = (void *)cg;
+	__u64 id = 0;
+
+	bpf_core_read(&id, sizeof(id), &old->ancestor_ids[l & 0xffff]);
+	return id;
+}
+
+/* In one of the --cgroup subtrees: that cgroup is the task's or an ancestor of it. */
+static __always_inline bool in_cgroup_filter(struct task_struct *p)
+{
+	struct cgroup *cg = BPF_CORE_READ(p, cgroups, dfl_cgrp);
+	int level = BPF_CORE_READ(cg, level);
+	__u64 id;
+	__u32 i, l;
+
+	for (i = 0; i < KHBPF_MAX_CGROUP_FILTERS; i++) {
+		if (i >= nr_cgroup_filters)
+			break;
+		l = cgroup_filter_level[i];
+		if (l > level)
+			continue;
+		if (bpf_core_field_exists(cg->ancestors))
+			id = ancestor_id_by_ptr(cg, l);
+		else
+			id = ancestor_id_by_id(cg, l);
+		if (id && id == cgroup_filter_id[i])
+			return true;
+	}
+	return false;
+}
+
+static __always_inline bool is_target(struct task_struct *p)
+{
+	__u32 tgid = p->tgid;
+	__u32 idx = tgid >> 6;
+
+	if (nr_cgroup_filters)
+		return p->pid != 0 && in_cgroup_filter(p);
+	if (trace_all)
+		return p->pid != 0;
+	if (idx >= KHBPF_TARGET_WORDS)
+		return false;
+	/* Bit 0 of word 0 (pid 0, the idle task) is never set by the loader. */
+	return target_bits[idx] & (1ULL << (tgid & 63));
+}
+
+/*
+ * Every caller holds a trusted task pointer (a tp_btf argument, the task
+ * iterator's, or current): its fields are plain CO-RE-relocated loads, not
+ * a bpf_probe_read_kernel() call each, on the sched_switch hot path.
+ */
+static __always_inline void read_sched_info(struct task_struct *p, __u64 *run_delay, __u64 *pcount)
+{
+	if (bpf_core_field_exists(p->sched_info)) {
+		*run_delay = p->sched_info.run_delay;
+		*pcount = p->sched_info.pcount;
+	} else {
+		*run_delay = 0;
+		*pcount = 0;
+	}
+}
+
+static __always_inline void read_counters(struct task_struct *p, struct khbpf_task_counters *k)
+{
+	k->nvcsw = p->nvcsw;
+	k->nivcsw = p->nivcsw;
+	k->nr_migrations = p->se.nr_migrations;
+	k->sum_exec_runtime = p->se.sum_exec_runtime;
+	/* Without CONFIG_SCHED_INFO the loader falls back to the BPF-timed values. */
+	read_sched_info(p, &k->run_delay, &k->pcount);
+}
+
+static __always_inline struct khbpf_task_state *state_of(struct task_struct *p)
+{
+	struct khbpf_task_state *st;
+
+	st = task_state_get(p, true);
+	if (!st)
+		__sync_fetch_and_add(&storage_failures, 1);
+	return st;
+}
+
+static __always_inline void bin_wait(struct khbpf_task_bpf *b, __u64 delta)
+{
+	b->wait_ns += delta;
+	b->waits++;
+	b->wait_hist[khbpf_rq_slot(delta)]++;
+}
+
+/*
+ * Fold the waits the kernel added since the last look into b: exactly one
+ * arrival is one wait, binned; several (the task was not looked at in
+ * between, e.g. before attach in run mode) only add up.
+ */
+static __always_inline void fold_waits(const struct khbpf_task_state *st, struct khbpf_task_bpf *b,
+				       __u64 run_delay, __u64 pcount)
+{
+	__u64 arrivals = pcount - st->last_pcount;
+	__u64 delay = run_delay - st->last_run_delay;
+
+	if (pcount <= st->last_pcount)
+		return;
+	b->switch_ins += arrivals;
+	if (arrivals == 1) {
+		bin_wait(b, delay);
+	} else {
+		b->unbinned_waits += arrivals;
+		b->unbinned_ns += delay;
+	}
+}
+
+/* This CPU's reading of counter `slot`; 0 when it cannot be read. */
+static __always_inline int counter_read(__u32 slot, struct khbpf_ctr_read *r)
+{
+	__u64 idx = (__u64)bpf_get_smp_processor_id() * KHBPF_NR_COUNTERS + slot;
+
+	/* perf_event_read_local(): the event must be this CPU's, counting mode. */
+	if (bpf_perf_event_read_value(&counters, idx, (struct bpf_perf_event_value *)r,
+				      sizeof(*r))) {
+		__builtin_memset(r, 0, sizeof(*r));
+		return 0;
+	}
+	return 1;
+}
+
+/*
+ * The time and the counters are read one after the other; if anything came
+ * between (an interrupt in a uprobe program; in any program, the hypervisor
+ * running another vCPU, measured here at 10-80 us), its length would be in
+ * one clock and not the other. Readings that took longer than this are
+ * taken again, and after three tries the counters count as not read.
+ */
+#define READ_SKEW_NS 1000
+#define READ_TRIES 3
+
+static __always_inline bool read_skewed(__u64 t0)
+{
+	return nr_counters && bpf_ktime_get_ns() - t0 > READ_SKEW_NS;
+}
+
+#endif /* KHBPF_BPF_H */

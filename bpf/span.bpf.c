@@ -1,0 +1,471 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Spans: uprobe programs attached at each span site's entry and return
+ * time each call with the thread's own scheduler ledger and counters, into
+ * per-thread aggregates (span_agg) and per-call records (span_events). The
+ * span clock is kept at switches by sched.bpf.c; both are linked into one
+ * object and share its maps (khbpf.bpf.h).
+ */
+#include "khbpf.bpf.h"
+
+/*
+ * The span programs get `current` from bpf_get_current_task_btf(), a
+ * trusted BTF pointer: its fields are plain loads (still CO-RE relocated),
+ * no bpf_probe_read_kernel() call each. That is most of a span's cost.
+ * Kernels without that helper give an untyped pointer, read with
+ * bpf_probe_read_kernel() (BPF_CORE_READ) instead.
+ */
+#define CUR_READ(task, field) (have_task_btf ? (task)->field : BPF_CORE_READ(task, field))
+
+static __always_inline struct task_struct *current_task(void)
+{
+	if (have_task_btf)
+		return bpf_get_current_task_btf();
+	return (struct task_struct *)bpf_get_current_task();
+}
+
+static __always_inline __u64 switches(struct task_struct *task)
+{
+	return CUR_READ(task, nvcsw) + CUR_READ(task, nivcsw);
+}
+
+/*
+ * The current thread's ledger and counter readings and the time, taken
+ * together. A uprobe program can be preempted (it only disables migration),
+ * so a reading that a context switch cut in two is taken again.
+ */
+static __always_inline __u64 ledger_now(struct task_struct *task, struct khbpf_span_clock *ck,
+					struct khbpf_span_ledger *l, struct khbpf_vreading *hw,
+					bool start)
+{
+	__u64 now = 0, before;
+	struct khbpf_ctr_read r;
+	bool skewed;
+	int i, j, ok;
+
+	for (i = 0; i < READ_TRIES; i++) {
+		before = switches(task);
+		now = bpf_ktime_get_ns();
+		if (start) {
+			/* The thread's first open span starts its clock here. */
+			ck->switched_in = now;
+		} else if (ck->switched_out > ck->switched_in) {
+			/* Running, yet the last thing seen was a switch-out. */
+			ck->clock_gaps++;
+			__sync_fetch_and_add(&span_clock_gaps, 1);
+			ck->switched_in = now;
+		}
+		l->on_cpu_ns = ck->oncpu_acc + (now > ck->switched_in ? now - ck->switched_in : 0);
+		for (j = 0; j < KHBPF_NR_COUNTERS; j++) {
+			if (j >= nr_counters)
+				break;
+			ok = counter_read(j, &r);
+			if (start)
+				khbpf_vctr_in(&ck->ctr[j], &r, ok);
+			khbpf_vctr_now(&ck->ctr[j], &r, ok, &hw[j]);
+		}
+		skewed = read_skewed(now);
+		if (bpf_core_field_exists(task->sched_info))
+			l->run_delay_ns = CUR_READ(task, sched_info.run_delay);
+		else
+			l->run_delay_ns = 0;
+		l->nvcsw = CUR_READ(task, nvcsw);
+		l->nivcsw = CUR_READ(task, nivcsw);
+		l->migrations = CUR_READ(task, se.nr_migrations);
+		if (switches(task) == before && !skewed)
+			break;
+	}
+	if (skewed)
+		__sync_fetch_and_add(&span_counter_skews, 1);
+	for (j = 0; skewed && j < KHBPF_NR_COUNTERS; j++) {
+		hw[j].ok = 0;
+		if (start)
+			ck->ctr[j].in_valid = 0;
+	}
+	return now;
+}
+
+static __always_inline __u64 sub0(__u64 a, __u64 b)
+{
+	return a > b ? a - b : 0;
+}
+
+#define SPAN_WAKEUP_EVERY 1024
+
+/*
+ * Kernels without attach cookies (before bpf_get_attach_cookie) keep the
+ * VMA tree as an rbtree (the maple tree came later): the probed address's
+ * mapping gives its file and offset, which span_site_metric maps to the
+ * metric. Walked down from the root, at most SITE_WALK_MAX levels.
+ */
+struct mm_struct___rb {
+	struct rb_root mm_rb;
+} __attribute__((preserve_access_index));
+
+struct vm_area_struct___rb {
+	unsigned long vm_start;
+	unsigned long vm_end;
+	struct rb_node vm_rb;
+	unsigned long vm_pgoff;
+	struct file *vm_file;
+} __attribute__((preserve_access_index));
+
+#define SITE_WALK_MAX 64
+#define SITE_PAGE_SHIFT 12
+
+/* The metric of the site at user address ip; 0 and *ok false when unknown. */
+static __always_inline __u32 site_metric(struct task_struct *task, __u64 ip, bool *ok)
+{
+	struct mm_struct___rb *mm = (void *)BPF_CORE_READ(task, mm);
+	struct vm_area_struct___rb *vma = NULL;
+	struct khbpf_site_key key = {};
+	struct rb_node *node;
+	__u64 off_rb, start, end;
+	__u32 *m, i;
+
+	*ok = false;
+	if (!bpf_core_field_exists(mm->mm_rb) ||
+	    !bpf_core_field_exists(((struct vm_area_struct___rb *)0)->vm_rb))
+		return 0;
+	off_rb = bpf_core_field_offset(struct vm_area_struct___rb, vm_rb);
+	node = BPF_CORE_READ(mm, mm_rb.rb_node);
+	for (i = 0; i < SITE_WALK_MAX && node; i++) {
+		struct vm_area_struct___rb *v = (void *)((char *)node - off_rb);
+
+		start = BPF_CORE_READ(v, vm_start);
+		end = BPF_CORE_READ(v, vm_end);
+		if (ip < start) {
+			node = BPF_CORE_READ(node, rb_left);
+		} else if (ip >= end) {
+			node = BPF_CORE_READ(node, rb_right);
+		} else {
+			vma = v;
+			break;
+		}
+	}
+	if (!vma)
+		return 0;
+	key.ino = BPF_CORE_READ(vma, vm_file, f_inode, i_ino);
+	key.offset = ip - start + (BPF_CORE_READ(vma, vm_pgoff) << SITE_PAGE_SHIFT);
+	m = bpf_map_lookup_elem(&span_site_metric, &key);
+	if (!m && key.offset) {
+		/* Just past an int3, should a kernel report that. */
+		key.offset--;
+		m = bpf_map_lookup_elem(&span_site_metric, &key);
+	}
+	if (!m)
+		return 0;
+	*ok = true;
+	return *m;
+}
+
+/*
+ * A new thread slot, 1.., unique in the window. Without atomic fetch, from
+ * this CPU's tickets: a uprobe program never runs inside another on the
+ * same CPU (trace_call_bpf()'s bpf_prog_active), so the per-CPU count needs
+ * no atomic. A slot past KHBPF_SPAN_MAX_SLOT fails the caller.
+ */
+static __always_inline __u64 new_slot(bool fetch)
+{
+	__u64 *t, n;
+	__u32 zero = 0;
+
+	if (fetch)
+		return __sync_fetch_and_add(&span_threads, 1) + 1;
+	t = bpf_map_lookup_elem(&slot_tickets, &zero);
+	if (!t)
+		return KHBPF_SPAN_MAX_SLOT + 1ULL;
+	n = (*t)++;
+	__sync_fetch_and_add(&span_threads, 1);
+	return (__u64)bpf_get_smp_processor_id() + 1 + n * nr_slot_cpus;
+}
+
+/* Attached per span site with the metric index as the uprobe's cookie. */
+static __always_inline int span_enter(struct pt_regs *ctx, bool fetch)
+{
+	struct task_struct *task = current_task();
+	struct khbpf_span_clock *ck;
+	struct khbpf_span_state *ss;
+	struct khbpf_span_frame *f;
+	__u32 depth, metric;
+	bool start;
+
+	ss = span_state_get(task, true);
+	if (!ss) {
+		__sync_fetch_and_add(&span_state_failures, 1);
+		return 0;
+	}
+	if (!ss->slot) {
+		__u64 slot = new_slot(fetch);
+
+		if (slot > KHBPF_SPAN_MAX_SLOT) {
+			__sync_fetch_and_add(&span_state_failures, 1);
+			return 0;
+		}
+		ss->slot = slot;
+	}
+	if (have_cookie) {
+		metric = (__u32)bpf_get_attach_cookie(ctx);
+	} else {
+		bool ok;
+
+		/*
+		 * The probed address: on 5.10 (x86-64) the handlers see the
+		 * instruction pointer at it; one byte past it (the int3) is
+		 * tried too.
+		 */
+		metric = site_metric(task, PT_REGS_IP(ctx), &ok);
+		if (!ok) {
+			/* Not pushed, like an overflow: its return pops the count. */
+			ss->overflow++;
+			__sync_fetch_and_add(&span_site_unresolved, 1);
+			return 0;
+		}
+	}
+	ck = &ss->clock;
+	depth = ss->depth;
+	if (depth >= KHBPF_SPAN_DEPTH || ss->overflow) {
+		/* Pushed nowhere; the matching return pops the overflow count. */
+		ss->overflow++;
+		__sync_fetch_and_add(&span_depth_overflow, 1);
+		return 0;
+	}
+	/*
+	 * First open span: start the thread's clock. switched_in stays 0 until
+	 * set, so a switch in between is not charged to it (span_clock_out).
+	 */
+	start = ck->spans_open++ == 0;
+	f = &ss->frames[depth & (KHBPF_SPAN_DEPTH - 1)];
+	f->span_id = ((__u64)ss->slot << KHBPF_SPAN_SEQ_BITS) |
+		     (++ss->seq & ((1ULL << KHBPF_SPAN_SEQ_BITS) - 1));
+	f->child_ns = 0;
+	f->metric = metric;
+	f->start_ns = ledger_now(task, ck, &f->at_start, f->hw, start);
+	f->clock_gaps = ck->clock_gaps;
+	ss->depth = depth + 1;
+	return 0;
+}
+
+static __always_inline void span_aggregate(__u32 tid, __u32 metric, __u64 incl, __u64 excl,
+					   const struct khbpf_span_ledger *l, __u32 flags,
+					   const struct khbpf_span_hw *hw)
+{
+	__u32 i, any = 0;
+	struct khbpf_span_key key = { .tid = tid, .metric = metric };
+	struct khbpf_span_agg *a;
+
+	a = bpf_map_lookup_elem(&span_agg, &key);
+	if (!a) {
+		__u32 zero = 0;
+		struct khbpf_span_agg *z = bpf_map_lookup_elem(&span_agg_zero, &zero);
+
+		if (z)
+			bpf_map_update_elem(&span_agg, &key, z, BPF_NOEXIST);
+		a = bpf_map_lookup_elem(&span_agg, &key);
+		if (!a) {
+			__sync_fetch_and_add(&span_agg_overflow, 1);
+			return;
+		}
+	}
+	/* One writer per key: the thread itself. */
+	a->calls++;
+	a->inclusive_ns += incl;
+	a->exclusive_ns += excl;
+	if (flags & KHBPF_SPAN_F_CLOCK_GAP)
+		a->clock_gap_calls++;
+	else
+		a->ledger.on_cpu_ns += l->on_cpu_ns;
+	for (i = 0; i < KHBPF_NR_COUNTERS; i++) {
+		if (i >= nr_counters)
+			break;
+		if (hw[i].status == KHBPF_VCTR_OK) {
+			any = 1;
+			a->hw_sum[i] += hw[i].end - hw[i].begin;
+		}
+	}
+	a->hw_calls += any;
+	a->ledger.run_delay_ns += l->run_delay_ns;
+	a->ledger.nvcsw += l->nvcsw;
+	a->ledger.nivcsw += l->nivcsw;
+	a->ledger.migrations += l->migrations;
+	a->hist[khbpf_rq_slot(incl)]++;
+}
+
+static __always_inline int span_exit(struct pt_regs *ctx, bool fetch)
+{
+	struct task_struct *task = current_task();
+	__u32 metric;
+	struct khbpf_vreading now_hw[KHBPF_NR_COUNTERS] = {};
+	struct khbpf_span_hw hw[KHBPF_NR_COUNTERS] = {};
+	struct khbpf_span_ledger now_l, l;
+	struct khbpf_span_event *e;
+	struct khbpf_span_clock *ck;
+	struct khbpf_span_state *ss;
+	struct khbpf_span_frame *f;
+	__u64 now, incl, excl, parent_id = 0;
+	__u32 depth, idx, i, flags = 0;
+	__u64 rec;
+
+	ss = span_state_get(task, false);
+	if (!ss)
+		return 0;
+	ck = &ss->clock;
+	if (ss->overflow) {
+		ss->overflow--;
+		return 0;
+	}
+	depth = ss->depth;
+	if (!depth || depth > KHBPF_SPAN_DEPTH) {
+		__sync_fetch_and_add(&span_unmatched, 1);
+		return 0;
+	}
+	/*
+	 * Without cookies the return does not know its metric: it closes the
+	 * innermost frame (a frame skipped by longjmp then ends at the next
+	 * return instead of being unwound).
+	 */
+	if (have_cookie)
+		metric = (__u32)bpf_get_attach_cookie(ctx);
+	else
+		metric = ss->frames[(depth - 1) & (KHBPF_SPAN_DEPTH - 1)].metric;
+	/* Returns come LIFO; a frame skipped by longjmp is closed here, uncounted. */
+	idx = depth - 1;
+	for (i = 0; i < KHBPF_SPAN_DEPTH; i++) {
+		if (ss->frames[idx & (KHBPF_SPAN_DEPTH - 1)].metric == metric || idx == 0)
+			break;
+		idx--;
+	}
+	if (ss->frames[idx & (KHBPF_SPAN_DEPTH - 1)].metric != metric) {
+		__sync_fetch_and_add(&span_unmatched, 1);
+		return 0;
+	}
+	if (idx != depth - 1)
+		__sync_fetch_and_add(&span_unwound, depth - 1 - idx);
+	f = &ss->frames[idx & (KHBPF_SPAN_DEPTH - 1)];
+	now = ledger_now(task, ck, &now_l, now_hw, false);
+	if (ck->clock_gaps != f->clock_gaps)
+		flags |= KHBPF_SPAN_F_CLOCK_GAP;
+	for (i = 0; i < KHBPF_NR_COUNTERS; i++) {
+		if (i >= nr_counters)
+			break;
+		hw[i].begin = f->hw[i].value;
+		hw[i].end = now_hw[i].value;
+		hw[i].status = khbpf_vctr_status(&f->hw[i], &now_hw[i]);
+	}
+	incl = sub0(now, f->start_ns);
+	excl = sub0(incl, f->child_ns);
+	l.on_cpu_ns = sub0(now_l.on_cpu_ns, f->at_start.on_cpu_ns);
+	l.run_delay_ns = sub0(now_l.run_delay_ns, f->at_start.run_delay_ns);
+	l.nvcsw = sub0(now_l.nvcsw, f->at_start.nvcsw);
+	l.nivcsw = sub0(now_l.nivcsw, f->at_start.nivcsw);
+	l.migrations = sub0(now_l.migrations, f->at_start.migrations);
+	if (idx > 0) {
+		struct khbpf_span_frame *p = &ss->frames[(idx - 1) & (KHBPF_SPAN_DEPTH - 1)];
+
+		p->child_ns += incl;
+		parent_id = p->span_id;
+	}
+	ss->depth = idx;
+	ck->spans_open = ck->spans_open > depth - idx ? ck->spans_open - (depth - idx) : 0;
+	if (!ck->spans_open)
+		ck->switched_in = 0;
+
+	span_aggregate(CUR_READ(task, pid), metric, incl, excl, &l, flags, hw);
+
+	if (fetch) {
+		rec = __sync_fetch_and_add(&span_records, 1);
+	} else {
+		/* Others may add in between: the kernel's cap is then a few off, the loader's is exact. */
+		__sync_fetch_and_add(&span_records, 1);
+		rec = span_records - 1;
+	}
+	if (rec >= max_spans) {
+		__sync_fetch_and_add(&span_sampled_out, 1);
+		return 0;
+	}
+	e = bpf_ringbuf_reserve(&span_events, nr_counters ? sizeof(*e) : KHBPF_SPAN_EVENT_NOHW_SIZE,
+				0);
+	if (!e) {
+		__sync_fetch_and_add(&span_ringbuf_drops, 1);
+		return 0;
+	}
+	e->span_id = f->span_id;
+	e->parent_span_id = parent_id;
+	e->start_ns = f->start_ns;
+	e->inclusive_ns = incl;
+	e->exclusive_ns = excl;
+	e->tid = CUR_READ(task, pid);
+	e->metric = metric;
+	e->depth = idx;
+	e->flags = flags;
+	e->ledger = l;
+	if (nr_counters)
+		__builtin_memcpy(e->hw, hw, sizeof(hw));
+	/*
+	 * Waking the reader costs more than the rest of the span (an irq_work
+	 * and a wakeup per record); wake it every SPAN_WAKEUP_EVERY records
+	 * (152 KiB, well inside the 4 MiB buffer), the loader also drains on
+	 * its timer and at the end.
+	 */
+	bpf_ringbuf_submit(e, (rec & (SPAN_WAKEUP_EVERY - 1)) == SPAN_WAKEUP_EVERY - 1 ?
+				      BPF_RB_FORCE_WAKEUP :
+				      BPF_RB_NO_WAKEUP);
+	return 0;
+}
+
+SEC("uprobe")
+int BPF_KPROBE(khbpf_span_enter)
+{
+	return span_enter(ctx, true);
+}
+
+SEC("uretprobe")
+int BPF_KRETPROBE(khbpf_span_exit)
+{
+	return span_exit(ctx, true);
+}
+
+SEC("uprobe")
+int BPF_KPROBE(khbpf_span_enter_nofetch)
+{
+	return span_enter(ctx, false);
+}
+
+SEC("uretprobe")
+int BPF_KRETPROBE(khbpf_span_exit_nofetch)
+{
+	return span_exit(ctx, false);
+}
+
+/* Spans still open: one record per open frame, for the window's end. */
+SEC("iter/task")
+int khbpf_iter_open_spans(struct bpf_iter__task *ctx)
+{
+	struct seq_file *seq = ctx->meta->seq;
+	struct task_struct *task = ctx->task;
+	struct khbpf_span_state *ss;
+	struct khbpf_span_event e = {};
+	__u32 i, depth;
+
+	if (!task || !is_target(task))
+		return 0;
+	ss = span_state_get(task, false);
+	if (!ss)
+		return 0;
+	depth = ss->depth;
+	for (i = 0; i < KHBPF_SPAN_DEPTH; i++) {
+		struct khbpf_span_frame *f = &ss->frames[i];
+
+		if (i >= depth)
+			break;
+		e.span_id = f->span_id;
+		e.parent_span_id = i ? ss->frames[(i - 1) & (KHBPF_SPAN_DEPTH - 1)].span_id : 0;
+		e.start_ns = f->start_ns;
+		e.tid = task->pid;
+		e.metric = f->metric;
+		e.depth = i;
+		if (bpf_seq_write(seq, &e, sizeof(e)))
+			__sync_fetch_and_add(&iter_write_errors, 1);
+	}
+	return 0;
+}
