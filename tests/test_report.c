@@ -173,73 +173,6 @@ static void test_report__spans_fixture(void **state)
 }
 
 /* A real scheduler-only `khbpf run` of the demo workload. */
-static void test_report__sched_fixture(void **state)
-{
-	struct report_doc *d = fixture_load("sched.json");
-	const struct report_gap *g;
-
-	(void)state;
-	assert_int_equal(d->nr_threads, 10);
-	assert_string_equal(d->threads[9].comm, "demo-pong");
-	assert_int_equal(d->nr_spans, 0);
-	assert_false(d->spans_recorded);
-	assert_int_equal(d->spans_reason, EV_GAP_COLLECTOR_DISABLED);
-	assert_true(d->exit_recorded);
-	assert_int_equal(d->exit_value, 0);
-	assert_int_equal(d->rq.nr_buckets, 17);
-	assert_int_equal(d->rq.waits, 56718);
-	assert_int_equal(d->rq.buckets[2].lower, 512);
-	assert_int_equal(d->rq.buckets[2].count, 49334);
-	assert_int_equal(d->totals.voluntary_context_switches.ev.value, 53356);
-	g = gap(d, "hardware.value.topology.affinity_cpus");
-	assert_int_equal(g->reason, EV_GAP_UNAVAILABLE);
-	assert_non_null(strstr(g->hint, "exited"));
-	g = gap(d, "hardware.value.counters.cycles");
-	assert_int_equal(g->reason, EV_GAP_UNSUPPORTED);
-	assert_non_null(strstr(g->hint, "PMU"));
-	report_doc__free(d);
-}
-
-/* Hand-made from a /proc-fallback run: every collector and most fields gapped. */
-static void test_report__gaps_fixture(void **state)
-{
-	struct report_doc *d = fixture_load("gaps.json");
-	const struct report_gap *g;
-
-	(void)state;
-	assert_int_equal(d->gap_fields, 61);
-	assert_int_equal(d->nr_gaps, 45);
-	assert_int_equal(d->nr_collectors, 5);
-	assert_null(d->exe);
-	assert_false(d->exit_recorded);
-	assert_false(d->rq.recorded);
-	assert_int_equal(d->rq.reason, EV_GAP_PERMISSION_DENIED);
-	assert_false(d->spans_recorded);
-	assert_int_equal(d->spans_reason, EV_GAP_PERMISSION_DENIED);
-	assert_string_equal(d->threads[1].comm, "<script>&\"'x");
-	assert_false(d->threads[1].on_cpu_ns.ev.recorded);
-	assert_int_equal(d->nr_failed_probes, 1);
-	assert_string_equal(d->failed_probes[0].symbol, "parse_*");
-
-	g = gap(d, "threads[*].on_cpu_ns");
-	assert_int_equal(g->count, 3);
-	assert_int_equal(g->reason, EV_GAP_UNAVAILABLE);
-	g = gap(d, "target.exe");
-	assert_int_equal(g->reason, EV_GAP_PERMISSION_DENIED);
-	g = gap(d, "hardware.value.utilization.threads[0].utilization_milli");
-	assert_int_equal(g->reason, EV_GAP_LEGACY_V1_NOT_RECORDED);
-	assert_non_null(strstr(g->hint, "current khbpf"));
-	g = gap(d, "hardware.value.counters.stalled_cycles_memory");
-	assert_int_equal(g->reason, EV_GAP_UNSUPPORTED);
-
-	assert_int_equal(d->nr_losses, 2);
-	assert_string_equal(d->losses[0].name, "threads_vanished");
-	assert_int_equal(d->losses[0].value, 1);
-	assert_string_equal(d->losses[1].name, "proc_read_errors");
-	assert_int_equal(d->losses[1].value, 2);
-	report_doc__free(d);
-}
-
 /* Integers above 2^53 come through exactly. */
 static void test_report__u64_exact(void **state)
 {
@@ -406,8 +339,6 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_report__fmt_ns),
 		cmocka_unit_test(test_report__spans_fixture),
-		cmocka_unit_test(test_report__sched_fixture),
-		cmocka_unit_test(test_report__gaps_fixture),
 		cmocka_unit_test(test_report__u64_exact),
 		cmocka_unit_test(test_report__rejects_bad_documents),
 		cmocka_unit_test(test_report__file_errors),

@@ -392,27 +392,10 @@ static int setup(void **state)
 	return 0;
 }
 
-/* A kernel's program variant is shown under the name of the program it replaces. */
-static void test_sched_collector__role_name(void **state)
-{
-	char n[32];
-
-	(void)state;
-	sched_collector__role_name("khbpf_sched_switch_nostate", n, sizeof(n));
-	assert_string_equal(n, "khbpf_sched_switch");
-	sched_collector__role_name("khbpf_span_exit_nofetch", n, sizeof(n));
-	assert_string_equal(n, "khbpf_span_exit");
-	sched_collector__role_name("khbpf_sched_switch", n, sizeof(n));
-	assert_string_equal(n, "khbpf_sched_switch");
-	sched_collector__role_name("_nostate", n, sizeof(n));
-	assert_string_equal(n, "_nostate");
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_sched_collector__mig_class),
-		cmocka_unit_test(test_sched_collector__role_name),
 		cmocka_unit_test(test_sched_collector__mig_class_matches_topology),
 		cmocka_unit_test(test_sched_collector__exit_records_match_kernel),
 		cmocka_unit_test(test_sched_collector__task_hashes_match_kernel),

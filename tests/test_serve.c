@@ -1,137 +1,73 @@
 // SPDX-License-Identifier: MIT
-/* serve's gap metrics from evidence documents (the fixtures khbpf report reads). */
+/*
+ * serve: what serve__run refuses before it loads anything, each with one
+ * line saying what to do. Serving itself is tested end to end
+ * (tests/integration/serve_*.sh).
+ */
+#include <errno.h>
+#include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
-#include <setjmp.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <cmocka.h>
-#include <json-c/json.h>
 
-#include "promtext.h"
 #include "serve.h"
+#include "testutil.h"
 
-static char *render(const char *fixture)
+static void expect_refused(const struct serve_opts *o, int want, const char *msg)
 {
-	struct json_object *doc = NULL;
-	struct promtext *p;
-	size_t len;
-	char *text;
+	char err[512] = "";
 
-	if (fixture) {
-		doc = json_object_from_file(fixture);
-		assert_non_null(doc);
-	}
-	assert_int_equal(promtext__new(&p, false), 0);
-	assert_int_equal(serve__gap_metrics(p, doc), 0);
-	text = promtext__finish(p, &len);
-	assert_non_null(text);
-	json_object_put(doc);
-	return text;
+	assert_int_equal(serve__run(o, err, sizeof(err)), want);
+	if (!strstr(err, msg))
+		fail_msg("expected '%s' in '%s'", msg, err);
+	assert_null(strchr(err, '\n'));
 }
 
-static void assert_line(const char *text, const char *line)
+static void test_serve__refuses_bad_options(void **state)
 {
-	const char *at = strstr(text, line);
-
-	if (!at || (at != text && at[-1] != '\n') || at[strlen(line)] != '\n')
-		fail_msg("no line '%s' in:\n%s", line, text);
-}
-
-static size_t count(const char *text, const char *prefix)
-{
-	size_t n = 0;
-	const char *at;
-
-	for (at = text; (at = strstr(at, prefix)); at++)
-		n += at == text || at[-1] == '\n';
-	return n;
-}
-
-/* khbpf_evidence_available samples whose value is 0. */
-static size_t zeros(const char *text)
-{
-	size_t n = 0;
-	const char *at;
-
-	for (at = text; (at = strstr(at, "khbpf_evidence_available{")); at++)
-		n += strchr(at, '\n')[-1] == '0';
-	return n;
-}
-
-/* A document full of gaps: each collector and field is 0, with its reason. */
-static void test_serve__gaps_are_series(void **state)
-{
-	char *t = render("tests/fixtures/report/gaps.json");
+	const char *cgroups[KHBPF_MAX_CGROUP_FILTERS + 1] = { 0 };
+	char *root = tree_new("serve"), link[PATH_MAX];
+	struct serve_opts o = { .sz = sizeof(o), .root = root };
+	size_t i;
 
 	(void)state;
-	assert_line(t, "khbpf_evidence_available{collector=\"scheduler-activity\",field=\"*\"} 0");
-	assert_line(t, "khbpf_evidence_gap_info{collector=\"scheduler-activity\",field=\"*\","
-		       "reason=\"permission-denied\"} 1");
-	assert_line(t, "khbpf_evidence_available{collector=\"counters\",field=\"cycles\"} 0");
-	assert_line(t, "khbpf_evidence_gap_info{collector=\"counters\",field=\"cycles\","
-		       "reason=\"permission-denied\"} 1");
-	assert_line(
-		t, "khbpf_evidence_gap_info{collector=\"counters\",field=\"stalled_cycles_memory\","
-		   "reason=\"unsupported\"} 1");
-	/* Every 0 has its reason line, and here nothing is 1. */
-	assert_int_equal(count(t, "khbpf_evidence_gap_info{"), zeros(t));
-	assert_int_equal(zeros(t), count(t, "khbpf_evidence_available{"));
-	free(t);
-}
+	for (i = 0; i <= KHBPF_MAX_CGROUP_FILTERS; i++)
+		cgroups[i] = "/system.slice";
+	o.cgroups = cgroups;
+	o.nr_cgroups = KHBPF_MAX_CGROUP_FILTERS + 1;
+	expect_refused(&o, -E2BIG, "at most 16 --cgroup options");
 
-/* A recorded run: the scheduler is available, topology is exported. */
-static void test_serve__recorded_fields(void **state)
-{
-	struct json_object *doc = json_object_from_file("tests/fixtures/report/sched.json");
-	struct json_object *hw, *v, *topo, *cores, *cv;
-	char line[160], *t;
-	size_t avail0, gaps;
+	/* A root without cgroup v2 (no mountinfo at all). */
+	o.nr_cgroups = 1;
+	expect_refused(&o, -ENOENT, "--cgroup needs cgroup v2");
+	o.nr_cgroups = 0;
+	expect_refused(&o, -ENOENT, "--by cgroup needs cgroup v2 mounted");
 
-	(void)state;
-	assert_non_null(doc);
-	assert_true(json_object_object_get_ex(doc, "hardware", &hw));
-	assert_true(json_object_object_get_ex(hw, "value", &v));
-	assert_true(json_object_object_get_ex(v, "topology", &topo));
-	assert_true(json_object_object_get_ex(topo, "physical_cores", &cores));
-	assert_true(json_object_object_get_ex(cores, "value", &cv));
-	assert_true(json_object_object_get_ex(cv, "value", &cv));
-	t = render("tests/fixtures/report/sched.json");
-	assert_line(t, "khbpf_evidence_available{collector=\"scheduler-activity\",field=\"*\"} 1");
-	assert_line(
-		t,
-		"khbpf_evidence_available{collector=\"scheduler\",field=\"voluntary_context_switches\"} 1");
-	snprintf(line, sizeof(line), "khbpf_topology{field=\"physical_cores\"} %llu",
-		 (unsigned long long)json_object_get_uint64(cv));
-	assert_line(t, line);
-	/* As many gap lines as 0s. */
-	avail0 = zeros(t);
-	gaps = count(t, "khbpf_evidence_gap_info{");
-	assert_int_equal(gaps, avail0);
-	assert_true(gaps > 0);
-	free(t);
-	json_object_put(doc);
-}
-
-/* Before the first window: the families exist, with no samples. */
-static void test_serve__no_document(void **state)
-{
-	char *t = render(NULL);
-
-	(void)state;
-	assert_int_equal(count(t, "khbpf_evidence_available{"), 0);
-	assert_non_null(strstr(t, "# TYPE khbpf_evidence_available gauge"));
-	free(t);
+	/* --ndjson never follows a symbolic link, nor writes into a directory or a FIFO. */
+	o.group_by = KHBPF_GROUP_PROCESS;
+	snprintf(link, sizeof(link), "%s/out.ndjson", root);
+	assert_int_equal(symlink("/dev/null", link), 0);
+	o.ndjson = link;
+	expect_refused(&o, -ELOOP, "is a symbolic link (not followed)");
+	tree_put(root, "dir", NULL);
+	snprintf(link, sizeof(link), "%s/dir", root);
+	expect_refused(&o, -EISDIR, "Is a directory; give a writable file or '-'");
+	snprintf(link, sizeof(link), "%s/fifo", root);
+	assert_int_equal(mkfifo(link, 0600), 0);
+	expect_refused(&o, -EEXIST, "exists and is not a regular file");
+	tree_free(root);
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_serve__gaps_are_series),
-		cmocka_unit_test(test_serve__recorded_fields),
-		cmocka_unit_test(test_serve__no_document),
+		cmocka_unit_test(test_serve__refuses_bad_options),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -464,85 +464,6 @@ static void test_spanfind__symbols(void **state)
 	spanfind__free(notes, nn);
 }
 
-static void test_spanfind__request_parse(void **state)
-{
-	static const char m63[] = "a23456789-123456789-123456789-123456789-123456789-123456789-123";
-	struct {
-		const char *arg, *object, *symbol, *metric;
-	} good[] = {
-		{ "foo", NULL, "foo", NULL },
-		{ "foo=bar-baz", NULL, "foo", "bar-baz" },
-		{ "libc.so.6:getpid", "libc.so.6", "getpid", NULL },
-		{ "/usr/lib/x.so:f=m1", "/usr/lib/x.so", "f", "m1" },
-		{ "stage_*=stages", NULL, "stage_*", "stages" },
-		{ "a:b:c", "a:b", "c", NULL },
-		{ "x:[a-c]?_$.@!^*=0", "x", "[a-c]?_$.@!^*", "0" },
-		{ "f=a-b-c9", NULL, "f", "a-b-c9" },
-	};
-	char sym256[300], obj4096[PATH_MAX + 8], metric64[80], buf[PATH_MAX + 16];
-	const char *bad[] = {
-		"",	  ":",	   "x:",	 ":f",	      "f=",    "=m",	"f=Bad",
-		"f=a--b", "f=-a",  "f=a-",	 "f=a_b",     "f=a:b", "f=a=b", "f g",
-		"f\n",	  "x\t:f", "f,g",	 "f/g",	      "a=b:c", "f=a b", "o:f=",
-		":f=m",	  "f()",   "f=\xc3\xa9", "lib\x01:f", "f=a.b",
-	};
-	struct span_request r, pristine;
-	size_t i;
-
-	(void)state;
-	assert_int_equal(strlen(m63), 63);
-	for (i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
-		memset(&r, 0x5a, sizeof(r));
-		assert_int_equal(span_request__parse(good[i].arg, &r, buf, sizeof(buf)), 0);
-		if (good[i].object)
-			assert_string_equal(r.object, good[i].object);
-		else
-			assert_null(r.object);
-		assert_string_equal(r.symbol, good[i].symbol);
-		if (good[i].metric)
-			assert_string_equal(r.metric, good[i].metric);
-		else
-			assert_null(r.metric);
-	}
-	xsnprintf(buf, sizeof(buf), "f=%s", m63);
-	assert_int_equal(span_request__parse(buf, &r, metric64, sizeof(metric64)), 0);
-	assert_string_equal(r.metric, m63);
-
-	/* Failures leave out and buf as they were. */
-	memset(&pristine, 0x5a, sizeof(pristine));
-	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		r = pristine;
-		memset(buf, 'Q', sizeof(buf));
-		assert_int_equal(span_request__parse(bad[i], &r, buf, sizeof(buf)), -EINVAL);
-		assert_memory_equal(&r, &pristine, sizeof(r));
-		assert_true(buf[0] == 'Q' && buf[sizeof(buf) - 1] == 'Q');
-	}
-	xsnprintf(metric64, sizeof(metric64), "f=%s3", m63);
-	assert_int_equal(span_request__parse(metric64, &r, buf, sizeof(buf)), -EINVAL);
-	memset(sym256, 'a', 256);
-	sym256[256] = '\0';
-	assert_int_equal(span_request__parse(sym256, &r, buf, sizeof(buf)), -EINVAL);
-	sym256[255] = '\0';
-	assert_int_equal(span_request__parse(sym256, &r, buf, sizeof(buf)), 0);
-	assert_int_equal(strlen(r.symbol), 255);
-	memset(obj4096, 'o', PATH_MAX);
-	memcpy(obj4096 + PATH_MAX, ":f", 3);
-	assert_int_equal(span_request__parse(obj4096, &r, buf, sizeof(buf)), -EINVAL);
-	assert_int_equal(span_request__parse(obj4096 + 1, &r, buf, sizeof(buf)), 0);
-	assert_int_equal(strlen(r.object), PATH_MAX - 1);
-
-	/* "ab:f" needs 5 bytes; 4 is -ENAMETOOLONG, untouched. */
-	r = pristine;
-	memset(buf, 'Q', 8);
-	assert_int_equal(span_request__parse("ab:f", &r, buf, 4), -ENAMETOOLONG);
-	assert_memory_equal(&r, &pristine, sizeof(r));
-	assert_memory_equal(buf, "QQQQ", 4);
-	assert_int_equal(span_request__parse("ab:f", &r, buf, 5), 0);
-	assert_string_equal(r.object, "ab");
-	assert_string_equal(r.symbol, "f");
-	assert_int_equal(span_request__parse(NULL, &r, buf, 5), -EINVAL);
-}
-
 /* badnotes.s lists, in order, what each of its notes should give. */
 static void test_spanfind__malformed_notes(void **state)
 {
@@ -788,72 +709,6 @@ static int find_libc(struct dl_phdr_info *info, size_t size, void *data)
 		return 1;
 	}
 	return 0;
-}
-
-static void test_spanfind__mapped_objects_self(void **state)
-{
-	char exe[PATH_MAX], libc[PATH_MAX] = "", **objs = NULL;
-	bool has_libc = false;
-	size_t n = 0, i, j;
-
-	(void)state;
-	assert_non_null(realpath("/proc/self/exe", exe));
-	assert_int_equal(dl_iterate_phdr(find_libc, libc), 1);
-	assert_int_equal(spanfind__mapped_objects("/", getpid(), &objs, &n), 0);
-	assert_true(n >= 3); /* us, libc, ld.so */
-	/* A PIE program is mapped below its libraries. */
-	assert_string_equal(objs[0], exe);
-	for (i = 0; i < n; i++) {
-		assert_true(objs[i][0] == '/');
-		has_libc |= !strcmp(objs[i], libc);
-		for (j = 0; j < i; j++)
-			assert_string_not_equal(objs[i], objs[j]);
-	}
-	assert_true(has_libc);
-	spanfind__free_objects(objs, n);
-}
-
-static void test_spanfind__mapped_objects_fixture(void **state)
-{
-	const char *want[] = {
-		"/usr/bin/app",
-		"/usr/lib/with space/libx.so",
-		"/usr/lib/libgone.so (deleted)",
-		"/memfd:jit (deleted)",
-	};
-	char *root = tree_new("spanfind-maps"), **objs = (char **)1;
-	size_t n = 99, i;
-
-	(void)state;
-	tree_put(
-		root, "proc/77/maps",
-		"55d0c0a00000-55d0c0a01000 r--p 00000000 08:01 1234                       /usr/bin/app\n"
-		"55d0c0a01000-55d0c0a02000 r-xp 00001000 08:01 1234                       /usr/bin/app\n"
-		"7f0000000000-7f0000001000 r-xp 00000000 08:01 99                         /usr/lib/with space/libx.so\n"
-		"7f0000001000-7f0000002000 r--p 00000000 08:01 100                        /usr/lib/data-only.so\n"
-		"7f0000002000-7f0000003000 r-xp 00000000 00:00 0 \n"
-		"7f0000003000-7f0000004000 r-xp 00000000 08:01 101                        /usr/lib/libgone.so (deleted)\n"
-		"7f0000004000-7f0000005000 r-xp 00002000 08:01 1234                       /usr/bin/app\n"
-		"7f0000005000-7f0000006000 r-xp 00000000 00:05 55                         /memfd:jit (deleted)\n"
-		"7f0000006000-7f0000007000 r-xp 00000000 00:00 0                          /no-inode\n"
-		"7ffd00000000-7ffd00002000 r-xp 00000000 00:00 0                          [vdso]\n"
-		"ffffffffff600000-ffffffffff601000 --xp 00000000 00:00 0                  [vsyscall]\n");
-	assert_int_equal(spanfind__mapped_objects(root, 77, &objs, &n), 0);
-	assert_int_equal(n, sizeof(want) / sizeof(want[0]));
-	for (i = 0; i < n; i++)
-		assert_string_equal(objs[i], want[i]);
-	spanfind__free_objects(objs, n);
-
-	tree_put(root, "proc/78/maps", "garbage\n");
-	assert_int_equal(spanfind__mapped_objects(root, 78, &objs, &n), -EINVAL);
-	assert_null(objs);
-	assert_int_equal(n, 0);
-	tree_put(root, "proc/80/maps", "");
-	assert_int_equal(spanfind__mapped_objects(root, 80, &objs, &n), 0);
-	assert_int_equal(n, 0);
-	assert_int_equal(spanfind__mapped_objects(root, 79, &objs, &n), -ESRCH);
-	assert_int_equal(spanfind__mapped_objects(root, 0, &objs, &n), -EINVAL);
-	tree_free(root);
 }
 
 /*
@@ -1242,7 +1097,6 @@ static void test_spanfind__workload_counts(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_spanfind__request_parse),
 		cmocka_unit_test(test_spanfind__notes_gcc_clang_pie_stripped),
 		cmocka_unit_test(test_spanfind__shared_library),
 		cmocka_unit_test(test_spanfind__static_functions),
@@ -1251,8 +1105,6 @@ int main(void)
 		cmocka_unit_test(test_spanfind__not_elf),
 		cmocka_unit_test(test_spanfind__bound),
 		cmocka_unit_test(test_spanfind__vaddr_to_offset),
-		cmocka_unit_test(test_spanfind__mapped_objects_self),
-		cmocka_unit_test(test_spanfind__mapped_objects_fixture),
 		cmocka_unit_test(test_spanfind__discover_map_files),
 		cmocka_unit_test(test_spanfind__discover_fixture_root),
 		cmocka_unit_test(test_spanfind__discover_errors),

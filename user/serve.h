@@ -45,15 +45,4 @@ int serve__run(const struct serve_opts *opts, char *errbuf, size_t errlen);
 
 #define SERVE_DEFAULT_LISTEN "127.0.0.1:9464"
 
-struct promtext;
-struct json_object;
-
-/*
- * Gaps as data, from an evidence document (NULL: families with no samples):
- * khbpf_evidence_available{collector,field} 0/1 for each collector and each
- * Evidence value of `hardware`, khbpf_evidence_gap_info{collector,field,
- * reason} for each gap, khbpf_topology{field} for recorded topology.
- */
-int serve__gap_metrics(struct promtext *p, struct json_object *doc);
-
 #endif /* KHBPF_SERVE_H */

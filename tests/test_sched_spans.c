@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * Span probes against a real annotated program (build/workloads/spanned):
+ * sched_spans: span probes against a real annotated program (build/workloads/spanned):
  * exact call counts per metric, parent links, exclusive = inclusive minus
  * children, per-thread attribution, and every record accounted for; in
  * uprobe_multi links (where the kernel has them) and in per-site links, and
@@ -351,14 +351,14 @@ static void exact_counts_and_nesting(void)
 }
 
 /* The ten sites in two uprobe_multi links (where the kernel has them). */
-static void test_span_probes__exact_counts_and_nesting(void **state)
+static void test_sched_spans__exact_counts_and_nesting(void **state)
 {
 	(void)state;
 	exact_counts_and_nesting();
 }
 
 /* The same in twenty links, two per site: the way of kernels before 6.6. */
-static void test_span_probes__exact_counts_per_site_links(void **state)
+static void test_sched_spans__exact_counts_per_site_links(void **state)
 {
 	(void)state;
 	links = SCHED_SPAN_LINKS_PER_SITE;
@@ -366,7 +366,7 @@ static void test_span_probes__exact_counts_per_site_links(void **state)
 }
 
 /* The same with span and thread state in the hashes, as on PREEMPT_RT. */
-static void test_span_probes__exact_counts_task_hashes(void **state)
+static void test_sched_spans__exact_counts_task_hashes(void **state)
 {
 	(void)state;
 	task_hashes = true;
@@ -407,13 +407,13 @@ static void bad_site_alone(enum sched_span_links how)
 	free(ev.v);
 }
 
-static void test_span_probes__bad_site_alone_multi(void **state)
+static void test_sched_spans__bad_site_alone_multi(void **state)
 {
 	(void)state;
 	bad_site_alone(SCHED_SPAN_LINKS_MULTI);
 }
 
-static void test_span_probes__bad_site_alone_per_site(void **state)
+static void test_sched_spans__bad_site_alone_per_site(void **state)
 {
 	(void)state;
 	bad_site_alone(SCHED_SPAN_LINKS_PER_SITE);
@@ -425,7 +425,7 @@ static void test_span_probes__bad_site_alone_per_site(void **state)
  * offset stand in for as many functions (per-site links would take the
  * kernel minutes to take down).
  */
-static void test_span_probes__site_bound(void **state)
+static void test_sched_spans__site_bound(void **state)
 {
 	struct sched_collector_opts o = { .sz = sizeof(o), .spans = true };
 	char *args[] = { "--threads", "1", "--iterations", "1", NULL };
@@ -466,7 +466,7 @@ static void test_span_probes__site_bound(void **state)
 }
 
 /* A cap on records: aggregates stay exact and the losses add up. */
-static void test_span_probes__sampled_out_counted(void **state)
+static void test_sched_spans__sampled_out_counted(void **state)
 {
 	struct metric_table mt = { .nr = 0 };
 	struct sched_collector_stats st;
@@ -493,7 +493,7 @@ static void test_span_probes__sampled_out_counted(void **state)
 }
 
 /* A span open when the window ends is reported with its start, not lost. */
-static void test_span_probes__open_span_reported(void **state)
+static void test_sched_spans__open_span_reported(void **state)
 {
 	struct sched_collector_opts o = { .sz = sizeof(o), .spans = true };
 	char *args[] = { "--hold", "--threads", "1", "--iterations", "1", NULL };
@@ -548,7 +548,7 @@ static void test_span_probes__open_span_reported(void **state)
  * CPU just out of idle (measured here), so each edge pair may differ by
  * that much. Spans of 1 ms or more on a CPU must agree within 1%.
  */
-static void test_span_probes__counters_follow_the_thread(void **state)
+static void test_sched_spans__counters_follow_the_thread(void **state)
 {
 	struct metric_table mt = { .nr = 0 };
 	struct sched_collector_stats st;
@@ -626,17 +626,17 @@ static void test_span_probes__counters_follow_the_thread(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup(test_span_probes__exact_counts_and_nesting, default_links),
-		cmocka_unit_test_setup(test_span_probes__exact_counts_task_hashes, default_links),
-		cmocka_unit_test_setup(test_span_probes__exact_counts_per_site_links,
+		cmocka_unit_test_setup(test_sched_spans__exact_counts_and_nesting, default_links),
+		cmocka_unit_test_setup(test_sched_spans__exact_counts_task_hashes, default_links),
+		cmocka_unit_test_setup(test_sched_spans__exact_counts_per_site_links,
 				       default_links),
-		cmocka_unit_test_setup(test_span_probes__bad_site_alone_multi, default_links),
-		cmocka_unit_test_setup(test_span_probes__bad_site_alone_per_site, default_links),
-		cmocka_unit_test_setup(test_span_probes__site_bound, default_links),
-		cmocka_unit_test_setup(test_span_probes__sampled_out_counted, default_links),
-		cmocka_unit_test_setup(test_span_probes__open_span_reported, default_links),
-		cmocka_unit_test_setup(test_span_probes__counters_follow_the_thread, default_links),
+		cmocka_unit_test_setup(test_sched_spans__bad_site_alone_multi, default_links),
+		cmocka_unit_test_setup(test_sched_spans__bad_site_alone_per_site, default_links),
+		cmocka_unit_test_setup(test_sched_spans__site_bound, default_links),
+		cmocka_unit_test_setup(test_sched_spans__sampled_out_counted, default_links),
+		cmocka_unit_test_setup(test_sched_spans__open_span_reported, default_links),
+		cmocka_unit_test_setup(test_sched_spans__counters_follow_the_thread, default_links),
 	};
 
-	return cmocka_run_group_tests_name("span_probes", tests, NULL, NULL);
+	return cmocka_run_group_tests_name("sched_spans", tests, NULL, NULL);
 }

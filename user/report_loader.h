@@ -1,0 +1,126 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The state of one report_doc__load_string and the pieces of the loader
+ * that share it: report.c parses and streams the text, report_sections.c
+ * fills the model section by section, report_field.c reads typed members,
+ * report_gaps.c collects the gaps. Internal to those; callers use report.h.
+ *
+ * The first failure sets ld->failed (-EPROTO for a malformed document,
+ * -ENOMEM, -EINVAL for an element that is not JSON) and its message in
+ * ld->err; later failures keep both, and every reader returns at once
+ * (NULL, 0, false) once ld->failed is set.
+ */
+#ifndef KHBPF_REPORT_LOADER_H
+#define KHBPF_REPORT_LOADER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <json-c/json.h>
+
+#include "jscan.h"
+#include "report.h"
+
+/*
+ * The arrays that grow with the work (threads, span records, per-thread
+ * utilization): read from the text one element at a time, so that a
+ * document of 10^5 spans never exists as one json-c tree (about 8 KiB per
+ * span record). The tree holds an empty array in their place.
+ */
+enum stream_id { STREAM_THREADS, STREAM_SPANS, STREAM_UTIL_THREADS, NR_STREAMS };
+
+/* Where each streamed array is: "threads", "events.spans", ... */
+extern const char *const report_stream_paths[NR_STREAMS];
+
+struct stream {
+	bool on;
+	struct jrange range; /* the array in the text */
+	struct json_object *placeholder; /* its empty stand-in in the tree */
+	/* The gaps found in its elements, spliced in where the walk meets it. */
+	struct report_gap *gaps;
+	size_t nr_gaps;
+	uint64_t gap_fields;
+};
+
+struct loader {
+	struct report_doc *doc;
+	char *err;
+	size_t errlen;
+	int failed; /* the first error's -errno; later ones keep its message */
+	const char *text; /* the document, when arrays are streamed */
+	struct stream streams[NR_STREAMS];
+	bool element_not_json; /* an element does not parse: read it whole for the message */
+};
+
+/* ---- report.c: streamed arrays ---- */
+
+/*
+ * Each element of stream id, parsed on its own and freed after fn; its gaps
+ * are collected on the way. The number of elements, or 0 after a failure.
+ */
+size_t loader__stream_each(struct loader *ld, enum stream_id id,
+			   void (*fn)(struct loader *ld, struct json_object *o, size_t idx,
+				      void *arg),
+			   void *arg);
+/* The number of elements of stream id; 0 (and ld failed) when the text is not JSON. */
+size_t loader__stream_count(struct loader *ld, enum stream_id id);
+
+/* ---- report_field.c: typed members ---- */
+
+/* Fails the load with -EPROTO and the message (control bytes as \xNN); first one wins. */
+__attribute__((format(printf, 2, 3))) void loader__fail(struct loader *ld, const char *fmt, ...);
+/* Fails the load with -ENOMEM; returns -ENOMEM. */
+int loader__nomem(struct loader *ld);
+/* A string of a streamed element, which is freed: the document keeps a copy. */
+const char *loader__own(struct loader *ld, const char *str);
+
+/* Member key of obj (at path `where`) of the given type; NULL when absent or wrong. */
+struct json_object *loader__member(struct loader *ld, struct json_object *obj, const char *where,
+				   const char *key, enum json_type type, bool required);
+/* o as an unsigned integer into *out; false (and the load failed) when it is not one. */
+bool loader__u64_of(struct loader *ld, struct json_object *o, const char *where, const char *key,
+		    uint64_t *out);
+/* Required members; 0 / NULL / false when absent (required: the load fails). */
+uint64_t loader__get_u64(struct loader *ld, struct json_object *obj, const char *where,
+			 const char *key);
+const char *loader__get_str(struct loader *ld, struct json_object *obj, const char *where,
+			    const char *key, bool required);
+bool loader__get_bool(struct loader *ld, struct json_object *obj, const char *where,
+		      const char *key, bool required);
+/* The gap reason named s; false when s is NULL or not a reason of the schema. */
+bool loader__parse_gap(const char *s, enum ev_gap *out);
+/*
+ * Evidence<T> at obj.key: the recorded value (NULL for a gap, with *reason
+ * set); *recorded says whether it was recorded.
+ */
+struct json_object *loader__get_ev(struct loader *ld, struct json_object *obj, const char *where,
+				   const char *key, bool *recorded, enum ev_gap *reason);
+struct ev_u64 loader__get_ev_u64(struct loader *ld, struct json_object *obj, const char *where,
+				 const char *key);
+/* SourcedEvidence<u64>: {"value": Evidence<u64>, "source": SOURCE}. */
+struct sev_u64 loader__get_sev_u64(struct loader *ld, struct json_object *obj, const char *where,
+				   const char *key);
+/* obj.scheduler: the six SourcedEvidence counters. */
+void loader__get_sched(struct loader *ld, struct json_object *obj, const char *where,
+		       struct scheduler_evidence *s);
+/* A histogram array of {lower_bound, upper_bound, count}; *nr its length. */
+struct report_bucket *loader__get_buckets(struct loader *ld, struct json_object *arr,
+					  const char *where, size_t *nr);
+/* scheduler_detail / bpf_detail: Evidence<{runqueue_* ...}>, absent in old documents. */
+void loader__get_rq(struct loader *ld, struct json_object *obj, const char *where, const char *key,
+		    struct report_rq *rq);
+
+/* ---- report_sections.c ---- */
+
+/* Every section of root into ld->doc: run, collectors, hardware, threads, spans, loss... */
+void loader__load_sections(struct loader *ld, struct json_object *root);
+
+/* ---- report_gaps.c ---- */
+
+/* The gaps of element idx of a streamed array, into that array's own list. */
+void loader__walk_element_gaps(struct loader *ld, enum stream_id id, struct json_object *o,
+			       size_t idx);
+/* The gaps of the whole tree into ld->doc, streamed arrays' in their place. */
+void loader__walk_gaps(struct loader *ld, struct json_object *root);
+
+#endif /* KHBPF_REPORT_LOADER_H */

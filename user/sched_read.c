@@ -1,0 +1,375 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Reading what a loaded collector holds: the task iterators' thread
+ * records, the exited map, cgroup groups, and the programs' own run
+ * statistics. See sched_collector.h.
+ */
+#include <errno.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "sched.skel.h"
+#include "sched_collector.h"
+#include "sched_collector_priv.h"
+
+static int table_push(struct thread_table *t, size_t *cap, const struct khbpf_thread_rec *r)
+{
+	if (t->nr == *cap) {
+		size_t ncap = *cap ? *cap * 2 : 256;
+		struct khbpf_thread_rec *grown = realloc(t->recs, ncap * sizeof(*grown));
+
+		if (!grown)
+			return -ENOMEM;
+		t->recs = grown;
+		*cap = ncap;
+	}
+	t->recs[t->nr++] = *r;
+	return 0;
+}
+
+static int rec_cmp(const void *a, const void *b)
+{
+	const struct khbpf_thread_rec *x = a, *y = b;
+
+	if (x->tid != y->tid)
+		return x->tid < y->tid ? -1 : 1;
+	return x->start_time < y->start_time ? -1 : x->start_time > y->start_time;
+}
+
+void thread_table__sort(struct thread_table *t)
+{
+	if (t->nr)
+		qsort(t->recs, t->nr, sizeof(*t->recs), rec_cmp);
+}
+
+const struct khbpf_thread_rec *thread_table__find(const struct thread_table *t, uint32_t tid,
+						  uint64_t start_time)
+{
+	struct khbpf_thread_rec key = { .tid = tid, .start_time = start_time };
+
+	if (!t->nr)
+		return NULL;
+	return bsearch(&key, t->recs, t->nr, sizeof(*t->recs), rec_cmp);
+}
+
+void thread_table__free(struct thread_table *t)
+{
+	free(t->recs);
+	t->recs = NULL;
+	t->nr = 0;
+}
+
+int sched_collector__baseline(struct sched_collector *c, struct thread_table *out)
+{
+	int err;
+
+	c->skel->bss->iter_init_state = 1;
+	err = sched_collector__snapshot(c, out);
+	c->skel->bss->iter_init_state = 0;
+	return err;
+}
+
+/*
+ * Run a task iterator and collect its fixed-size records into a malloc'd
+ * array. seq_file hands out whole records; reassemble across reads anyway.
+ */
+int sched_collector__iter_collect(struct bpf_program *prog, size_t rec_size, void **out, size_t *nr)
+{
+	char *v = NULL, *grown;
+	size_t cap = 0, n = 0, have = 0;
+	struct bpf_link *link;
+	int fd, err = 0;
+	ssize_t r;
+
+	*out = NULL;
+	*nr = 0;
+	link = bpf_program__attach_iter(prog, NULL);
+	if (!link)
+		return -errno;
+	fd = bpf_iter_create(bpf_link__fd(link));
+	if (fd < 0) {
+		err = -errno;
+		goto cleanup;
+	}
+	for (;;) {
+		if (n == cap) {
+			cap = cap ? cap * 2 : 64;
+			grown = realloc(v, cap * rec_size);
+			if (!grown) {
+				err = -ENOMEM;
+				break;
+			}
+			v = grown;
+		}
+		r = read(fd, v + n * rec_size + have, rec_size - have);
+		if (r <= 0) {
+			if (r < 0)
+				err = -errno;
+			else if (have)
+				err = -EIO;
+			break;
+		}
+		have += (size_t)r;
+		if (have == rec_size) {
+			have = 0;
+			n++;
+		}
+	}
+	close(fd);
+cleanup:
+	bpf_link__destroy(link);
+	if (err) {
+		free(v);
+		return err;
+	}
+	*out = v;
+	*nr = n;
+	return 0;
+}
+
+int sched_collector__snapshot(struct sched_collector *c, struct thread_table *out)
+{
+	void *recs;
+	int err;
+
+	memset(out, 0, sizeof(*out));
+	err = sched_collector__iter_collect(c->skel->progs.khbpf_iter_task, sizeof(*out->recs),
+					    &recs, &out->nr);
+	if (err)
+		return err;
+	out->recs = recs;
+	thread_table__sort(out);
+	return 0;
+}
+
+static int read_exited(struct sched_collector *c, struct thread_table *out, size_t *not_final)
+{
+	struct khbpf_thread_key key, next;
+	struct khbpf_thread_rec rec;
+	int fd = bpf_map__fd(c->skel->maps.exited);
+	size_t cap = 0;
+	void *prev = NULL;
+	int err = 0;
+
+	memset(out, 0, sizeof(*out));
+	*not_final = 0;
+	while (!bpf_map_get_next_key(fd, prev, &next)) {
+		key = next;
+		prev = &key;
+		if (bpf_map_lookup_elem(fd, &key, &rec))
+			continue; /* nothing deletes; kept for safety */
+		if (!(rec.flags & KHBPF_REC_FINAL))
+			(*not_final)++;
+		err = table_push(out, &cap, &rec);
+		if (err)
+			break;
+	}
+	if (err)
+		thread_table__free(out);
+	else
+		thread_table__sort(out);
+	return err;
+}
+
+/*
+ * A thread is reaped (and its process can look exited) before its final
+ * __schedule() runs, so wait briefly for the final switch to refresh each
+ * record; a record that never gets it keeps its sched_process_exit values.
+ */
+int sched_collector__exited(struct sched_collector *c, struct thread_table *out)
+{
+	size_t not_final = 0;
+	int err, tries;
+
+	for (tries = 0;; tries++) {
+		err = read_exited(c, out, &not_final);
+		if (err || !not_final || tries == 200)
+			break;
+		thread_table__free(out);
+		usleep(500);
+	}
+	c->not_final = not_final;
+	return err;
+}
+
+/*
+ * Every entry of a hash map as records of rec_size bytes: the key at offset
+ * 0, the value at val_off. An entry deleted while we walk is skipped.
+ */
+int sched_collector__map_dump(int fd, size_t key_size, size_t val_off, size_t rec_size, void **out,
+			      size_t *nr)
+{
+	char key[64], next[64], *v = NULL, *grown;
+	size_t cap = 0, n = 0;
+	void *prev = NULL;
+
+	if (key_size > sizeof(key))
+		return -E2BIG;
+	while (!bpf_map_get_next_key(fd, prev, next)) {
+		memcpy(key, next, key_size);
+		prev = key;
+		if (n == cap) {
+			cap = cap ? cap * 2 : 64;
+			grown = realloc(v, cap * rec_size);
+			if (!grown) {
+				free(v);
+				return -ENOMEM;
+			}
+			v = grown;
+		}
+		if (bpf_map_lookup_elem(fd, key, v + n * rec_size + val_off))
+			continue;
+		memcpy(v + n * rec_size, key, key_size);
+		n++;
+	}
+	*out = v;
+	*nr = n;
+	return 0;
+}
+
+int sched_collector__drain_exited(struct sched_collector *c, struct thread_table *out)
+{
+	int fd = bpf_map__fd(c->skel->maps.exited);
+	size_t not_final, i;
+	int err;
+
+	err = read_exited(c, out, &not_final);
+	if (err)
+		return err;
+	c->not_final += not_final;
+	for (i = 0; i < out->nr; i++) {
+		const struct khbpf_thread_rec *r = &out->recs[i];
+		struct khbpf_thread_key key = { .tid = r->tid, .start_time = r->start_time };
+
+		if (r->flags & KHBPF_REC_FINAL)
+			bpf_map_delete_elem(fd, &key);
+	}
+	return 0;
+}
+
+int sched_collector__groups(struct sched_collector *c, struct group_entry **out, size_t *nr)
+{
+	void *v;
+	int err;
+
+	err = sched_collector__map_dump(bpf_map__fd(c->skel->maps.groups),
+					sizeof(struct khbpf_group_key),
+					offsetof(struct group_entry, acc), sizeof(**out), &v, nr);
+	*out = err ? NULL : v;
+	return err;
+}
+
+int sched_collector__group_spill(struct sched_collector *c, struct khbpf_group_acc *out)
+{
+	uint32_t zero = 0;
+
+	return bpf_map__lookup_elem(c->skel->maps.group_spill, &zero, sizeof(zero), out,
+				    sizeof(*out), 0);
+}
+
+int sched_collector__delete_group(struct sched_collector *c, const struct khbpf_group_key *key)
+{
+	return bpf_map__delete_elem(c->skel->maps.groups, key, sizeof(*key), 0);
+}
+
+void sched_collector__role_name(const char *prog, char *out, size_t size)
+{
+	static const char *const variants[] = { "_nostate", "_nofetch" };
+	size_t n = strlen(prog), i, l;
+
+	for (i = 0; i < sizeof(variants) / sizeof(variants[0]); i++) {
+		l = strlen(variants[i]);
+		if (n > l && !strcmp(prog + n - l, variants[i])) {
+			n -= l;
+			break;
+		}
+	}
+	snprintf(out, size, "%.*s", (int)n, prog);
+}
+
+int sched_collector__stats(struct sched_collector *c, struct sched_collector_stats *out)
+{
+	struct bpf_program *prog;
+
+	memset(out, 0, sizeof(*out));
+	out->run_stats_enabled = c->stats_fd >= 0;
+	out->storage_failures = c->skel->bss->storage_failures;
+	out->exited_overflow = c->skel->bss->exited_overflow;
+	out->final_unmatched = c->skel->bss->final_unmatched;
+	out->iter_write_errors = c->skel->bss->iter_write_errors;
+	out->exit_not_final = c->not_final;
+	out->span_records = c->skel->bss->span_records;
+	out->span_ringbuf_drops = c->skel->bss->span_ringbuf_drops;
+	out->span_sampled_out = c->skel->bss->span_sampled_out;
+	out->span_depth_overflow = c->skel->bss->span_depth_overflow;
+	out->span_unwound = c->skel->bss->span_unwound;
+	out->span_unmatched = c->skel->bss->span_unmatched;
+	out->span_agg_overflow = c->skel->bss->span_agg_overflow;
+	out->span_state_failures = c->skel->bss->span_state_failures;
+	out->span_events_delivered = c->delivered;
+	out->span_events_malformed = c->malformed;
+	out->span_clock_gaps = c->skel->bss->span_clock_gaps;
+	out->span_counter_skews = c->skel->bss->span_counter_skews;
+	out->exec_renumbered = c->skel->bss->exec_renumbered;
+	out->span_open_at_exit_drops = c->skel->bss->span_open_at_exit_drops;
+	out->groups_made = c->skel->bss->groups_made;
+	out->group_overflow = c->skel->bss->group_overflow;
+	out->nr_counters = c->nr_counters;
+	out->counters_err = c->counters_refused ? -E2BIG : c->counters_err;
+	out->counters_refused = c->counters_refused;
+	out->counter_cpus = c->counter_cpus;
+	out->max_exited = c->max_exited;
+	out->sched_info = c->sched_info;
+	out->span_site_unresolved = c->skel->bss->span_site_unresolved;
+	sched_collector__select(&c->feat, &out->variant);
+	out->variant.uprobe_multi = c->span_multi;
+	out->variant.task_storage = c->task_storage;
+	bpf_object__for_each_program(prog, c->skel->obj) {
+		struct bpf_prog_info info = {};
+		__u32 len = sizeof(info);
+		struct sched_prog_stats *s;
+
+		if (out->nr_progs == SCHED_PROG_MAX || prog == c->skel->progs.khbpf_iter_task ||
+		    prog == c->skel->progs.khbpf_iter_open_spans || bpf_program__fd(prog) < 0)
+			continue;
+		if (bpf_obj_get_info_by_fd(bpf_program__fd(prog), &info, &len))
+			return -errno;
+		s = &out->progs[out->nr_progs++];
+		sched_collector__role_name(bpf_program__name(prog), s->name, sizeof(s->name));
+		s->run_cnt = info.run_cnt;
+		s->run_time_ns = info.run_time_ns;
+		/*
+		 * The kernel fills only the bpf_prog_info it knows and says how
+		 * much in len: one without recursion_misses (before 5.12) leaves
+		 * our zero, which is not a count.
+		 */
+		s->recursion_known = len >= offsetof(struct bpf_prog_info, recursion_misses) +
+						    sizeof(info.recursion_misses);
+		s->recursion_misses = info.recursion_misses;
+	}
+	return 0;
+}
+
+int sched_collector__prog_ids(struct sched_collector *c, uint32_t *ids, int max, int *nr)
+{
+	struct bpf_program *prog;
+
+	*nr = 0;
+	bpf_object__for_each_program(prog, c->skel->obj) {
+		struct bpf_prog_info info = {};
+		__u32 len = sizeof(info);
+
+		if (bpf_program__fd(prog) < 0)
+			continue; /* the variant this kernel does not load */
+		if (*nr == max)
+			return -E2BIG;
+		if (bpf_obj_get_info_by_fd(bpf_program__fd(prog), &info, &len))
+			return -errno;
+		ids[(*nr)++] = info.id;
+	}
+	return 0;
+}

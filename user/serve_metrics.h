@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: MIT */
+/* serve's /metrics body: the Prometheus families, in a fixed order. */
+#ifndef KHBPF_SERVE_METRICS_H
+#define KHBPF_SERVE_METRICS_H
+
+#include <stdint.h>
+
+struct json_object;
+struct promtext;
+struct sched_collector;
+struct serve_groups;
+
+/* What one scrape reads. */
+struct serve_metrics_src {
+	struct serve_groups *groups;
+	struct sched_collector *coll;
+	uint32_t group_by; /* KHBPF_GROUP_*: which labels a group's series has */
+	uint32_t top; /* process: --top, so series have a pid label */
+	const char *root; /* procfs/sysfs root; NULL → "/" */
+	struct json_object *doc; /* the last window's document; NULL before one */
+	uint64_t windows, window_errors;
+};
+
+/*
+ * The groups' families, collector health and loss counters, the gaps of
+ * src->doc (serve_metrics__gaps), and the CPU frequency now. 0 or -errno.
+ */
+int serve_metrics__render(struct promtext *p, const struct serve_metrics_src *src);
+
+/*
+ * Gaps as data, from an evidence document (NULL: families with no samples):
+ * khbpf_evidence_available{collector,field} 0/1 for each collector and each
+ * Evidence value of `hardware`, khbpf_evidence_gap_info{collector,field,
+ * reason} for each gap, khbpf_topology{field} for recorded topology.
+ */
+int serve_metrics__gaps(struct promtext *p, struct json_object *doc);
+
+#endif /* KHBPF_SERVE_METRICS_H */
