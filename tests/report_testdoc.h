@@ -112,6 +112,18 @@ static inline struct report_doc *fixture_load(const char *name)
 	return d;
 }
 
+/* The gap at that path of a loaded document; fails the test when there is none. */
+static inline const struct report_gap *gap(const struct report_doc *d, const char *path)
+{
+	size_t i;
+
+	for (i = 0; i < d->nr_gaps; i++)
+		if (!strcmp(d->gaps[i].path, path))
+			return &d->gaps[i];
+	fail_msg("no gap %s", path);
+	return NULL;
+}
+
 /* Occurrences of needle in hay. */
 static inline size_t count_of(const char *hay, const char *needle)
 {

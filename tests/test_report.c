@@ -68,17 +68,6 @@ static const struct report_metric *metric(const struct report_doc *d, const char
 	return NULL;
 }
 
-static const struct report_gap *gap(const struct report_doc *d, const char *path)
-{
-	size_t i;
-
-	for (i = 0; i < d->nr_gaps; i++)
-		if (!strcmp(d->gaps[i].path, path))
-			return &d->gaps[i];
-	fail_msg("no gap %s", path);
-	return NULL;
-}
-
 /* A real `khbpf run` of the spanned workload, 2 threads x 2 rounds, one span held open. */
 static void test_report__spans_fixture(void **state)
 {

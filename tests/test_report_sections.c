@@ -13,17 +13,6 @@
 #include "report_loader.h"
 #include "report_testdoc.h"
 
-static const struct report_gap *gap(const struct report_doc *d, const char *path)
-{
-	size_t i;
-
-	for (i = 0; i < d->nr_gaps; i++)
-		if (!strcmp(d->gaps[i].path, path))
-			return &d->gaps[i];
-	fail_msg("no gap %s", path);
-	return NULL;
-}
-
 static void test_report_sections__sched_fixture(void **state)
 {
 	struct report_doc *d = fixture_load("sched.json");

@@ -6,6 +6,7 @@
 #include <json-c/printbuf.h>
 
 #include "jsonstream.h"
+#include "output.h"
 
 /*
  * In the tree's text a lazy array being streamed is a single 0x01 byte:
@@ -46,25 +47,9 @@ static int pb_put(struct sink *s, const char *text, size_t len)
 	return printbuf_memappend(s->pb, text, (int)len) < 0 ? -ENOMEM : 0;
 }
 
-static int write_all(int fd, const char *p, size_t len)
-{
-	while (len) {
-		ssize_t n = write(fd, p, len);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 static int fd_flush(struct sink *s)
 {
-	int err = s->err ?: write_all(s->fd, s->buf, s->used);
+	int err = s->err ?: output__write_all(s->fd, s->buf, s->used);
 
 	s->used = 0;
 	s->err = err;
@@ -78,7 +63,7 @@ static int fd_put(struct sink *s, const char *text, size_t len)
 	if (s->used + len > sizeof(s->buf) && fd_flush(s))
 		return s->err;
 	if (len > sizeof(s->buf)) {
-		s->err = write_all(s->fd, text, len);
+		s->err = output__write_all(s->fd, text, len);
 		return s->err;
 	}
 	memcpy(s->buf + s->used, text, len);

@@ -14,7 +14,7 @@
 
 #include "output.h"
 
-static int write_all(int fd, const void *data, size_t len)
+int output__write_all(int fd, const void *data, size_t len)
 {
 	const char *p = data;
 
@@ -251,9 +251,9 @@ struct data_fill {
 static int fill_data(int fd, void *ctx)
 {
 	const struct data_fill *d = ctx;
-	int err = write_all(fd, d->data, d->len);
+	int err = output__write_all(fd, d->data, d->len);
 
-	return err ?: d->newline ? write_all(fd, "\n", 1) : 0;
+	return err ?: d->newline ? output__write_all(fd, "\n", 1) : 0;
 }
 
 int output__write_file(const char *path, const void *data, size_t len,
@@ -312,8 +312,8 @@ int output__append(int fd, const void *data, size_t len)
 	int err;
 
 	if (fstat(fd, &st) || !S_ISREG(st.st_mode))
-		return write_all(fd, data, len);
-	err = write_all(fd, data, len);
+		return output__write_all(fd, data, len);
+	err = output__write_all(fd, data, len);
 	/* O_APPEND and one writer: what follows st_size is this record's. */
 	if (err && ftruncate(fd, st.st_size))
 		return -errno;

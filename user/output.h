@@ -70,4 +70,7 @@ int output__open_append(const char *path, mode_t mode);
  */
 int output__append(int fd, const void *data, size_t len);
 
+/* Writes all of data to fd, again after EINTR and short writes: 0 or -errno. */
+int output__write_all(int fd, const void *data, size_t len);
+
 #endif /* KHBPF_OUTPUT_H */
