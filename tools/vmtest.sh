@@ -22,7 +22,9 @@
 #                   (NAME.log, a colon as -), steps.tsv, guest.tsv (facts
 #                   about the guest), mounts.txt, dmesg.log, and console.log
 #                   (virtme-ng's and the guest kernel's console); and the
-#                   khbpf that ran there
+#                   khbpf that ran there; failed/NAME.PID/, a failed
+#                   integration test's temporary directory (its documents
+#                   and logs), kept by KHBPF_TEST_KEEP_FAILED
 #   table.md        kernel | accel | each probe collector | each step
 # Exits 0 when every step passed in every guest, 1 when any failed or a guest
 # did not come up, 2 on a usage or setup error. The last line is
@@ -123,7 +125,7 @@ guest_test_cmd() {
 	integration:*)
 		local t=tests/integration/${1#integration:}.sh
 		[ -f "$ROOT/$t" ] || return 1
-		echo "KHBPF=\"\$KHBPF\" SCHEMA=docs/khbpf-evidence.schema.json PYTHON=/usr/bin/python3 bash $t"
+		echo "KHBPF=\"\$KHBPF\" KHBPF_TEST_KEEP_FAILED=\"\$OUT/failed\" SCHEMA=docs/khbpf-evidence.schema.json PYTHON=/usr/bin/python3 bash $t"
 		;;
 	*) return 1 ;;
 	esac
@@ -210,7 +212,7 @@ fi
 case "${1:-}" in
 "") ;;
 -h | --help)
-	sed -n '3,66s/^# \{0,1\}//p' "$0"
+	sed -n '3,68s/^# \{0,1\}//p' "$0"
 	exit 0
 	;;
 *)

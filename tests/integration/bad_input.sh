@@ -52,7 +52,7 @@ valid() { # DOC
 
 sleep 600 &
 LIVE=$!
-trap 'kill "$LIVE" 2>/dev/null; wait "$LIVE" 2>/dev/null; rm -rf "$TMP"' EXIT
+trap 'rc=$?; kill "$LIVE" 2>/dev/null; wait "$LIVE" 2>/dev/null; keep_failed $rc' EXIT
 
 # --- targets -----------------------------------------------------------
 

@@ -45,7 +45,7 @@ wait "$GONE"
 # before looking at it).
 sleep 60 &
 LIVE=$!
-trap 'kill "$LIVE" 2>/dev/null; wait "$LIVE" 2>/dev/null; rm -rf "$TMP"' EXIT
+trap 'rc=$?; kill "$LIVE" 2>/dev/null; wait "$LIVE" 2>/dev/null; keep_failed $rc' EXIT
 
 zombie_case() {
 	local z="" st=""

@@ -9,7 +9,19 @@ KHBPF=${KHBPF:-build/khbpf}
 PYTHON=${PYTHON:-/usr/bin/python3}
 SCHEMA=${SCHEMA:-docs/khbpf-evidence.schema.json}
 TMP=$(mktemp -d /tmp/khbpf-it.XXXXXX)
-trap 'rm -rf "$TMP"' EXIT
+# keep_failed [RC]: with KHBPF_TEST_KEEP_FAILED=DIR, a failed test's $TMP (its
+# documents and logs) is copied to DIR/NAME.PID before it goes, so a failure
+# in a guest that is gone can still be read (tools/vmtest.sh sets it).
+keep_failed() {
+	local rc=${1:-$?}
+	if [ "$rc" -ne 0 ] && [ -n "${KHBPF_TEST_KEEP_FAILED:-}" ]; then
+		mkdir -p "$KHBPF_TEST_KEEP_FAILED" &&
+			cp -a "$TMP" "$KHBPF_TEST_KEEP_FAILED/$(basename "$0" .sh).$$" 2>/dev/null
+	fi
+	rm -rf "$TMP"
+	return "$rc"
+}
+trap keep_failed EXIT
 
 fail() {
 	echo "FAIL: $*" >&2

@@ -26,9 +26,10 @@ stop_case() {
 	return 0
 }
 cleanup() {
+	local rc=$?
 	stop_case
 	[ -z "$CG" ] || [ ! -d "$CG" ] || rmdir "$CG"
-	rm -rf "$TMP"
+	keep_failed "$rc"
 }
 trap cleanup EXIT
 

@@ -17,7 +17,7 @@ mkdir "$MNT"
 
 sleep 600 &
 LIVE=$!
-trap 'kill "$LIVE" 2>/dev/null; wait "$LIVE" 2>/dev/null; unmount_all "$MNT"; rm -rf "$TMP"' EXIT
+trap 'rc=$?; kill "$LIVE" 2>/dev/null; wait "$LIVE" 2>/dev/null; unmount_all "$MNT"; keep_failed $rc' EXIT
 
 # no_temp DIR: no .khbpf-out.* left in DIR.
 no_temp() {

@@ -18,7 +18,7 @@ chmod 0711 "$TMP"
 W="$TMP/w"
 mkdir -m 0777 "$W"
 PIDS=()
-trap 'for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done; rm -rf "$TMP"' EXIT
+trap 'rc=$?; for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done; keep_failed $rc' EXIT
 
 # wait_line PATTERN FILE: up to 20 s.
 wait_line() {

@@ -7,7 +7,7 @@
 require_root "run loads BPF"
 exec </dev/null
 P=
-trap '[ -z "$P" ] || kill "$P" 2>/dev/null; wait; rm -rf "$TMP"' EXIT
+trap 'rc=$?; [ -z "$P" ] || kill "$P" 2>/dev/null; wait; keep_failed $rc' EXIT
 
 same() { # NAME: the run's outputs against report's from $TMP/NAME.json
 	local n=$1

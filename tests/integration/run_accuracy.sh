@@ -8,7 +8,7 @@
 require_root "run loads BPF"
 CMP=tests/integration/sched_compare.py
 KH=
-trap '[ -z "$KH" ] || kill "$KH" 2>/dev/null; [ -z "${FINALCOUNT_PID:-}" ] || kill "$FINALCOUNT_PID" 2>/dev/null; wait; rm -rf "$TMP"' EXIT
+trap 'rc=$?; [ -z "$KH" ] || kill "$KH" 2>/dev/null; [ -z "${FINALCOUNT_PID:-}" ] || kill "$FINALCOUNT_PID" 2>/dev/null; wait; keep_failed $rc' EXIT
 
 # Kernels before 5.12 keep no recursion_misses in bpf_prog_info (the name is
 # then nowhere in their BTF): khbpf's count must be a gap there, not a 0.

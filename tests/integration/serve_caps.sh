@@ -25,6 +25,7 @@ alive() {
 	return 1
 }
 stop_serve() {
+	local rc=$?
 	local p
 	for p in $SPID $SH; do kill -INT "$p" 2>/dev/null; done
 	for _ in $(seq 50); do
@@ -33,7 +34,7 @@ stop_serve() {
 	done
 	for p in $SPID $SH; do kill -KILL "$p" 2>/dev/null; done
 	wait "$SH" 2>/dev/null
-	rm -rf "$TMP"
+	keep_failed "$rc"
 }
 trap stop_serve EXIT
 for _ in $(seq 100); do

@@ -10,7 +10,7 @@ command -v promtool >/dev/null ||
 	  echo "SKIP serve_churn: promtool not installed"; exit 0; }
 SERVE_PID= LOOP=
 # Everything started in the background is stopped, or `wait` would wait on it.
-trap 'for p in $SERVE_PID $LOOP; do kill "$p" 2>/dev/null; done; wait 2>/dev/null; rm -rf "$TMP"' EXIT
+trap 'rc=$?; for p in $SERVE_PID $LOOP; do kill "$p" 2>/dev/null; done; wait 2>/dev/null; keep_failed $rc' EXIT
 PORT=$("$PYTHON" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 URL="http://127.0.0.1:$PORT"
 

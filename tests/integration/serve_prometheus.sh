@@ -17,13 +17,14 @@ CG="khbpf-it-$$"
 mkdir "$CGROOT/$CG" || fail "cannot make cgroup $CGROOT/$CG"
 SERVE_PID= PROM_PID= LOAD_PID= SERVE2_PID=
 cleanup() {
+	local rc=$?
 	[ -n "$LOAD_PID" ] && kill "$LOAD_PID" 2>/dev/null
 	[ -n "$PROM_PID" ] && kill "$PROM_PID" 2>/dev/null
 	[ -n "$SERVE_PID" ] && kill "$SERVE_PID" 2>/dev/null
 	[ -n "$SERVE2_PID" ] && kill "$SERVE2_PID" 2>/dev/null
 	wait 2>/dev/null
 	rmdir "$CGROOT/$CG" 2>/dev/null
-	rm -rf "$TMP"
+	keep_failed "$rc"
 }
 trap cleanup EXIT
 

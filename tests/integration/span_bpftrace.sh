@@ -34,6 +34,7 @@ stop_proc() { # PID: SIGINT, then SIGKILL after 5 s; reaped either way
 	wait "$1" 2>/dev/null
 }
 cleanup() {
+	local rc=$?
 	stop_proc "$bt"
 	stop_proc "$kh"
 	if [ -n "$sq" ]; then
@@ -41,7 +42,7 @@ cleanup() {
 		exited "$sq" 5 || kill -KILL "$sq" 2>/dev/null
 		wait "$sq" 2>/dev/null
 	fi
-	rm -rf "$TMP"
+	keep_failed "$rc"
 }
 trap cleanup EXIT
 
