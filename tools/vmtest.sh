@@ -44,6 +44,7 @@
 #                         raise both for `integration`
 #   VMTEST_ACCEL          auto (KVM when a trial boot works, else TCG), kvm, tcg
 #   VMTEST_MEMORY         guest memory (2G); VMTEST_CPUS guest CPUs (2)
+#   VMTEST_APPEND         more guest kernel command line, e.g. preempt=none
 #   VMTEST_CACHE          cache (~/.cache/khbpf): kernels/, virtme-ng/, apt/
 #   VMTEST_APT_MAX_AGE    seconds before the private package lists are
 #                         refreshed (86400); 0 refreshes them now
@@ -185,6 +186,11 @@ guest_main() {
 		printf 'tree_writable\t%s\n' "$(touch .vmtest-w 2>/dev/null && rm -f .vmtest-w && echo yes || echo no)"
 		printf 'memlock\t%s\n' "$(ulimit -l)"
 		printf 'perf_event_paranoid\t%s\n' "$(cat /proc/sys/kernel/perf_event_paranoid)"
+		# The preemption model (PREEMPT_DYNAMIC kernels; the chosen one in
+		# brackets): a BPF program in task context runs preemptible under
+		# full and lazy.
+		printf 'preempt\t%s\n' "$(cat /sys/kernel/debug/sched/preempt 2>/dev/null)"
+		printf 'cmdline\t%s\n' "$(tr ' ' '\n' </proc/cmdline | grep -Ev '^(virtme|init=|console=|earlyprintk=|virtme\.exec=)' | tr '\n' ' ')"
 		printf 'unprivileged_bpf_disabled\t%s\n' "$(cat /proc/sys/kernel/unprivileged_bpf_disabled 2>/dev/null)"
 	} >"$OUT/guest.tsv"
 	mount >"$OUT/mounts.txt"
@@ -212,7 +218,7 @@ fi
 case "${1:-}" in
 "") ;;
 -h | --help)
-	sed -n '3,68s/^# \{0,1\}//p' "$0"
+	sed -n '3,69s/^# \{0,1\}//p' "$0"
 	exit 0
 	;;
 *)
@@ -535,6 +541,7 @@ boot_guest() {
 	# GUEST=HOST, both absolute: given HOST alone, virtme-ng 1.35 checks
 	# the guest path relative to the current directory, and fails.
 	[ -n "$rwdir" ] && args+=("--rwdir=$rwdir=$rwdir")
+	[ -n "${VMTEST_APPEND:-}" ] && args+=(--append "$VMTEST_APPEND")
 	args+=(--exec "$(printf '%q ' "$@")")
 	if [ "$accel" = tcg ]; then
 		# virtme-ng asks for -cpu host only with KVM; TCG's default is
