@@ -34,6 +34,7 @@ extern const volatile __u64 max_spans;
 extern const volatile bool use_task_storage;
 extern const volatile bool have_task_btf;
 extern const volatile bool have_cookie;
+extern const volatile bool have_preempt_kfuncs;
 extern const volatile __u32 nr_slot_cpus;
 extern const volatile __u32 group_by;
 extern const volatile __u32 nr_cgroup_filters;
@@ -196,7 +197,19 @@ KHBPF_MAP struct {
 	__type(value, struct khbpf_group_acc);
 } group_spill SEC(".maps");
 
-/* A record is too large for the 512-byte BPF stack. */
+/* A zeroed record to create `exited` entries from, filled in place. */
+KHBPF_MAP struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct khbpf_thread_rec);
+} rec_zero SEC(".maps");
+
+/*
+ * A record is too large for the 512-byte BPF stack. Used by the task
+ * iterator alone: a per-CPU buffer is private only to programs that cannot
+ * be preempted by another user of it.
+ */
 KHBPF_MAP struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);

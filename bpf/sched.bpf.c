@@ -61,6 +61,19 @@ const volatile bool use_task_storage = true;
 const volatile bool have_task_btf = true;
 const volatile bool have_cookie = true;
 /*
+ * bpf_preempt_disable()/enable() (6.10): the span programs run their body, a
+ * separate subprogram, with preemption disabled (span.bpf.c). From 6.13 the JIT gives a program with a large stack a per-CPU
+ * private stack (bpf_enable_priv_stack()); uprobe programs take no per-CPU
+ * recursion guard, so where they run preemptible (preempt=full or lazy, the
+ * only models 7.x offers on x86; PREEMPT_RT) a second thread's run on the
+ * same CPU overwrote a preempted run's stack: span records with another
+ * thread's frames, and a NULL dereference inside khbpf_span_exit, seen on
+ * 7.2. The tracepoint programs have the guard, so a preempted run makes the
+ * kernel skip the next on that CPU (recursion_misses) instead: see
+ * final_switch() for the exit program's.
+ */
+const volatile bool have_preempt_kfuncs = false;
+/*
  * Verifiers without atomic fetch-and-add (BPF_FETCH) refuse a program that
  * holds one anywhere, even in dead code: the span programs come in two
  * builds, and the loader loads the *_nofetch pair there. Those take span
@@ -83,6 +96,7 @@ __u32 iter_init_state = 0;
 __u64 storage_failures = 0; /* task storage could not be created */
 __u64 exited_overflow = 0; /* exited map full (or no memory for the record): record lost */
 __u64 final_unmatched = 0; /* final switch without an exit record */
+__u64 exits_made_at_final = 0; /* exit records made at the final switch: the exit program missed */
 __u64 iter_write_errors = 0; /* bpf_seq_write failed */
 __u64 span_threads = 0; /* thread slots handed out (span ids) */
 __u64 span_records = 0; /* records attempted (emitted + dropped + sampled out) */
@@ -159,6 +173,26 @@ static __always_inline __u32 task_cpu_of(struct task_struct *p)
 	return BPF_CORE_READ((struct task_struct___pre516 *)p, cpu);
 }
 
+/*
+ * The `exited` entry of key, made (zeroed) if there is none yet: the record
+ * is filled in place, never through a per-CPU buffer, because the exit
+ * tracepoint's program can be preempted (see khbpf_sched_process_exit).
+ * NULL when the map is full.
+ */
+static __always_inline struct khbpf_thread_rec *exited_entry(const struct khbpf_thread_key *key)
+{
+	struct khbpf_thread_rec *r = bpf_map_lookup_elem(&exited, key), *z;
+	__u32 zero = 0;
+
+	if (r)
+		return r;
+	z = bpf_map_lookup_elem(&rec_zero, &zero);
+	if (!z)
+		return NULL;
+	bpf_map_update_elem(&exited, key, z, BPF_NOEXIST);
+	return bpf_map_lookup_elem(&exited, key);
+}
+
 static __always_inline void final_switch(struct task_struct *prev)
 {
 	struct khbpf_thread_key key = {
@@ -169,7 +203,27 @@ static __always_inline void final_switch(struct task_struct *prev)
 	struct khbpf_task_state *st;
 
 	if (!r) {
-		__sync_fetch_and_add(&final_unmatched, 1);
+		/*
+		 * sched_process_exit's program did not run for it: since the
+		 * tracepoints run preemptible (7.x), a preempted run of that
+		 * program makes the kernel skip the next one on the same CPU
+		 * (its recursion_misses). The record is made here instead,
+		 * from the final counters; only open spans, which that program
+		 * reports, are lost (counted below).
+		 */
+		r = exited_entry(&key);
+		if (!r) {
+			__sync_fetch_and_add(&final_unmatched, 1);
+			return;
+		}
+		fill_rec(r, prev, KHBPF_REC_EXITED | KHBPF_REC_FINAL);
+		__sync_fetch_and_add(&exits_made_at_final, 1);
+		if (spans_enabled) {
+			struct khbpf_span_state *ss = span_state_get(prev, false);
+
+			if (ss && ss->depth)
+				__sync_fetch_and_add(&span_open_at_exit_drops, ss->depth);
+		}
 		return;
 	}
 	/* __schedule() counted this switch and run time before the tracepoint. */
@@ -479,29 +533,25 @@ int BPF_PROG(khbpf_sched_process_exit, struct task_struct *p)
 {
 	struct khbpf_thread_key key = {};
 	struct khbpf_thread_rec *r;
-	__u32 zero = 0;
 
 	if (!is_target(p))
 		return 0;
 	if (spans_enabled)
 		spans_at_exit(p);
-	r = bpf_map_lookup_elem(&scratch, &zero);
-	if (!r)
-		return 0;
-	fill_rec(r, p, KHBPF_REC_EXITED);
-	key.tid = r->tid;
-	key.start_time = r->start_time;
-	if (!bpf_map_update_elem(&exited, &key, r, BPF_NOEXIST))
-		return 0;
+	key.tid = BPF_CORE_READ(p, pid);
+	key.start_time = BPF_CORE_READ(p, start_time);
 	/*
-	 * The identity exited before: a thread that exec'd took the old
-	 * leader's id and start time (de_thread). Counted in exec_renumbered;
-	 * its record replaces the old leader's, as its final switch would.
+	 * An entry there already: the identity exited before, a thread that
+	 * exec'd took the old leader's id and start time (de_thread). Counted
+	 * in exec_renumbered; its record replaces the old leader's, as its
+	 * final switch would.
 	 */
-	if (bpf_map_lookup_elem(&exited, &key))
-		bpf_map_update_elem(&exited, &key, r, BPF_EXIST);
-	else
+	r = exited_entry(&key);
+	if (!r) {
 		__sync_fetch_and_add(&exited_overflow, 1);
+		return 0;
+	}
+	fill_rec(r, p, KHBPF_REC_EXITED);
 	return 0;
 }
 

@@ -413,28 +413,90 @@ static __always_inline int span_exit(struct pt_regs *ctx, bool fetch)
 	return 0;
 }
 
+/*
+ * Weak: on kernels without them (before 6.10) libbpf leaves the calls
+ * unresolved, and have_preempt_kfuncs false keeps them unreached. Declared
+ * in this one part only: bpftool's linker cannot merge a kfunc extern
+ * that two objects declare.
+ */
+extern void bpf_preempt_disable(void) __ksym __weak;
+extern void bpf_preempt_enable(void) __ksym __weak;
+
+/*
+ * Each program's body is a subprogram called with preemption disabled
+ * (have_preempt_kfuncs, see sched.bpf.c): every write to its stack is made
+ * inside the call, after bpf_preempt_disable().
+ */
+static __noinline int span_enter_fetch(struct pt_regs *ctx)
+{
+	return span_enter(ctx, true);
+}
+
+static __noinline int span_exit_fetch(struct pt_regs *ctx)
+{
+	return span_exit(ctx, true);
+}
+
+static __noinline int span_enter_nofetch(struct pt_regs *ctx)
+{
+	return span_enter(ctx, false);
+}
+
+static __noinline int span_exit_nofetch(struct pt_regs *ctx)
+{
+	return span_exit(ctx, false);
+}
+
 SEC("uprobe")
 int BPF_KPROBE(khbpf_span_enter)
 {
-	return span_enter(ctx, true);
+	int ret;
+
+	if (have_preempt_kfuncs)
+		bpf_preempt_disable();
+	ret = span_enter_fetch(ctx);
+	if (have_preempt_kfuncs)
+		bpf_preempt_enable();
+	return ret;
 }
 
 SEC("uretprobe")
 int BPF_KRETPROBE(khbpf_span_exit)
 {
-	return span_exit(ctx, true);
+	int ret;
+
+	if (have_preempt_kfuncs)
+		bpf_preempt_disable();
+	ret = span_exit_fetch(ctx);
+	if (have_preempt_kfuncs)
+		bpf_preempt_enable();
+	return ret;
 }
 
 SEC("uprobe")
 int BPF_KPROBE(khbpf_span_enter_nofetch)
 {
-	return span_enter(ctx, false);
+	int ret;
+
+	if (have_preempt_kfuncs)
+		bpf_preempt_disable();
+	ret = span_enter_nofetch(ctx);
+	if (have_preempt_kfuncs)
+		bpf_preempt_enable();
+	return ret;
 }
 
 SEC("uretprobe")
 int BPF_KRETPROBE(khbpf_span_exit_nofetch)
 {
-	return span_exit(ctx, false);
+	int ret;
+
+	if (have_preempt_kfuncs)
+		bpf_preempt_disable();
+	ret = span_exit_nofetch(ctx);
+	if (have_preempt_kfuncs)
+		bpf_preempt_enable();
+	return ret;
 }
 
 /* Spans still open: one record per open frame, for the window's end. */

@@ -100,6 +100,9 @@ static void test_kfeatures__linux_5_10_shape_takes_fallbacks(void **state)
 	assert_int_equal(kfeatures__use(&k, KFEAT_URETPROBE_SYSCALL, &what), KFEAT_NOT_NEEDED);
 	assert_int_equal(kfeatures__use(&k, KFEAT_UPROBE_MULTI, &what), KFEAT_FALLBACK);
 	assert_non_null(strstr(what, "per span site"));
+	/* Older than the private stacks that need them: nothing lost. */
+	assert_false(k.have[KFEAT_PREEMPT_KFUNCS]);
+	assert_int_equal(kfeatures__use(&k, KFEAT_PREEMPT_KFUNCS, &what), KFEAT_NOT_NEEDED);
 
 	sched_collector__select(&k, &v);
 	assert_false(v.uprobe_multi);
@@ -117,7 +120,7 @@ static void test_kfeatures__current_shape_uses_everything(void **state)
 	static const char *const funcs[] = {
 		"bpf_ringbuf_reserve",	    "bpf_iter_task",	     "bpf_task_storage_get",
 		"bpf_get_current_task_btf", "bpf_get_attach_cookie", "arch_uprobe_optimize",
-		"__x64_sys_uretprobe",
+		"__x64_sys_uretprobe",	    "bpf_preempt_disable",
 	};
 	struct btf *btf = btf__new_empty();
 	struct sched_variant v;

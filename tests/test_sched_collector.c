@@ -160,11 +160,12 @@ static int count_loaded(const __u32 *ids, int n)
 	return alive;
 }
 
-static void exit_records_match_kernel(bool task_hashes)
+static void exit_records_match_kernel(bool task_hashes, bool no_exit_program)
 {
 	struct sched_collector_opts o = { .sz = sizeof(o),
 					  .run_stats = true,
-					  .task_hashes = task_hashes };
+					  .task_hashes = task_hashes,
+					  .no_exit_program = no_exit_program };
 	struct sched_collector_stats st;
 	struct thread_table ex, snap;
 	struct sched_collector *c;
@@ -206,6 +207,16 @@ static void exit_records_match_kernel(bool task_hashes)
 	assert_int_equal(si.si_status, 0);
 
 	assert_int_equal(sched_collector__exited(c, &ex), 0);
+	/*
+	 * Without the exit program nothing tells the collector that a record
+	 * is still to come from the last thread's final switch, which can
+	 * follow waitid(): wait up to 1 s for it.
+	 */
+	for (i = 0; no_exit_program && ex.nr < 2 && i < 100; i++) {
+		thread_table__free(&ex);
+		usleep(10000);
+		assert_int_equal(sched_collector__exited(c, &ex), 0);
+	}
 	assert_int_equal(ex.nr, 2);
 	/*
 	 * A sched_migrate_task run the kernel skipped (the program already
@@ -262,6 +273,8 @@ static void exit_records_match_kernel(bool task_hashes)
 	assert_int_equal(st.storage_failures, 0);
 	assert_int_equal(st.exited_overflow, 0);
 	assert_int_equal(st.final_unmatched, 0);
+	/* Both threads' records made at their final switch, or neither. */
+	assert_int_equal(st.exits_at_final, no_exit_program ? 2 : 0);
 	assert_true(st.nr_progs >= 5);
 	assert_true(st.progs[0].run_cnt > 0);
 	assert_int_equal(st.exit_not_final, 0);
@@ -281,14 +294,24 @@ static void exit_records_match_kernel(bool task_hashes)
 static void test_sched_collector__exit_records_match_kernel(void **state)
 {
 	(void)state;
-	exit_records_match_kernel(false);
+	exit_records_match_kernel(false, false);
 }
 
 /* The same with per-thread state in the hashes, as on PREEMPT_RT. */
 static void test_sched_collector__task_hashes_match_kernel(void **state)
 {
 	(void)state;
-	exit_records_match_kernel(true);
+	exit_records_match_kernel(true, false);
+}
+
+/*
+ * Without the exit program's records (a kernel that skipped its runs): each
+ * record is made at the thread's final switch, the same counts exactly.
+ */
+static void test_sched_collector__exit_missed_match_kernel(void **state)
+{
+	(void)state;
+	exit_records_match_kernel(false, true);
 }
 
 /* A full exited map drops records and counts every one. */
@@ -399,6 +422,7 @@ int main(void)
 		cmocka_unit_test(test_sched_collector__mig_class_matches_topology),
 		cmocka_unit_test(test_sched_collector__exit_records_match_kernel),
 		cmocka_unit_test(test_sched_collector__task_hashes_match_kernel),
+		cmocka_unit_test(test_sched_collector__exit_missed_match_kernel),
 		cmocka_unit_test_setup(test_sched_collector__exited_overflow_counted, setup),
 		cmocka_unit_test_setup(test_sched_collector__bpf_timed_waits, setup),
 	};

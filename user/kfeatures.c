@@ -25,6 +25,7 @@ static const struct {
 	[KFEAT_RUN_STATS] = { "bpf-run-stats", "5.8" },
 	[KFEAT_ATOMIC_FETCH] = { "atomic-fetch", "5.12" },
 	[KFEAT_UPROBE_MULTI] = { "uprobe-multi", "6.6" },
+	[KFEAT_PREEMPT_KFUNCS] = { "preempt-kfuncs", "6.10" },
 };
 
 const char *kfeature__name(enum kfeature f)
@@ -83,6 +84,12 @@ enum kfeature_use kfeatures__use(const struct kfeatures *k, enum kfeature f, con
 			"per-CPU span-slot tickets; the span record cap is exact in the loader",
 		[KFEAT_UPROBE_MULTI] =
 			"a uprobe and a uretprobe link per span site, each detached after its own grace period",
+		/*
+		 * Needed from 6.13 (per-CPU private stacks of preemptible
+		 * uprobe programs), and every such kernel has them.
+		 */
+		[KFEAT_PREEMPT_KFUNCS] =
+			"span programs run with preemption enabled (no per-CPU private stacks before 6.13)",
 	};
 	static const char *const missing[KFEAT__COUNT] = {
 		[KFEAT_TP_BTF] = "scheduler collector falls back to /proc",
@@ -108,7 +115,8 @@ enum kfeature_use kfeatures__use(const struct kfeatures *k, enum kfeature f, con
 	if (fallback[f]) {
 		*what = fallback[f];
 		/* Costlier, but khbpf's output is the same: nothing to fall back to. */
-		if (f == KFEAT_OPTIMIZED_UPROBES || f == KFEAT_URETPROBE_SYSCALL)
+		if (f == KFEAT_OPTIMIZED_UPROBES || f == KFEAT_URETPROBE_SYSCALL ||
+		    f == KFEAT_PREEMPT_KFUNCS)
 			return KFEAT_NOT_NEEDED;
 		return KFEAT_FALLBACK;
 	}
@@ -204,6 +212,7 @@ void kfeatures__from_btf(struct kfeatures *k, const struct btf *btf)
 		{ KFEAT_URETPROBE_SYSCALL, "__x64_sys_uretprobe", BTF_KIND_FUNC },
 		/* The link's own type, in kernel/trace/bpf_trace.c (CONFIG_UPROBES). */
 		{ KFEAT_UPROBE_MULTI, "bpf_uprobe_multi_link", BTF_KIND_STRUCT },
+		{ KFEAT_PREEMPT_KFUNCS, "bpf_preempt_disable", BTF_KIND_FUNC },
 	};
 	size_t i;
 

@@ -162,6 +162,7 @@ static int configure_variant(struct sched_collector *c, const struct sched_colle
 	skel->rodata->use_task_storage = v.task_storage;
 	skel->rodata->have_task_btf = v.task_btf;
 	skel->rodata->have_cookie = v.attach_cookie;
+	skel->rodata->have_preempt_kfuncs = c->feat.have[KFEAT_PREEMPT_KFUNCS];
 	bpf_program__set_autoload(skel->progs.khbpf_span_enter, v.atomic_fetch);
 	bpf_program__set_autoload(skel->progs.khbpf_span_exit, v.atomic_fetch);
 	bpf_program__set_autoload(skel->progs.khbpf_span_enter_nofetch, !v.atomic_fetch);
@@ -254,6 +255,8 @@ int sched_collector__open(struct sched_collector **out, const struct sched_colle
 	/* The kernel times every wait itself: no wakeup program needed. */
 	bpf_program__set_autoattach(c->skel->progs.khbpf_sched_wakeup, !kernel_waits);
 	bpf_program__set_autoattach(c->skel->progs.khbpf_sched_wakeup_new, !kernel_waits);
+	if (opts && opts->no_exit_program)
+		bpf_program__set_autoattach(c->skel->progs.khbpf_sched_process_exit, false);
 	if (opts && opts->topo && opts->topo->nr_cpu_ids)
 		nr_cpus = opts->topo->nr_cpu_ids;
 	err = bpf_map__set_max_entries(c->skel->maps.cpu_topo, nr_cpus);

@@ -71,6 +71,13 @@ struct sched_collector_opts {
 	 * be tested on any kernel.
 	 */
 	bool task_hashes;
+	/*
+	 * sched_process_exit's program not attached: every exit record is
+	 * then made at the thread's final switch, as when the kernel skips
+	 * that program (a preempted run of it on the CPU, 7.x), so the path
+	 * can be tested on any kernel.
+	 */
+	bool no_exit_program;
 	/* Span probes: keep per-thread on-CPU clocks and take span records. */
 	bool spans;
 	uint64_t max_spans; /* records through the ring buffer; 0 → default */
@@ -135,6 +142,7 @@ struct sched_collector_stats {
 	uint64_t storage_failures;
 	uint64_t exited_overflow;
 	uint64_t final_unmatched;
+	uint64_t exits_at_final; /* exit records made at the final switch */
 	uint64_t iter_write_errors;
 	uint64_t exit_not_final; /* exit records never refreshed by a final switch */
 	uint32_t max_exited;

@@ -176,9 +176,30 @@ static int read_exited(struct sched_collector *c, struct thread_table *out, size
 }
 
 /*
+ * Runs of sched_process_exit's program the kernel skipped (its
+ * recursion_misses: a preempted run on the same CPU). Each skipped target
+ * thread's record is made at its final switch instead; any exiting task's
+ * skip counts here, a target's or not.
+ */
+static uint64_t exit_prog_misses(struct sched_collector *c)
+{
+	struct bpf_prog_info info = {};
+	__u32 len = sizeof(info);
+	int fd = bpf_program__fd(c->skel->progs.khbpf_sched_process_exit);
+
+	if (fd < 0 || bpf_obj_get_info_by_fd(fd, &info, &len) ||
+	    len < offsetof(struct bpf_prog_info, recursion_misses) + sizeof(info.recursion_misses))
+		return 0;
+	return info.recursion_misses;
+}
+
+/*
  * A thread is reaped (and its process can look exited) before its final
  * __schedule() runs, so wait briefly for the final switch to refresh each
  * record; a record that never gets it keeps its sched_process_exit values.
+ * Where the kernel skipped exit programs, a record may not exist until that
+ * switch: then also wait, as long, until as many were made there as were
+ * skipped (fewer when the skipped tasks were not targets: the wait ends).
  */
 int sched_collector__exited(struct sched_collector *c, struct thread_table *out)
 {
@@ -186,8 +207,11 @@ int sched_collector__exited(struct sched_collector *c, struct thread_table *out)
 	int err, tries;
 
 	for (tries = 0;; tries++) {
+		bool pending;
+
 		err = read_exited(c, out, &not_final);
-		if (err || !not_final || tries == 200)
+		pending = not_final || c->skel->bss->exits_made_at_final < exit_prog_misses(c);
+		if (err || !pending || tries == 200)
 			break;
 		thread_table__free(out);
 		usleep(500);
@@ -300,6 +324,7 @@ int sched_collector__stats(struct sched_collector *c, struct sched_collector_sta
 	out->storage_failures = c->skel->bss->storage_failures;
 	out->exited_overflow = c->skel->bss->exited_overflow;
 	out->final_unmatched = c->skel->bss->final_unmatched;
+	out->exits_at_final = c->skel->bss->exits_made_at_final;
 	out->iter_write_errors = c->skel->bss->iter_write_errors;
 	out->exit_not_final = c->not_final;
 	out->span_records = c->skel->bss->span_records;
