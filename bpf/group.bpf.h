@@ -23,6 +23,13 @@ static __always_inline struct khbpf_group_acc *group_of(struct task_struct *p)
 	} else {
 		key.id = BPF_CORE_READ(p, tgid);
 		key.start_time = BPF_CORE_READ(p, group_leader, start_time);
+		/*
+		 * Read at every switch-out, not once: exec renames the process
+		 * (begin_new_exec() -> __set_task_comm(), which pads the rest
+		 * of the 16 bytes with NULs), usually after its first switches
+		 * under the forking parent's name.
+		 */
+		BPF_CORE_READ_INTO(&key.comm, p, group_leader, comm);
 	}
 	a = bpf_map_lookup_elem(&groups, &key);
 	if (a)
@@ -32,7 +39,7 @@ static __always_inline struct khbpf_group_acc *group_of(struct task_struct *p)
 		__sync_fetch_and_add(&groups_made, 1);
 		a = bpf_map_lookup_elem(&groups, &key);
 		if (a && group_by == KHBPF_GROUP_PROCESS)
-			BPF_CORE_READ_STR_INTO(&a->comm, p, group_leader, comm);
+			__builtin_memcpy(a->comm, key.comm, sizeof(a->comm));
 	} else {
 		/* Made meanwhile on another CPU, or the map is full. */
 		a = bpf_map_lookup_elem(&groups, &key);

@@ -105,11 +105,81 @@ static void test_serve_groups__process_rows(void **state)
 	sched_collector__destroy(c);
 }
 
+static const struct serve_row *row_named(const struct serve_row *rows, size_t nr, const char *comm)
+{
+	size_t i;
+
+	for (i = 0; i < nr; i++)
+		if (!strcmp(rows[i].comm, comm))
+			return &rows[i];
+	return NULL;
+}
+
+/*
+ * A renamed process (prctl here; exec does the same to the leader's comm)
+ * goes on in a new row under its new name; the old row keeps what it had.
+ */
+static void test_serve_groups__rename_starts_a_row(void **state)
+{
+	struct sched_collector_opts co = { .sz = sizeof(co), .group_by = KHBPF_GROUP_PROCESS };
+	struct serve_groups_opts go = { .sz = sizeof(go), .group_by = KHBPF_GROUP_PROCESS };
+	struct timespec ts = { 0, 1000000 };
+	struct sched_collector *c = NULL;
+	struct serve_groups *g = NULL;
+	struct serve_row *rows = NULL;
+	const struct serve_row *old, *now;
+	char comm[17] = "";
+	uint64_t old_nvcsw;
+	size_t nr = 0, i;
+	int err;
+
+	(void)state;
+	assert_int_equal(prctl(PR_GET_NAME, comm), 0);
+	err = sched_collector__open(&c, &co);
+	require_or_skip(!err, "cannot load the scheduler collector (needs root and BTF)");
+	assert_int_equal(sched_collector__add_target(c, getpid()), 0);
+	assert_int_equal(sched_collector__attach(c), 0);
+	assert_int_equal(serve_groups__new(&g, c, &go), 0);
+	for (i = 0; i < 20; i++)
+		nanosleep(&ts, NULL);
+	assert_int_equal(prctl(PR_SET_NAME, "khbpf-renamed"), 0);
+	for (i = 0; i < 10; i++)
+		nanosleep(&ts, NULL);
+	assert_int_equal(serve_groups__sweep(g), 0);
+	assert_int_equal(serve_groups__rows(g, &rows, &nr), 0);
+	old = row_named(rows, nr, comm);
+	now = row_named(rows, nr, "khbpf-renamed");
+	assert_non_null(old);
+	assert_non_null(now);
+	assert_true(old->acc.k.nvcsw >= 20);
+	assert_true(now->acc.k.nvcsw >= 10);
+	old_nvcsw = old->acc.k.nvcsw;
+	free(rows);
+	rows = NULL;
+
+	/* Only the new name's row grows now. */
+	for (i = 0; i < 10; i++)
+		nanosleep(&ts, NULL);
+	assert_int_equal(serve_groups__sweep(g), 0);
+	assert_int_equal(serve_groups__rows(g, &rows, &nr), 0);
+	old = row_named(rows, nr, comm);
+	now = row_named(rows, nr, "khbpf-renamed");
+	assert_non_null(old);
+	assert_non_null(now);
+	assert_int_equal(old->acc.k.nvcsw, old_nvcsw);
+	assert_true(now->acc.k.nvcsw >= 20);
+	assert_int_equal(prctl(PR_SET_NAME, comm), 0);
+	free(rows);
+	serve_groups__free(g);
+	sched_collector__destroy(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_serve_groups__merge),
 		cmocka_unit_test(test_serve_groups__process_rows),
+		cmocka_unit_test(test_serve_groups__rename_starts_a_row),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -94,7 +94,9 @@ static int key_cmp(const void *a, const void *b)
 
 	if (x->id != y->id)
 		return x->id < y->id ? -1 : 1;
-	return x->start_time < y->start_time ? -1 : x->start_time > y->start_time;
+	if (x->start_time != y->start_time)
+		return x->start_time < y->start_time ? -1 : 1;
+	return memcmp(x->comm, y->comm, sizeof(x->comm));
 }
 
 static int entry_cmp(const void *a, const void *b)

@@ -105,6 +105,11 @@ struct khbpf_task_state {
 struct khbpf_group_key {
 	__u64 id; /* cgroup: kernfs id (the directory's inode); process: tgid */
 	__u64 start_time; /* process: the leader's start_time (tgid reuse); cgroup: 0 */
+	/*
+	 * process: the leader's comm now, so an exec (or a renaming prctl)
+	 * starts a new group under the new name; cgroup: zeros.
+	 */
+	char comm[16];
 };
 
 struct khbpf_group_acc {
@@ -139,7 +144,7 @@ _Static_assert(sizeof(struct khbpf_task_counters) == 48, "khbpf_task_counters la
 _Static_assert(sizeof(struct khbpf_task_bpf) == 8 * (6 + KHBPF_MIG_CLASSES + KHBPF_RQ_SLOTS),
 	       "khbpf_task_bpf layout");
 _Static_assert(sizeof(struct khbpf_thread_key) == 16, "khbpf_thread_key layout");
-_Static_assert(sizeof(struct khbpf_group_key) == 16, "khbpf_group_key layout");
+_Static_assert(sizeof(struct khbpf_group_key) == 32, "khbpf_group_key layout");
 _Static_assert(sizeof(struct khbpf_group_acc) ==
 		       sizeof(struct khbpf_task_counters) + sizeof(struct khbpf_task_bpf) + 24,
 	       "khbpf_group_acc layout");
