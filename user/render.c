@@ -5,9 +5,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <json-c/json.h>
 
 #include "cli.h"
+#include "jsonstream.h"
 #include "output.h"
 #include "render.h"
 #include "report.h"
@@ -99,25 +101,51 @@ cleanup:
 
 int render__json(struct json_object *doc, const struct render_opts *o)
 {
+	struct report_load_opts lo = { .sz = sizeof(lo) };
 	struct report_doc *rd = NULL;
 	char err[512] = "";
-	const char *text;
-	size_t len;
-	int ret;
+	const char *dir;
+	int fd, ret;
 
-	text = json_object_to_json_string_length(doc, JSON_C_TO_STRING_PLAIN, &len);
-	/* NULL: an element of a lazily built array could not be made (evjson). */
-	if (!text) {
-		cli__error(o->cmd, "out of memory rendering the document");
+	/*
+	 * Exactly what `khbpf report` reads back from the file written with -o,
+	 * read the same way: written to scratch space as it is made, read back
+	 * a piece at a time, so that neither its text nor its records' trees
+	 * are ever whole in memory.
+	 */
+	fd = output__scratch(&dir);
+	if (fd < 0) {
+		cli__error(
+			o->cmd,
+			"cannot make a temporary file in '%s' for the report: %s; set TMPDIR to a writable directory",
+			dir, strerror(-fd));
 		return CLI_EXIT_FAILURE;
 	}
-	/* Exactly what `khbpf report` reads back from the file written with -o. */
-	ret = report_doc__load_string(text, len, &rd, err, sizeof(err));
+	ret = jsonstream__write(doc, JSON_C_TO_STRING_PLAIN, false, fd);
+	/* ENOMEM: an element of a lazily built array could not be made (evjson). */
+	if (ret == -ENOMEM) {
+		cli__error(o->cmd, "out of memory rendering the document");
+		goto cleanup;
+	}
+	if (ret) {
+		cli__error(
+			o->cmd,
+			"cannot write the document for the report to a temporary file in '%s': %s; set TMPDIR to a directory with room",
+			dir, strerror(-ret));
+		goto cleanup;
+	}
+	/* The terminal report alone needs no span kept, only their counts. */
+	lo.span_summary = !o->html && !o->perfetto;
+	ret = report_doc__load_fd(fd, &rd, &lo, err, sizeof(err));
 	if (ret) {
 		cli__error(o->cmd, "the document it made does not load: %s", err);
-		return CLI_EXIT_FAILURE;
+		goto cleanup;
 	}
 	ret = render__outputs(rd, o);
 	report_doc__free(rd);
+	close(fd);
 	return ret;
+cleanup:
+	close(fd);
+	return CLI_EXIT_FAILURE;
 }

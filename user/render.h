@@ -35,7 +35,10 @@ int render__check(const struct render_opts *o, bool json_stdout);
  * CLI exit code after one error line.
  */
 int render__outputs(const struct report_doc *doc, const struct render_opts *o);
-/* The same, from an in-memory document (parsed as `report` parses a file). */
+/*
+ * The same for a document made in memory (a session's): written to scratch
+ * space (output__scratch) and read back as `report` reads a file.
+ */
 int render__json(struct json_object *doc, const struct render_opts *o);
 
 #endif /* KHBPF_RENDER_H */
