@@ -60,6 +60,9 @@ static void test_jscan__values(void **state)
 	assert_string_equal(skip_one("[ ]x"), "[ ]");
 	assert_string_equal(skip_one("{}"), "{}");
 	assert_string_equal(skip_one("[[],{},[{}]]"), "[[],{},[{}]]");
+	/* Never stricter than json-c: its literals, control bytes in strings. */
+	assert_string_equal(skip_one("[NaN,-Infinity,\"\x01\t\"]"), "[NaN,-Infinity,\"\x01\t\"]");
+	assert_string_equal(skip_one("1x2 3"), "1x2");
 }
 
 static void test_jscan__malformed(void **state)
@@ -73,7 +76,6 @@ static void test_jscan__malformed(void **state)
 	assert_string_equal(skip_one("\"x"), "error -22 at 2");
 	assert_string_equal(skip_one("{\"a\" 1}"), "error -22 at 5");
 	assert_string_equal(skip_one("{\"a\":1 \"b\":2}"), "error -22 at 7");
-	assert_string_equal(skip_one("{\"a\":\"\x01\"}"), "error -22 at 6");
 	assert_string_equal(skip_one("[1,]"), "error -22 at 3");
 	assert_string_equal(skip_one("{\"a\":1,}"), "error -22 at 7");
 	assert_string_equal(skip_one("[1"), "error -22 at 2");

@@ -25,10 +25,14 @@ static bool is_ws(int c)
 	return c == ' ' || c == '\t' || c == '\n' || c == '\r';
 }
 
+/*
+ * Anything but structure, quotes and blanks may be part of a number or a
+ * literal as far as the structure goes: json-c says what it accepts (NaN,
+ * Infinity...), so the scan is never stricter than the parse.
+ */
 static bool scalar_byte(int c)
 {
-	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || c == '-' || c == '+' ||
-	       c == '.' || c == 'E';
+	return !is_ws(c) && !strchr("{}[],:\"", c);
 }
 
 int jscan__from_fd(int fd, struct jscan **out)
@@ -205,8 +209,7 @@ static int skip_string(struct jscan *s, char *buf, size_t cap, size_t *n)
 				s->i++;
 				return 0;
 			}
-			if (c < 0x20)
-				return -EINVAL;
+			/* Control bytes too: json-c's strict mode takes them in strings. */
 			esc = !esc && c == '\\';
 			if (buf && *n + 1 < cap)
 				buf[*n] = (char)c;
