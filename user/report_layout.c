@@ -270,7 +270,8 @@ int loader__layout_marks(struct report_doc *d, struct span_mark *m, size_t nr)
 	for (i = 0; i < nr; i++)
 		if (m[i].open)
 			m[i].inclusive_ns = open_inclusive(d, m[i].start);
-	qsort(m, nr, sizeof(*m), mark_cmp);
+	if (nr)
+		qsort(m, nr, sizeof(*m), mark_cmp);
 	for (i = 0; i < nr; i++) {
 		struct report_thread *t = &d->threads[m[i].thread];
 
