@@ -468,11 +468,43 @@ static void test_report_stream__malformed(void **state)
 	free(doc);
 }
 
+/* Keys json-c reads by name that a scan of raw bytes would not, and keys given twice. */
+static void test_report_stream__odd_keys(void **state)
+{
+	char *doc, *bad, *two;
+
+	(void)state;
+	doc = make_doc(300, JSON_C_TO_STRING_SPACED, ", ");
+	/* Spelled with an escape: read plain, whole, as json-c reads it. */
+	bad = edit(doc, NULL, "\"threads\": [ {", "\"thr\\u0065ads\": [ {");
+	check_same(bad);
+	free(bad);
+	bad = edit(doc, "\"events\"", "\"spans\": [", "\"sp\\u0061ns\": [");
+	check_same(bad);
+	/* The raw spelling first, the escaped (empty) one last: json-c keeps the last. */
+	two = edit(bad, NULL, "\"events\": {", "\"events\": { \"spans\": [ 1 ], ");
+	check_same(two);
+	free(two);
+	free(bad);
+	/* Given twice: the last one counts, as in json-c's tree. */
+	bad = edit(doc, NULL, "\"open_spans\"", "\"events\": { \"spans\": 5 }, \"open_spans\"");
+	same_failure(bad, -EPROTO, "events.availability is missing");
+	two = edit(bad, NULL, "\"events\": { \"spans\": 5 }",
+		   "\"events\": { \"version\": 1, \"availability\": { \"status\": \"recorded\", "
+		   "\"value\": true }, \"dropped_span_events\": 0, \"sampled_out_events\": 0, "
+		   "\"spans\": [] }");
+	check_same(two);
+	free(two);
+	free(bad);
+	free(doc);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_report_stream__same_as_whole),
 		cmocka_unit_test(test_report_stream__malformed),
+		cmocka_unit_test(test_report_stream__odd_keys),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -31,6 +31,8 @@ struct outline {
 	struct loader *ld;
 	struct jscan *s;
 	bool strict; /* every streamed element read by json-c too */
+	bool plain; /* nothing streamed: every byte to json-c */
+	bool escaped; /* a key on the way to the arrays is spelled with escapes */
 	struct json_tokener *tok; /* the document, its streamed arrays as [] */
 	struct json_object *root; /* once tok has it whole */
 	struct json_tokener *etok; /* strict: the streamed array at hand */
@@ -247,8 +249,13 @@ static int walk_object(struct outline *o, const char *path, int nesting)
 		if (len < 0)
 			return len;
 		kind = -2;
-		/* Raw bytes: an escaped spelling of a key is not found (and not streamed). */
-		if ((size_t)len < sizeof(key) && !strchr(key, '.')) {
+		/*
+		 * Raw bytes: an escaped spelling of a key is not found, yet json-c's
+		 * tree has it by its name; such a document is read again, plain.
+		 */
+		if (strchr(key, '\\'))
+			o->escaped = true;
+		else if ((size_t)len < sizeof(key) && !strchr(key, '.') && !o->plain) {
 			snprintf(child, sizeof(child), "%s%s%s", path, *path ? "." : "", key);
 			kind = path_kind(child);
 		}
@@ -306,7 +313,7 @@ static int walk(struct outline *o)
 	return 0;
 }
 
-static int outline_pass(struct loader *ld, struct outline *o, bool strict)
+static int outline_pass(struct loader *ld, struct outline *o, bool strict, bool plain)
 {
 	int err;
 
@@ -314,6 +321,7 @@ static int outline_pass(struct loader *ld, struct outline *o, bool strict)
 	o->ld = ld;
 	o->s = ld->scan;
 	o->strict = strict;
+	o->plain = plain;
 	/* The strict pass only looks: the streams stay as the first one found them. */
 	if (!strict)
 		memset(ld->streams, 0, sizeof(ld->streams));
@@ -344,7 +352,7 @@ int loader__check_json(struct loader *ld)
 {
 	struct outline o;
 	size_t line, col;
-	int err = outline_pass(ld, &o, true);
+	int err = outline_pass(ld, &o, true, false);
 
 	json_object_put(o.root);
 	if (!err)
@@ -375,8 +383,13 @@ int loader__check_json(struct loader *ld)
 int loader__outline(struct loader *ld, struct json_object **root)
 {
 	struct outline o;
-	int err = outline_pass(ld, &o, false);
+	int err = outline_pass(ld, &o, false, false);
 
+	/* Never in what khbpf writes: whole in memory, as json-c reads it. */
+	if (!err && o.escaped) {
+		json_object_put(o.root);
+		err = outline_pass(ld, &o, false, true);
+	}
 	*root = o.root;
 	if (!err)
 		return 0;
