@@ -496,6 +496,14 @@ static void test_report_stream__odd_keys(void **state)
 	check_same(two);
 	free(two);
 	free(bad);
+	/* An array given again: the last counts; the first one's elements must still be JSON. */
+	bad = edit(doc, NULL, "\"open_spans\"", "\"threads\": [ ], \"open_spans\"");
+	check_same(bad);
+	free(bad);
+	bad = edit(doc, NULL, "\"threads\": [ {",
+		   "\"threads\": [ { \"comm\": \"\xa5\" } ], \"threads\": [ {");
+	same_failure(bad, -EINVAL, "invalid utf-8");
+	free(bad);
 	free(doc);
 }
 

@@ -197,12 +197,18 @@ static int load_scan(struct jscan *scan, const struct report_load_opts *opts,
 	}
 	/*
 	 * Not JSON comes first, as in a parse of the whole text: an element
-	 * that does not parse, or one after a field found wrong.
+	 * that does not parse, one after a field found wrong, or one of an
+	 * array given again.
 	 */
 	if (ld.not_json)
 		loader__not_json(&ld);
-	else if (ret == -EPROTO && streamed(&ld))
+	else if ((ret == -EPROTO && streamed(&ld)) ||
+		 ((!ret || ret == -EPROTO) && ld.arrays_unread))
 		loader__check_json(&ld);
+	if (!ret && ld.failed) {
+		report_doc__free(*out);
+		*out = NULL;
+	}
 	ret = ld.failed;
 	free_loader(&ld);
 	return ret;

@@ -75,6 +75,13 @@ struct loader {
 	int failed; /* the first error's -errno; later ones keep its message */
 	struct jscan *scan; /* the document, when arrays are streamed */
 	struct stream streams[NR_STREAMS];
+	/*
+	 * Streamed arrays found, and whether some of them are not read: given
+	 * again later (or their parent), so json-c's tree has the last; their
+	 * elements still have to be JSON, as in a parse of the whole text.
+	 */
+	size_t arrays_found;
+	bool arrays_unread;
 	/* An element does not parse: the strict outline says where (not_json_at: it). */
 	bool not_json;
 	uint64_t not_json_at;

@@ -207,6 +207,8 @@ static int walk_stream(struct outline *o, enum stream_id k, int nesting)
 		return err;
 	/* A later member of the same path wins, as in json-c's tree. */
 	if (!o->strict)
+		o->ld->arrays_found++;
+	if (!o->strict)
 		*st = (struct stream){ .on = true,
 				       .begin = begin,
 				       .end = jscan__tell(o->s),
@@ -323,8 +325,10 @@ static int outline_pass(struct loader *ld, struct outline *o, bool strict, bool 
 	o->strict = strict;
 	o->plain = plain;
 	/* The strict pass only looks: the streams stay as the first one found them. */
-	if (!strict)
+	if (!strict) {
 		memset(ld->streams, 0, sizeof(ld->streams));
+		ld->arrays_found = 0;
+	}
 	o->tok = tokener(REPORT_JSON_DEPTH);
 	if (!o->tok)
 		return -ENOMEM;
@@ -424,6 +428,7 @@ void loader__not_json(struct loader *ld)
 
 void loader__find_placeholders(struct loader *ld, struct json_object *root)
 {
+	size_t on = 0;
 	int k;
 
 	for (k = 0; k < NR_STREAMS; k++) {
@@ -441,7 +446,9 @@ void loader__find_placeholders(struct loader *ld, struct json_object *root)
 		/* Not our "[]": a spelling of the key with escapes came last. */
 		if (!o || !json_object_is_type(o, json_type_array) || json_object_array_length(o))
 			ld->streams[k].on = false;
+		on += ld->streams[k].on;
 	}
+	ld->arrays_unread = ld->arrays_found > on;
 }
 
 /* One element, parsed on its own from the bytes the cursor goes over. */
