@@ -73,21 +73,79 @@ static int write_out(const struct render_opts *o, const char *opt, const char *p
 	return 0;
 }
 
+struct trace_fill {
+	const struct report_doc *doc;
+	int err; /* the trace's own: it could not be made */
+};
+
+/* The trace into the output's file as it is made, through a stdio buffer. */
+static int fill_trace(int fd, void *ctx)
+{
+	struct trace_fill *tf = ctx;
+	int dfd = dup(fd), err;
+	FILE *f = dfd >= 0 ? fdopen(dfd, "w") : NULL;
+
+	if (!f) {
+		err = -errno;
+		if (dfd >= 0)
+			close(dfd);
+		return err;
+	}
+	tf->err = report__trace_write(tf->doc, f);
+	/* A write that failed fails again in the last flush, which says why. */
+	err = fclose(f) ? -errno : 0;
+	if (tf->err && tf->err != -EIO)
+		return tf->err;
+	return err ? err : tf->err;
+}
+
+/*
+ * The trace to its file, made as it is written (it is about 450 bytes a
+ * span): a failure leaves no file, as output__write_with does.
+ */
+static int write_trace(const struct report_doc *doc, const struct render_opts *o)
+{
+	struct output_opts oopts = { .sz = sizeof(oopts) };
+	struct trace_fill tf = { .doc = doc };
+	int err;
+
+	if (o->private_out)
+		oopts.mode = OUTPUT_MODE_PRIVATE;
+	err = output__write_with(o->perfetto, fill_trace, &tf, &oopts);
+	if (tf.err == -ENOMEM) {
+		cli__error(o->cmd, "out of memory rendering the document");
+		return CLI_EXIT_FAILURE;
+	}
+	if (err) {
+		cli__error(
+			o->cmd,
+			"--perfetto '%s': cannot write: %s; check the directory exists and is writable",
+			o->perfetto, strerror(err == -EIO ? EIO : -err));
+		return CLI_EXIT_FAILURE;
+	}
+	return 0;
+}
+
 int render__outputs(const struct report_doc *doc, const struct render_opts *o)
 {
 	char *html_buf = NULL, *trace_buf = NULL;
 	size_t html_len = 0, trace_len = 0;
+	bool trace_file = o->perfetto && !to_stdout(o->perfetto);
 	int ret = 0;
 
+	/* What goes to stdout is made whole first: a failure prints nothing. */
 	if ((o->html && report__html(doc, &html_buf, &html_len)) ||
-	    (o->perfetto && report__trace(doc, &trace_buf, &trace_len))) {
+	    (o->perfetto && !trace_file && report__trace(doc, &trace_buf, &trace_len))) {
 		cli__error(o->cmd, "out of memory rendering the document");
 		ret = CLI_EXIT_FAILURE;
 		goto cleanup;
 	}
+	if (trace_file && (ret = write_trace(doc, o)))
+		goto cleanup;
 	if (o->html && (ret = write_out(o, "--html", o->html, html_buf, html_len)))
 		goto cleanup;
-	if (o->perfetto && (ret = write_out(o, "--perfetto", o->perfetto, trace_buf, trace_len)))
+	if (o->perfetto && !trace_file &&
+	    (ret = write_out(o, "--perfetto", o->perfetto, trace_buf, trace_len)))
 		goto cleanup;
 	if (o->text && (report__text(doc, stdout) || fflush(stdout))) {
 		cli__error(o->cmd, "cannot write the report to stdout: %s", strerror(errno));

@@ -255,10 +255,15 @@ int report__text(const struct report_doc *doc, FILE *f);
 
 /* HTML-escaped, UTF-8-sanitized copy of s (malloc'd), or NULL on ENOMEM. */
 char *report_html__escape(const char *s);
-/* The self-contained HTML page; *buf is malloc'd. Returns 0 or -ENOMEM. */
+/* The self-contained HTML page; *buf is malloc'd. 0, -ENOMEM, -EINVAL (spans summarized). */
 int report__html(const struct report_doc *doc, char **buf, size_t *len);
 
 /* Trace-event JSON (Chrome, Perfetto); *buf is malloc'd. Returns 0 or -ENOMEM. */
 int report__trace(const struct report_doc *doc, char **buf, size_t *len);
+/*
+ * The same written to f as it is made (f's buffer aside, never whole in
+ * memory). 0, -ENOMEM, -EIO (f failed), -EINVAL (spans summarized).
+ */
+int report__trace_write(const struct report_doc *doc, FILE *f);
 
 #endif /* KHBPF_REPORT_H */
