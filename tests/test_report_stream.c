@@ -465,6 +465,12 @@ static void test_report_stream__malformed(void **state)
 	same_failure(bad, -EPROTO, "not \"khbpf-evidence\"");
 	free(bad);
 	same_failure("[1]", -EPROTO, "not a JSON object");
+	/* A JSON null is a value like any other. */
+	same_failure("null \n", -EPROTO, "not a JSON object");
+	same_failure("null", -EINVAL, "ends in the middle");
+	bad = edit(doc, NULL, "\n  \"threads\": [", "\n  \"threads\": [null, ");
+	same_failure(bad, -EPROTO, "threads[0]: expected an object");
+	free(bad);
 	free(doc);
 }
 

@@ -34,7 +34,8 @@ struct outline {
 	bool plain; /* nothing streamed: every byte to json-c */
 	bool escaped; /* a key on the way to the arrays is spelled with escapes */
 	struct json_tokener *tok; /* the document, its streamed arrays as [] */
-	struct json_object *root; /* once tok has it whole */
+	bool done; /* tok has the document whole: root (NULL for a JSON null) */
+	struct json_object *root;
 	struct json_tokener *etok; /* strict: the streamed array at hand */
 	/* The first place that is not JSON, and json-c's error there. */
 	bool bad;
@@ -69,7 +70,7 @@ static int feed(void *ctx, uint64_t off, const char *p, size_t n)
 	size_t k, used, i;
 
 	while (n && !o->bad) {
-		if (o->root) {
+		if (o->done) {
 			/* After the value only blanks, as the whole text's parse allows (NUL too). */
 			for (i = 0; i < n; i++)
 				if (!strchr(" \t\r\n", p[i]))
@@ -83,6 +84,7 @@ static int feed(void *ctx, uint64_t off, const char *p, size_t n)
 		used = jerr == json_tokener_continue ? k : json_tokener_get_parse_end(o->tok);
 		if (jerr != json_tokener_continue && jerr != json_tokener_success)
 			return fail_at(o, jerr, off + used);
+		o->done = jerr == json_tokener_success;
 		p += used;
 		off += used;
 		n -= used;
@@ -310,7 +312,7 @@ static int walk(struct outline *o)
 				   -EINVAL;
 	if (err)
 		return err;
-	if (!o->root)
+	if (!o->done)
 		return fail_at(o, json_tokener_continue, jscan__tell(s));
 	return 0;
 }
@@ -454,8 +456,8 @@ void loader__find_placeholders(struct loader *ld, struct json_object *root)
 /* One element, parsed on its own from the bytes the cursor goes over. */
 struct element {
 	struct json_tokener *tok;
-	struct json_object *obj;
-	bool bad;
+	struct json_object *obj; /* NULL for a JSON null too */
+	bool done, bad;
 };
 
 static int feed_element(void *ctx, uint64_t off, const char *p, size_t n)
@@ -468,12 +470,13 @@ static int feed_element(void *ctx, uint64_t off, const char *p, size_t n)
 	while (n && !e->bad) {
 		k = n < FEED_MAX ? n : FEED_MAX;
 		/* Bytes after a whole value: not one value. */
-		if (e->obj) {
+		if (e->done) {
 			e->bad = true;
 			break;
 		}
 		e->obj = json_tokener_parse_ex(e->tok, p, (int)k);
 		jerr = json_tokener_get_error(e->tok);
+		e->done = jerr == json_tokener_success;
 		if (jerr != json_tokener_continue &&
 		    (jerr != json_tokener_success || json_tokener_get_parse_end(e->tok) != k))
 			e->bad = true;
@@ -483,29 +486,31 @@ static int feed_element(void *ctx, uint64_t off, const char *p, size_t n)
 	return e->bad ? -EINVAL : 0;
 }
 
-/* The element at the cursor, or NULL (not JSON, or a read failed: err). */
-static struct json_object *next_element(struct jscan *s, struct element *e, int *err)
+/* The element at the cursor into *obj (NULL: a JSON null); -EINVAL (not JSON), -errno. */
+static int next_element(struct jscan *s, struct element *e, struct json_object **obj)
 {
-	int untap;
+	int err, untap;
 
 	json_tokener_reset(e->tok);
 	e->obj = NULL;
+	e->done = false;
 	e->bad = false;
 	jscan__tap(s, feed_element, e);
-	*err = jscan__skip_value(s);
+	err = jscan__skip_value(s);
 	untap = jscan__untap(s);
-	*err = *err ? *err : untap;
+	err = err ? err : untap;
 	/* A number ends at what follows it: a blank says it did. */
-	if (!*err && !e->obj && !e->bad) {
+	if (!err && !e->done && !e->bad) {
 		e->obj = json_tokener_parse_ex(e->tok, " ", 1);
-		e->bad = json_tokener_get_error(e->tok) != json_tokener_success;
+		e->done = json_tokener_get_error(e->tok) == json_tokener_success;
+		e->bad = !e->done;
 	}
-	if (!*err && !e->bad && e->obj)
-		return e->obj;
+	*obj = e->obj;
+	if (!err && !e->bad)
+		return 0;
 	json_object_put(e->obj);
-	if (!*err || *err == -E2BIG)
-		*err = -EINVAL;
-	return NULL;
+	*obj = NULL;
+	return !err || err == -E2BIG ? -EINVAL : err;
 }
 
 size_t loader__stream_each(struct loader *ld, enum stream_id id,
@@ -542,8 +547,8 @@ size_t loader__stream_each(struct loader *ld, enum stream_id id,
 	else
 		while (!err && !ld->failed) {
 			at = jscan__tell(s);
-			o = next_element(s, &e, &err);
-			if (!o)
+			err = next_element(s, &e, &o);
+			if (err)
 				break;
 			if (fn)
 				fn(ld, o, n, arg);
