@@ -537,6 +537,43 @@ static void test_output__disk_full_leaves_old_file(void **state)
 	assert_int_equal(system(cmd), 0);
 }
 
+/* Scratch space in $TMPDIR: unnamed, private, readable back; /tmp when TMPDIR is not absolute. */
+static void test_output__scratch(void **state)
+{
+	struct tmp *t = *state;
+	const char *old = getenv("TMPDIR"), *dir;
+	char buf[16] = "";
+	struct stat st;
+	int fd;
+
+	assert_int_equal(setenv("TMPDIR", t->dir, 1), 0);
+	fd = output__scratch(&dir);
+	assert_true(fd >= 0);
+	assert_string_equal(dir, t->dir);
+	assert_int_equal(entries(t->dir), 0);
+	assert_int_equal(fstat(fd, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0600);
+	assert_int_equal(st.st_nlink, 0);
+	assert_int_equal(output__write_all(fd, "scratch", 7), 0);
+	assert_int_equal(pread(fd, buf, sizeof(buf), 0), 7);
+	assert_string_equal(buf, "scratch");
+	close(fd);
+	assert_int_equal(entries(t->dir), 0);
+
+	assert_int_equal(setenv("TMPDIR", "relative/dir", 1), 0);
+	fd = output__scratch(&dir);
+	assert_string_equal(dir, "/tmp");
+	assert_true(fd >= 0);
+	close(fd);
+	snprintf(buf, sizeof(buf), "%s", "/no/such/dir");
+	assert_int_equal(setenv("TMPDIR", buf, 1), 0);
+	assert_int_equal(output__scratch(&dir), -ENOENT);
+	if (old)
+		setenv("TMPDIR", old, 1);
+	else
+		unsetenv("TMPDIR");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -560,6 +597,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_output__write_with, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_output__disk_full_leaves_old_file, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_output__scratch, setup, teardown),
 	};
 
 	return cmocka_run_group_tests_name("output", tests, NULL, NULL);

@@ -127,12 +127,13 @@ static void test_report_field__buckets_and_own(void **state)
 	/* Not streamed: strings are the tree's own; streamed: the document keeps a copy. */
 	c = loader__own(&f.ld, "abc");
 	assert_string_equal(c, "abc");
-	f.ld.text = "{}";
+	assert_int_equal(jscan__from_mem("{}", 2, &f.ld.scan), 0);
 	c = loader__own(&f.ld, json_object_get_string(json_object_object_get(f.root, "h")));
 	assert_int_equal(f.doc.nr_owned, 1);
 	assert_ptr_equal(c, f.doc.owned[0]);
 	free(f.doc.owned[0]);
 	free(f.doc.owned);
+	jscan__free(f.ld.scan);
 	json_object_put(f.root);
 }
 

@@ -231,6 +231,45 @@ static void test_report_trace__u64_counters(void **state)
 	free(doc);
 }
 
+/* Written to a file as it is made: the same bytes; a file that fails says so. */
+static void test_report_trace__to_file(void **state)
+{
+	struct report_load_opts o = { .sz = sizeof(o), .span_summary = true };
+	struct report_doc *d = fixture_load("spans.json"), *sum;
+	char *buf, *back, err[256];
+	size_t len;
+	FILE *f;
+
+	(void)state;
+	assert_int_equal(report__trace(d, &buf, &len), 0);
+	f = tmpfile();
+	assert_non_null(f);
+	assert_int_equal(report__trace_write(d, f), 0);
+	assert_int_equal((size_t)ftell(f), len);
+	back = malloc(len);
+	assert_non_null(back);
+	rewind(f);
+	assert_int_equal(fread(back, 1, len, f), len);
+	assert_memory_equal(back, buf, len);
+	fclose(f);
+	f = fopen("/dev/full", "w");
+	assert_non_null(f);
+	assert_int_equal(report__trace_write(d, f), -EIO);
+	fclose(f);
+	/* Summarized spans cannot be drawn one by one. */
+	assert_int_equal(
+		report_doc__load_file_opts(FIXTURES "/spans.json", &sum, &o, err, sizeof(err)), 0);
+	f = tmpfile();
+	assert_int_equal(report__trace_write(sum, f), -EINVAL);
+	fclose(f);
+	free(back);
+	assert_int_equal(report__trace(sum, &back, &len), -EINVAL);
+	assert_int_equal(report__html(sum, &back, &len), -EINVAL);
+	report_doc__free(sum);
+	report_doc__free(d);
+	free(buf);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -238,6 +277,7 @@ int main(void)
 		cmocka_unit_test(test_report_trace__no_spans),
 		cmocka_unit_test(test_report_trace__crossing_left_out),
 		cmocka_unit_test(test_report_trace__u64_counters),
+		cmocka_unit_test(test_report_trace__to_file),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

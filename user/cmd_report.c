@@ -100,6 +100,7 @@ int report_args__parse(int argc, char **argv, struct report_args *a)
 int cmd_report(int argc, char **argv)
 {
 	struct render_opts ro = { .sz = sizeof(ro), .cmd = "report" };
+	struct report_load_opts lo = { .sz = sizeof(lo) };
 	struct report_doc *doc = NULL;
 	struct report_args a;
 	char err[512] = "";
@@ -118,7 +119,9 @@ int cmd_report(int argc, char **argv)
 	    (ret = check_not_input(a.in, "--perfetto", a.trace)) ||
 	    (ret = render__check(&ro, false)))
 		return ret;
-	ret = report_doc__load_file(a.in, &doc, err, sizeof(err));
+	/* The terminal report alone needs no span kept, only their counts. */
+	lo.span_summary = !ro.html && !ro.perfetto;
+	ret = report_doc__load_file_opts(a.in, &doc, &lo, err, sizeof(err));
 	if (ret) {
 		cli__error("report", "'%s' %s", a.in, err);
 		return CLI_EXIT_FAILURE;

@@ -1,219 +1,378 @@
 // SPDX-License-Identifier: MIT
-/* JSON structure without a tree; see jscan.h. */
+/* JSON structure without a tree, read a piece at a time; see jscan.h. */
 #include <errno.h>
-#include <stdbool.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "jscan.h"
 
-static size_t skip_ws(const char *t, size_t p, size_t n)
+struct jscan {
+	int fd;
+	bool in_memory; /* the bytes are all in buf */
+	const char *buf; /* the bytes at base .. base + len */
+	char *own; /* the read buffer of a file */
+	uint64_t base;
+	size_t len, i; /* i: the next byte */
+	int err; /* sticky: a failed read or tap */
+	jscan_tap_fn tap;
+	void *tap_ctx;
+	size_t tap_at; /* buf[tap_at .. i) is consumed, not yet tapped */
+};
+
+static bool is_ws(int c)
 {
-	while (p < n && (t[p] == ' ' || t[p] == '\t' || t[p] == '\n' || t[p] == '\r'))
-		p++;
-	return p;
-}
-
-/* At a '"': past the closing one. */
-static int skip_string(const char *t, size_t *p, size_t n)
-{
-	size_t i = *p + 1;
-
-	while (i < n) {
-		if (t[i] == '\\') {
-			i += 2;
-			continue;
-		}
-		if (t[i] == '"') {
-			*p = i + 1;
-			return 0;
-		}
-		if ((unsigned char)t[i] < 0x20)
-			return -EINVAL;
-		i++;
-	}
-	return -EINVAL;
-}
-
-/* At a member's key: past it, its ':' and the blanks before its value. */
-static int skip_key(const char *t, size_t *p, size_t n)
-{
-	size_t i = *p;
-
-	if (i >= n || t[i] != '"' || skip_string(t, &i, n))
-		return -EINVAL;
-	i = skip_ws(t, i, n);
-	if (i >= n || t[i] != ':')
-		return -EINVAL;
-	*p = skip_ws(t, i + 1, n);
-	return 0;
-}
-
-static bool scalar_byte(char c)
-{
-	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || c == '-' || c == '+' ||
-	       c == '.' || c == 'E';
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r';
 }
 
 /*
- * Past one value starting at *p. Containers are walked with an explicit
- * stack of their closing brackets, so a deep document costs no C stack.
+ * Anything but structure, quotes and blanks may be part of a number or a
+ * literal as far as the structure goes: json-c says what it accepts (NaN,
+ * Infinity...), so the scan is never stricter than the parse.
  */
-static int skip_value(const char *t, size_t *p, size_t n)
+static bool scalar_byte(int c)
 {
-	char stack[JSCAN_MAX_DEPTH];
-	int depth = 0, err;
-	size_t i = skip_ws(t, *p, n);
-	bool want_value = true;
+	return !is_ws(c) && !strchr("{}[],:\"", c);
+}
+
+int jscan__from_fd(int fd, struct jscan **out)
+{
+	struct jscan *s = calloc(1, sizeof(*s));
+
+	*out = NULL;
+	if (!s)
+		return -ENOMEM;
+	s->own = malloc(JSCAN_READ_SIZE);
+	if (!s->own) {
+		free(s);
+		return -ENOMEM;
+	}
+	s->fd = fd;
+	s->buf = s->own;
+	*out = s;
+	return 0;
+}
+
+int jscan__from_mem(const char *text, size_t len, struct jscan **out)
+{
+	struct jscan *s = calloc(1, sizeof(*s));
+
+	*out = NULL;
+	if (!s)
+		return -ENOMEM;
+	s->fd = -1;
+	s->in_memory = true;
+	s->buf = text;
+	s->len = len;
+	*out = s;
+	return 0;
+}
+
+void jscan__free(struct jscan *s)
+{
+	if (!s)
+		return;
+	free(s->own);
+	free(s);
+}
+
+uint64_t jscan__tell(const struct jscan *s)
+{
+	return s->base + s->i;
+}
+
+void jscan__seek(struct jscan *s, uint64_t off)
+{
+	if (s->in_memory) {
+		s->i = off < s->len ? (size_t)off : s->len;
+	} else if (off >= s->base && off <= s->base + s->len) {
+		s->i = (size_t)(off - s->base);
+	} else {
+		s->base = off;
+		s->len = 0;
+		s->i = 0;
+	}
+	s->tap_at = s->i;
+	s->err = 0; /* a failed tap or read is tried again from here */
+}
+
+int jscan__flush(struct jscan *s)
+{
+	int ret;
+
+	if (!s->tap || s->i == s->tap_at)
+		return s->err;
+	ret = s->tap(s->tap_ctx, s->base + s->tap_at, s->buf + s->tap_at, s->i - s->tap_at);
+	s->tap_at = s->i;
+	if (ret < 0 && !s->err)
+		s->err = ret;
+	return s->err;
+}
+
+/* With every byte of the buffer consumed: the next piece. 0 at the end too (i == len). */
+static int fill(struct jscan *s)
+{
+	ssize_t n;
+	int err;
+
+	if (s->err)
+		return s->err;
+	err = jscan__flush(s);
+	if (err || s->in_memory)
+		return err;
+	s->base += s->len;
+	s->len = 0;
+	s->i = 0;
+	s->tap_at = 0;
+	do
+		n = pread(s->fd, s->own, JSCAN_READ_SIZE, (off_t)s->base);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return s->err = -errno;
+	s->len = (size_t)n;
+	return 0;
+}
+
+/* 1 with a byte at i, 0 at the end, or -errno. */
+static int more(struct jscan *s)
+{
+	int err;
+
+	if (s->i < s->len)
+		return 1;
+	err = fill(s);
+	if (err)
+		return err;
+	return s->i < s->len;
+}
+
+int jscan__peek(struct jscan *s)
+{
+	int r;
 
 	for (;;) {
-		if (i >= n)
-			return -EINVAL;
-		if (want_value) {
-			char c = t[i];
+		while (s->i < s->len) {
+			unsigned char c = (unsigned char)s->buf[s->i];
 
+			if (!is_ws(c))
+				return c;
+			s->i++;
+		}
+		r = more(s);
+		if (r <= 0)
+			return r ? r : -ENODATA;
+	}
+}
+
+void jscan__take(struct jscan *s)
+{
+	s->i++;
+}
+
+int jscan__drain(struct jscan *s)
+{
+	int r;
+
+	do {
+		s->i = s->len;
+		r = more(s);
+	} while (r > 0);
+	return r;
+}
+
+void jscan__tap(struct jscan *s, jscan_tap_fn fn, void *ctx)
+{
+	s->tap = fn;
+	s->tap_ctx = ctx;
+	s->tap_at = s->i;
+}
+
+int jscan__untap(struct jscan *s)
+{
+	int err = jscan__flush(s);
+
+	s->tap = NULL;
+	return err;
+}
+
+/* Past the rest of a string whose '"' is consumed; its bytes into buf[*n...] when buf. */
+static int skip_string(struct jscan *s, char *buf, size_t cap, size_t *n)
+{
+	bool esc = false;
+	int r;
+
+	for (;;) {
+		while (s->i < s->len) {
+			unsigned char c = (unsigned char)s->buf[s->i];
+
+			if (!esc && c == '"') {
+				s->i++;
+				return 0;
+			}
+			/* Control bytes too: json-c's strict mode takes them in strings. */
+			esc = !esc && c == '\\';
+			if (buf && *n + 1 < cap)
+				buf[*n] = (char)c;
+			if (n)
+				(*n)++;
+			s->i++;
+		}
+		r = more(s);
+		if (r <= 0)
+			return r ? r : -EINVAL;
+	}
+}
+
+int jscan__key(struct jscan *s, char *buf, size_t cap)
+{
+	size_t n = 0;
+	int c, err;
+
+	c = jscan__peek(s);
+	if (c != '"')
+		return c < 0 && c != -ENODATA ? c : -EINVAL;
+	s->i++;
+	err = skip_string(s, buf, cap, &n);
+	if (err)
+		return err;
+	if (cap)
+		buf[n < cap ? n : cap - 1] = '\0';
+	c = jscan__peek(s);
+	if (c != ':')
+		return c < 0 && c != -ENODATA ? c : -EINVAL;
+	s->i++;
+	c = jscan__peek(s);
+	if (c < 0 && c != -ENODATA)
+		return c;
+	return n > (size_t)INT32_MAX ? INT32_MAX : (int)n;
+}
+
+/* Where skip_value is: what it expects next. */
+enum sv {
+	SV_VALUE, /* a value */
+	SV_FIRST_MEMBER, /* after '{': a key or '}' */
+	SV_FIRST_ELEM, /* after '[': a value or ']' */
+	SV_KEY, /* after ',' in an object */
+	SV_COLON,
+	SV_SCALAR, /* in a number or literal */
+	SV_AFTER, /* after a value: ',' or the closing bracket */
+};
+
+/*
+ * A state machine over the bytes as they come, with an explicit stack of
+ * the closing brackets, so that neither a piece boundary nor a deep
+ * document costs anything.
+ */
+int jscan__skip_value(struct jscan *s)
+{
+	char stack[JSCAN_MAX_DEPTH];
+	enum sv st = SV_VALUE;
+	int depth = 0, r;
+
+	for (;;) {
+		unsigned char c;
+
+		r = more(s);
+		if (r < 0)
+			return r;
+		if (!r)
+			return st == SV_SCALAR && !depth ? 0 : -EINVAL;
+		c = (unsigned char)s->buf[s->i];
+		if (is_ws(c) && st != SV_SCALAR) {
+			s->i++;
+			continue;
+		}
+		switch (st) {
+		case SV_FIRST_MEMBER:
+			if (c == '}')
+				goto close;
+			/* fallthrough */
+		case SV_KEY:
+			if (c != '"')
+				return -EINVAL;
+			s->i++;
+			r = skip_string(s, NULL, 0, NULL);
+			if (r)
+				return r;
+			st = SV_COLON;
+			continue;
+		case SV_COLON:
+			if (c != ':')
+				return -EINVAL;
+			s->i++;
+			st = SV_VALUE;
+			continue;
+		case SV_FIRST_ELEM:
+			if (c == ']')
+				goto close;
+			/* fallthrough */
+		case SV_VALUE:
 			if (c == '{' || c == '[') {
 				if (depth == JSCAN_MAX_DEPTH)
 					return -E2BIG;
 				stack[depth++] = c == '{' ? '}' : ']';
-				i = skip_ws(t, i + 1, n);
-				if (i < n && t[i] == stack[depth - 1]) {
-					i++;
-					depth--;
-					want_value = false;
-					goto after;
-				}
-				if (c == '{' && skip_key(t, &i, n))
-					return -EINVAL;
+				s->i++;
+				st = c == '{' ? SV_FIRST_MEMBER : SV_FIRST_ELEM;
 				continue;
 			}
 			if (c == '"') {
-				err = skip_string(t, &i, n);
-				if (err)
-					return err;
-			} else if (scalar_byte(c)) {
-				while (i < n && scalar_byte(t[i]))
-					i++;
-			} else {
-				return -EINVAL;
+				s->i++;
+				r = skip_string(s, NULL, 0, NULL);
+				if (r)
+					return r;
+				goto done;
 			}
-			want_value = false;
-		}
-after:
-		if (!depth) {
-			*p = i;
-			return 0;
-		}
-		i = skip_ws(t, i, n);
-		if (i >= n)
-			return -EINVAL;
-		if (t[i] == stack[depth - 1]) {
-			i++;
-			depth--;
-			goto after;
-		}
-		if (t[i] != ',')
-			return -EINVAL;
-		i = skip_ws(t, i + 1, n);
-		if (stack[depth - 1] == '}' && skip_key(t, &i, n))
-			return -EINVAL;
-		want_value = true;
-	}
-}
-
-/* The member key (key_len bytes, unescaped) of the object at r. */
-static int object_member(const char *t, const struct jrange *r, const char *key, size_t key_len,
-			 struct jrange *out)
-{
-	size_t i = skip_ws(t, r->begin, r->end), k;
-	bool match;
-	int err;
-
-	if (i >= r->end || t[i] != '{')
-		return -ENOENT;
-	i = skip_ws(t, i + 1, r->end);
-	if (i < r->end && t[i] == '}')
-		return -ENOENT;
-	for (;;) {
-		if (i >= r->end || t[i] != '"')
-			return -EINVAL;
-		k = i + 1;
-		err = skip_string(t, &i, r->end);
-		if (err)
-			return err;
-		/* Raw bytes: an escaped spelling of the key is not found (and not streamed). */
-		match = i - 1 - k == key_len && !memcmp(t + k, key, key_len);
-		i = skip_ws(t, i, r->end);
-		if (i >= r->end || t[i] != ':')
-			return -EINVAL;
-		i = skip_ws(t, i + 1, r->end);
-		if (match) {
-			out->begin = i;
-			err = skip_value(t, &i, r->end);
-			if (err)
-				return err;
-			out->end = i;
-			return 0;
-		}
-		err = skip_value(t, &i, r->end);
-		if (err)
-			return err;
-		i = skip_ws(t, i, r->end);
-		if (i < r->end && t[i] == ',') {
-			i = skip_ws(t, i + 1, r->end);
+			if (!scalar_byte(c))
+				return -EINVAL;
+			s->i++;
+			st = SV_SCALAR;
+			continue;
+		case SV_SCALAR:
+			if (scalar_byte(c)) {
+				s->i++;
+				continue;
+			}
+			goto done;
+		case SV_AFTER:
+			if (c == stack[depth - 1])
+				goto close;
+			if (c != ',')
+				return -EINVAL;
+			s->i++;
+			st = stack[depth - 1] == '}' ? SV_KEY : SV_VALUE;
 			continue;
 		}
-		if (i < r->end && t[i] == '}')
-			return -ENOENT;
-		return -EINVAL;
-	}
-}
-
-int jscan__member(const char *text, size_t len, const char *path, struct jrange *out)
-{
-	struct jrange r = { 0, len };
-	const char *key = path, *dot;
-	int err;
-
-	while (key) {
-		dot = strchr(key, '.');
-		err = object_member(text, &r, key, dot ? (size_t)(dot - key) : strlen(key), &r);
-		if (err)
-			return err;
-		key = dot ? dot + 1 : NULL;
-	}
-	*out = r;
-	return 0;
-}
-
-int jscan__next(const char *text, const struct jrange *arr, size_t *pos, struct jrange *elem)
-{
-	size_t i = *pos ? *pos : arr->begin;
-	int err;
-
-	i = skip_ws(text, i, arr->end);
-	if (!*pos) {
-		if (i >= arr->end || text[i] != '[')
+close:
+		if (c != stack[depth - 1])
 			return -EINVAL;
-		i = skip_ws(text, i + 1, arr->end);
-		if (i < arr->end && text[i] == ']') {
-			*pos = arr->end;
+		s->i++;
+		depth--;
+done:
+		if (!depth)
 			return 0;
-		}
-	} else if (i >= arr->end) {
-		return 0;
-	} else if (text[i] == ',') {
-		i = skip_ws(text, i + 1, arr->end);
-	} else if (text[i] == ']') {
-		*pos = arr->end;
-		return 0;
-	} else {
-		return -EINVAL;
+		st = SV_AFTER;
 	}
-	elem->begin = i;
-	err = skip_value(text, &i, arr->end);
-	if (err)
-		return err;
-	elem->end = i;
-	*pos = i;
-	return 1;
+}
+
+int jscan__line_col(struct jscan *s, uint64_t off, size_t *line, size_t *col)
+{
+	int r;
+
+	*line = 1;
+	*col = 1;
+	jscan__seek(s, 0);
+	while (jscan__tell(s) < off) {
+		r = more(s);
+		if (r <= 0)
+			return r;
+		while (s->i < s->len && jscan__tell(s) < off) {
+			if (s->buf[s->i++] == '\n') {
+				(*line)++;
+				*col = 1;
+			} else {
+				(*col)++;
+			}
+		}
+	}
+	return 0;
 }

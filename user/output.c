@@ -154,6 +154,24 @@ int output__check(const char *path)
 	return 0;
 }
 
+int output__scratch(const char **dir)
+{
+	const char *tmpdir = getenv("TMPDIR");
+	char tmp[PATH_MAX];
+	int fd;
+
+	*dir = tmpdir && tmpdir[0] == '/' ? tmpdir : "/tmp";
+	fd = open(*dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	if (fd >= 0)
+		return fd;
+	if (errno != EISDIR && errno != EINVAL && errno != EOPNOTSUPP)
+		return -errno;
+	fd = make_temp(*dir, tmp, sizeof(tmp));
+	if (fd >= 0)
+		unlink(tmp);
+	return fd;
+}
+
 /* fchmod (exact mode, no umask), the contents, fsync. */
 static int fill_temp(int fd, mode_t mode, output_fill_fn fill, void *ctx)
 {

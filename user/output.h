@@ -70,6 +70,14 @@ int output__open_append(const char *path, mode_t mode);
  */
 int output__append(int fd, const void *data, size_t len);
 
+/*
+ * Scratch space: an unnamed file open for reading and writing (O_TMPFILE;
+ * else one created O_EXCL, mode 0600, and unlinked at once) in $TMPDIR
+ * when that is an absolute path, else /tmp. Nothing else can open it, and
+ * it is gone when closed. The fd or -errno; *dir: where it was asked for.
+ */
+int output__scratch(const char **dir);
+
 /* Writes all of data to fd, again after EINTR and short writes: 0 or -errno. */
 int output__write_all(int fd, const void *data, size_t len);
 

@@ -30,12 +30,17 @@ struct render_opts {
  */
 int render__check(const struct render_opts *o, bool json_stdout);
 /*
- * Render doc to every output asked for: everything first, so a failure
- * leaves no file behind; then the files (atomically), then stdout. 0, or a
- * CLI exit code after one error line.
+ * Render doc to every output asked for: the page and what goes to stdout
+ * first, then the files (atomically; the trace made as its file is
+ * written, so that it is never whole in memory), then stdout. A failure
+ * leaves no file of its own behind and prints nothing. 0, or a CLI exit
+ * code after one error line.
  */
 int render__outputs(const struct report_doc *doc, const struct render_opts *o);
-/* The same, from an in-memory document (parsed as `report` parses a file). */
+/*
+ * The same for a document made in memory (a session's): written to scratch
+ * space (output__scratch) and read back as `report` reads a file.
+ */
 int render__json(struct json_object *doc, const struct render_opts *o);
 
 #endif /* KHBPF_RENDER_H */

@@ -54,7 +54,7 @@ struct report_thread {
 	struct scheduler_evidence sched;
 	struct sev_u64 on_cpu_ns;
 	struct report_rq rq;
-	/* The thread's spans: doc->spans[first_span .. first_span + nr_spans). */
+	/* The thread's spans: doc->spans[first_span .. first_span + nr_spans) when kept. */
 	size_t first_span;
 	size_t nr_spans;
 	unsigned int depth; /* nesting levels of its spans (0: none) */
@@ -165,8 +165,9 @@ struct report_doc {
 	uint64_t dropped_span_events;
 	uint64_t sampled_out_events;
 	/* By thread (in threads[] order), then start, outer before inner. */
-	struct report_span *spans;
+	struct report_span *spans; /* NULL when spans_summarized */
 	size_t nr_spans;
+	bool spans_summarized; /* report_load_opts.span_summary: only counts */
 	size_t nr_open;
 	size_t nr_overlapping;
 	struct report_metric *metrics; /* in span_metrics order, then unlisted ones */
@@ -187,12 +188,33 @@ struct report_doc {
 	uint64_t end_ns; /* timeline end: the window, or the last span end if later */
 };
 
+struct report_load_opts {
+	size_t sz; /* sizeof(struct report_load_opts) */
+	/*
+	 * Spans summarized, not kept: doc->spans stays NULL (and the threads'
+	 * first_span 0) while every count, depth, crossing and metric total is
+	 * as when they are kept. The terminal report needs no more; the
+	 * timeline and the trace need each span (about 200 bytes a record,
+	 * against 24 for the summary's sort).
+	 */
+	bool span_summary;
+	/* report_doc__load_string_opts only: one json-c tree of the whole text (to compare). */
+	bool whole;
+};
+
 /*
- * Read and check the document at path. On failure returns -errno (-EINVAL:
- * not JSON, -EPROTO: JSON but not a khbpf document it can read) and puts one
- * sentence saying what is wrong and where into err.
+ * Read and check the document at path, a piece at a time: its text is
+ * never whole in memory, nor its large arrays as json-c objects. On failure
+ * returns -errno (-EINVAL: not JSON, -EPROTO: JSON but not a khbpf
+ * document it can read) and puts one sentence saying what is wrong and
+ * where into err. opts may be NULL (spans kept).
  */
 int report_doc__load_file(const char *path, struct report_doc **doc, char *err, size_t errlen);
+int report_doc__load_file_opts(const char *path, struct report_doc **doc,
+			       const struct report_load_opts *opts, char *err, size_t errlen);
+/* The same from the regular file open at fd, from its start (fd stays the caller's). */
+int report_doc__load_fd(int fd, struct report_doc **doc, const struct report_load_opts *opts,
+			char *err, size_t errlen);
 /* a + b, or UINT64_MAX where it would wrap. */
 static inline uint64_t report__sat_add(uint64_t a, uint64_t b)
 {
@@ -203,6 +225,8 @@ int report_doc__layout(struct report_doc *d);
 /* The same from text in memory (len bytes, no NUL needed). */
 int report_doc__load_string(const char *text, size_t len, struct report_doc **doc, char *err,
 			    size_t errlen);
+int report_doc__load_string_opts(const char *text, size_t len, struct report_doc **doc,
+				 const struct report_load_opts *opts, char *err, size_t errlen);
 void report_doc__free(struct report_doc *doc);
 
 /* What to do about a gap of the field at path ("[*]" for indices). */
@@ -231,10 +255,15 @@ int report__text(const struct report_doc *doc, FILE *f);
 
 /* HTML-escaped, UTF-8-sanitized copy of s (malloc'd), or NULL on ENOMEM. */
 char *report_html__escape(const char *s);
-/* The self-contained HTML page; *buf is malloc'd. Returns 0 or -ENOMEM. */
+/* The self-contained HTML page; *buf is malloc'd. 0, -ENOMEM, -EINVAL (spans summarized). */
 int report__html(const struct report_doc *doc, char **buf, size_t *len);
 
 /* Trace-event JSON (Chrome, Perfetto); *buf is malloc'd. Returns 0 or -ENOMEM. */
 int report__trace(const struct report_doc *doc, char **buf, size_t *len);
+/*
+ * The same written to f as it is made (f's buffer aside, never whole in
+ * memory). 0, -ENOMEM, -EIO (f failed), -EINVAL (spans summarized).
+ */
+int report__trace_write(const struct report_doc *doc, FILE *f);
 
 #endif /* KHBPF_REPORT_H */

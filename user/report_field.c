@@ -19,7 +19,7 @@ const char *loader__own(struct loader *ld, const char *str)
 	struct report_doc *d = ld->doc;
 	char **v, *c;
 
-	if (!str || !ld->text)
+	if (!str || !ld->scan)
 		return str;
 	if (d->nr_owned == d->cap_owned) {
 		size_t cap = d->cap_owned ? 2 * d->cap_owned : 64;

@@ -701,6 +701,8 @@ int report__html(const struct report_doc *doc, char **buf, size_t *len)
 
 	*buf = NULL;
 	*len = 0;
+	if (!doc->spans && doc->nr_spans)
+		return -EINVAL; /* summarized: the timeline draws every span */
 	pg.f = open_memstream(buf, len);
 	if (!pg.f)
 		return -ENOMEM;

@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The state of one report_doc__load_string and the pieces of the loader
- * that share it: report.c parses and streams the text, report_sections.c
+ * The state of one load of a document and the pieces of the loader that
+ * share it: report.c runs it, report_stream.c reads the document a piece at
+ * a time, report_sections.c
  * fills the model section by section, report_field.c reads typed members,
  * report_gaps.c collects the gaps. Internal to those; callers use report.h.
  *
  * The first failure sets ld->failed (-EPROTO for a malformed document,
- * -ENOMEM, -EINVAL for an element that is not JSON) and its message in
+ * -ENOMEM, -EINVAL for a document that is not JSON) and its message in
  * ld->err; later failures keep both, and every reader returns at once
  * (NULL, 0, false) once ld->failed is set.
  */
@@ -23,10 +24,14 @@
 
 /*
  * The arrays that grow with the work (threads, span records, per-thread
- * utilization): read from the text one element at a time, so that a
- * document of 10^5 spans never exists as one json-c tree (about 8 KiB per
- * span record). The tree holds an empty array in their place.
+ * utilization): read from the document one element at a time, so that a
+ * document of 10^6 spans never exists as one json-c tree (about 8 KiB per
+ * span record) nor as one string. The tree holds an empty array in their
+ * place (report_stream.c).
  */
+/* json-c's default nesting limit is 32; documents nest about 8 deep. */
+#define REPORT_JSON_DEPTH 64
+
 enum stream_id { STREAM_THREADS, STREAM_SPANS, STREAM_UTIL_THREADS, NR_STREAMS };
 
 /* Where each streamed array is: "threads", "events.spans", ... */
@@ -34,7 +39,9 @@ extern const char *const report_stream_paths[NR_STREAMS];
 
 struct stream {
 	bool on;
-	struct jrange range; /* the array in the text */
+	uint64_t begin, end; /* the array in the document: its '[' to past its ']' */
+	size_t count; /* its elements */
+	int nesting; /* objects around it: its elements are this deep + 1 */
 	struct json_object *placeholder; /* its empty stand-in in the tree */
 	/* The gaps found in its elements, spliced in where the walk meets it. */
 	struct report_gap *gaps;
@@ -42,17 +49,66 @@ struct stream {
 	uint64_t gap_fields;
 };
 
+/*
+ * What the layout needs of a span that is not kept (report_load_opts.spans
+ * off): 24 bytes a record instead of a struct report_span, for the nesting
+ * and crossing counts of the terminal report.
+ */
+struct span_mark {
+	uint64_t start;
+	uint64_t inclusive_ns; /* open spans: set by the layout */
+	uint32_t thread; /* index into doc->threads */
+	uint32_t open;
+};
+
+/* Threads by id, to give each span its thread (report_layout.c). */
+struct thread_index {
+	struct tid_index *byid; /* the listed threads, sorted */
+	size_t nr;
+	bool built;
+};
+
 struct loader {
 	struct report_doc *doc;
 	char *err;
 	size_t errlen;
 	int failed; /* the first error's -errno; later ones keep its message */
-	const char *text; /* the document, when arrays are streamed */
+	struct jscan *scan; /* the document, when arrays are streamed */
 	struct stream streams[NR_STREAMS];
-	bool element_not_json; /* an element does not parse: read it whole for the message */
+	/*
+	 * Streamed arrays found, and whether some of them are not read: given
+	 * again later (or their parent), so json-c's tree has the last; their
+	 * elements still have to be JSON, as in a parse of the whole text.
+	 */
+	size_t arrays_found;
+	bool arrays_unread;
+	/* An element does not parse: the strict outline says where (not_json_at: it). */
+	bool not_json;
+	uint64_t not_json_at;
+	bool span_summary; /* only marks, not doc->spans (report_load_opts) */
+	struct span_mark *marks;
+	size_t nr_marks, cap_marks;
+	struct thread_index threads;
 };
 
-/* ---- report.c: streamed arrays ---- */
+/* ---- report_stream.c: the document outside its streamed arrays, and those ---- */
+
+/*
+ * The tree of the document with each streamed array an empty stand-in, the
+ * arrays found and counted on the way. 0; -EINVAL (not JSON: ld->err says
+ * where, as a parse of the whole text would), -errno of a read.
+ */
+int loader__outline(struct loader *ld, struct json_object **root);
+/* After ld->not_json: the message naming where the document is not JSON. */
+void loader__not_json(struct loader *ld);
+/*
+ * Whether the whole document is JSON, each streamed element read in place
+ * by json-c: 0 (ld untouched), or the load fails with the message naming
+ * the first place it is not (or a read error).
+ */
+int loader__check_json(struct loader *ld);
+/* The tree's stand-in for each streamed array, found by its path. */
+void loader__find_placeholders(struct loader *ld, struct json_object *root);
 
 /*
  * Each element of stream id, parsed on its own and freed after fn; its gaps
@@ -62,7 +118,7 @@ size_t loader__stream_each(struct loader *ld, enum stream_id id,
 			   void (*fn)(struct loader *ld, struct json_object *o, size_t idx,
 				      void *arg),
 			   void *arg);
-/* The number of elements of stream id; 0 (and ld failed) when the text is not JSON. */
+/* The number of elements of stream id, as the outline counted them. */
 size_t loader__stream_count(struct loader *ld, enum stream_id id);
 
 /* ---- report_field.c: typed members ---- */
@@ -122,5 +178,16 @@ void loader__walk_element_gaps(struct loader *ld, enum stream_id id, struct json
 			       size_t idx);
 /* The gaps of the whole tree into ld->doc, streamed arrays' in their place. */
 void loader__walk_gaps(struct loader *ld, struct json_object *root);
+
+/* ---- report_layout.c: for spans that are not kept ---- */
+
+/* The index in doc->threads of thread tid, a lane added when the list lacks it. */
+int loader__thread_of(struct report_doc *d, struct thread_index *ti, uint64_t tid, size_t *idx);
+void loader__thread_index_free(struct thread_index *ti);
+/* A span in its metric's counts, when span_metrics gives none for the metric. */
+void loader__count_span(struct report_metric *m, bool open, uint64_t inclusive_ns,
+			uint64_t exclusive_ns);
+/* report_doc__layout from the marks: end, nesting and crossing counts, colors. */
+int loader__layout_marks(struct report_doc *d, struct span_mark *marks, size_t n);
 
 #endif /* KHBPF_REPORT_LOADER_H */

@@ -309,14 +309,52 @@ static void load_span(struct loader *ld, struct json_object *o, const char *w,
 		s->metric = metric_index(ld, metric);
 }
 
-static void load_record(struct loader *ld, struct json_object *o, size_t i, void *arg)
+/*
+ * A span not kept: its thread, its metric's counts and its mark for the
+ * layout, then it is gone.
+ */
+static void mark_span(struct loader *ld, const struct report_span *s)
 {
 	struct report_doc *d = ld->doc;
+	size_t t;
+
+	if (ld->failed)
+		return;
+	if (loader__thread_of(d, &ld->threads, s->thread_id, &t)) {
+		loader__nomem(ld);
+		return;
+	}
+	if (t > UINT32_MAX) {
+		loader__fail(ld, "more than %" PRIu32 " threads", UINT32_MAX);
+		return;
+	}
+	loader__count_span(&d->metrics[s->metric], s->open, s->inclusive_ns, s->exclusive_ns);
+	ld->marks[ld->nr_marks++] =
+		(struct span_mark){ s->start_ns, s->inclusive_ns, (uint32_t)t, s->open };
+	d->nr_spans++;
+}
+
+/* One record or open span (w names it), kept or marked. */
+static void add_span(struct loader *ld, struct json_object *o, const char *w, bool open)
+{
+	struct report_doc *d = ld->doc;
+	struct report_span s = { 0 };
+
+	if (!ld->span_summary) {
+		load_span(ld, o, w, &d->spans[d->nr_spans++], open);
+		return;
+	}
+	load_span(ld, o, w, &s, open);
+	mark_span(ld, &s);
+}
+
+static void load_record(struct loader *ld, struct json_object *o, size_t i, void *arg)
+{
 	char w[64];
 
 	(void)arg;
 	snprintf(w, sizeof(w), "events.spans[%zu]", i);
-	load_span(ld, o, w, &d->spans[d->nr_spans++], false);
+	add_span(ld, o, w, false);
 }
 
 static void load_spans(struct loader *ld, struct json_object *root)
@@ -345,22 +383,21 @@ static void load_spans(struct loader *ld, struct json_object *root)
 	nopen = open ? json_object_array_length(open) : 0;
 	if (!n && !nopen)
 		return;
-	d->spans = calloc(n + nopen, sizeof(*d->spans));
-	if (!d->spans) {
+	if (!ld->span_summary)
+		d->spans = calloc(n + nopen, sizeof(*d->spans));
+	else
+		ld->marks = calloc(n + nopen, sizeof(*ld->marks));
+	if (!d->spans && !ld->marks) {
 		loader__nomem(ld);
 		return;
 	}
 	if (streamed)
 		loader__stream_each(ld, STREAM_SPANS, load_record, NULL);
-	for (i = 0; !streamed && i < n && !ld->failed; i++) {
-		snprintf(w, sizeof(w), "events.spans[%zu]", i);
-		load_span(ld, json_object_array_get_idx(spans, i), w, &d->spans[d->nr_spans++],
-			  false);
-	}
+	for (i = 0; !streamed && i < n && !ld->failed; i++)
+		load_record(ld, json_object_array_get_idx(spans, i), i, NULL);
 	for (i = 0; i < nopen && !ld->failed; i++) {
 		snprintf(w, sizeof(w), "open_spans[%zu]", i);
-		load_span(ld, json_object_array_get_idx(open, i), w, &d->spans[d->nr_spans++],
-			  true);
+		add_span(ld, json_object_array_get_idx(open, i), w, true);
 		d->nr_open++;
 	}
 }

@@ -5,7 +5,8 @@
  * Times are microseconds from the window's start, written as exact decimals
  * (ns / 1000 with three decimals), never computed through a double. Each
  * event is built and serialized by json-c, then written and freed, so a
- * trace of 10^5 spans never holds all of them as objects at once.
+ * trace of 10^5 spans never holds all of them as objects at once; written
+ * to a file (report__trace_write), nor all of its text.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -147,11 +148,24 @@ static void spans(struct tracer *t)
 	}
 }
 
+/* A change of the open-spans counter: 16 bytes, two a span. */
+struct step {
+	uint64_t ts;
+	int64_t delta;
+};
+
+/* A thread's counters read at a span's start or end. */
 struct point {
 	uint64_t ts;
-	int64_t delta; /* open-spans counter */
-	struct ev_u64 cycles, instructions; /* per-thread counters */
+	struct ev_u64 cycles, instructions;
 };
+
+static int step_cmp(const void *a, const void *b)
+{
+	const struct step *x = a, *y = b;
+
+	return x->ts < y->ts ? -1 : x->ts > y->ts;
+}
 
 static int point_cmp(const void *a, const void *b)
 {
@@ -170,8 +184,12 @@ static void counter(struct tracer *t, const char *name, uint64_t tid, uint64_t t
 	push(t, ev);
 }
 
-/* How many spans are open at each moment, over all threads. */
-static void open_spans(struct tracer *t, struct point *pts)
+/*
+ * How many spans are open at each moment, over all threads. Only the count
+ * after the last change at an instant is written: the order of changes at
+ * one instant does not show.
+ */
+static void open_spans(struct tracer *t, struct step *pts)
 {
 	const struct report_doc *d = t->doc;
 	size_t i, n = 0;
@@ -182,10 +200,11 @@ static void open_spans(struct tracer *t, struct point *pts)
 
 		if (s->overlaps)
 			continue;
-		pts[n++] = (struct point){ .ts = s->start_ns, .delta = 1 };
-		pts[n++] = (struct point){ .ts = s->start_ns + s->inclusive_ns, .delta = -1 };
+		pts[n++] = (struct step){ .ts = s->start_ns, .delta = 1 };
+		pts[n++] = (struct step){ .ts = s->start_ns + s->inclusive_ns, .delta = -1 };
 	}
-	qsort(pts, n, sizeof(*pts), point_cmp);
+	if (n)
+		qsort(pts, n, sizeof(*pts), step_cmp);
 	for (i = 0; i < n && !t->err; i++) {
 		struct json_object *args;
 
@@ -242,7 +261,8 @@ static void counters(struct tracer *t)
 {
 	const struct report_doc *d = t->doc;
 	struct point *pts;
-	size_t i;
+	struct step *steps;
+	size_t i, most = 0;
 
 	for (i = 0; i < d->nr_freq && !t->err; i++) {
 		struct json_object *args = json_object_new_object();
@@ -254,12 +274,21 @@ static void counters(struct tracer *t)
 	}
 	if (!d->nr_spans)
 		return;
-	pts = calloc(d->nr_spans * 2, sizeof(*pts));
+	steps = calloc(d->nr_spans * 2, sizeof(*steps));
+	if (!steps) {
+		t->err = -ENOMEM;
+		return;
+	}
+	open_spans(t, steps);
+	free(steps);
+	/* Room for the thread with the most spans, not for all of them. */
+	for (i = 0; i < d->nr_threads; i++)
+		most = d->threads[i].nr_spans > most ? d->threads[i].nr_spans : most;
+	pts = calloc(most * 2, sizeof(*pts));
 	if (!pts) {
 		t->err = -ENOMEM;
 		return;
 	}
-	open_spans(t, pts);
 	for (i = 0; i < d->nr_threads && !t->err; i++)
 		thread_counters(t, &d->threads[i], pts);
 	free(pts);
@@ -283,18 +312,14 @@ static struct json_object *other_data(struct tracer *t)
 	return o;
 }
 
-int report__trace(const struct report_doc *doc, char **buf, size_t *len)
+int report__trace_write(const struct report_doc *doc, FILE *f)
 {
-	struct tracer t = { .doc = doc };
+	struct tracer t = { .doc = doc, .f = f };
 	struct json_object *other;
 	const char *text;
-	int err;
 
-	*buf = NULL;
-	*len = 0;
-	t.f = open_memstream(buf, len);
-	if (!t.f)
-		return -ENOMEM;
+	if (!doc->spans && doc->nr_spans)
+		return -EINVAL; /* summarized: every span is drawn */
 	fputs("{\"traceEvents\":[\n", t.f);
 	names(&t);
 	spans(&t);
@@ -306,10 +331,26 @@ int report__trace(const struct report_doc *doc, char **buf, size_t *len)
 	else
 		fprintf(t.f, "\n],\n\"displayTimeUnit\":\"ns\",\n\"otherData\":%s}\n", text);
 	json_object_put(other);
-	err = t.err;
-	if (ferror(t.f))
+	if (!t.err && ferror(t.f))
+		t.err = -EIO;
+	return t.err;
+}
+
+int report__trace(const struct report_doc *doc, char **buf, size_t *len)
+{
+	FILE *f;
+	int err;
+
+	*buf = NULL;
+	*len = 0;
+	f = open_memstream(buf, len);
+	if (!f)
+		return -ENOMEM;
+	err = report__trace_write(doc, f);
+	/* In memory a failed write is a failed allocation. */
+	if (err == -EIO)
 		err = -ENOMEM;
-	if (fclose(t.f) && !err)
+	if (fclose(f) && !err)
 		err = -ENOMEM;
 	if (err) {
 		free(*buf);

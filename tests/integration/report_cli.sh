@@ -127,6 +127,50 @@ grep -q "Examples:" "$TMP/out" || fail "report --help has no examples"
 expect_exit 0 "$KHBPF" --help
 grep -q "^  report " "$TMP/out" || fail "khbpf --help does not list report"
 
+# -- a large document is read a piece at a time: the same checks, and its faults
+# named by line and column with nothing written (the spans fixture's records
+# repeated 300 times, pretty-printed: about 15 MB).
+"$PYTHON" - "$FIX/spans.json" "$TMP/big.json" "$TMP/bad.json" "$TMP/bad.where" <<'PY'
+import json, sys
+doc = json.load(open(sys.argv[1]))
+spans = []
+for r in range(300):
+    for s in doc["events"]["spans"]:
+        s = json.loads(json.dumps(s))
+        s["span_id"] += r * 1000
+        if s["parent_span_id"]["status"] == "recorded":
+            s["parent_span_id"]["value"] += r * 1000
+        s["start_ns"] += r * 50000000
+        spans.append(s)
+doc["events"]["spans"] = spans
+text = json.dumps(doc, indent=1)
+open(sys.argv[2], "w").write(text)
+at = text.index('"start_ns": ', text.index('"span_id": 200007,')) + len('"start_ns": ')
+open(sys.argv[3], "w").write(text[:at] + "x" + text[at:])
+line = text.count("\n", 0, at) + 1
+open(sys.argv[4], "w").write(f"line {line}, column {at - text.rfind(chr(10), 0, at)}")
+PY
+[ -s "$TMP/bad.where" ] || fail "could not make the large document"
+expect_exit 0 "$KHBPF" report "$TMP/big.json"
+cp "$TMP/out" "$TMP/big.txt"
+"$PYTHON" "$CHECK" text "$TMP/big.json" "$TMP/big.txt" || fail "terminal report of the large document"
+grep -q "^Spans: 15600 records" "$TMP/big.txt" || fail "large document: $(grep ^Spans "$TMP/big.txt")"
+expect_exit 0 "$KHBPF" report "$TMP/big.json" --perfetto "$TMP/big.trace.json" --html "$TMP/big.html"
+"$PYTHON" "$CHECK" trace "$TMP/big.json" "$TMP/big.trace.json" || fail "trace of the large document"
+head -c $(($(stat -c %s "$TMP/big.json") / 2)) "$TMP/big.json" >"$TMP/big-cut.json"
+expect_exit 1 "$KHBPF" report "$TMP/big-cut.json" --html "$TMP/o/out.html" --perfetto "$TMP/o/out.json" --text
+expect_one_line_error
+grep -q "big-cut.json' is not JSON: it ends in the middle of a value$" "$TMP/err" || fail "cut: $(cat "$TMP/err")"
+[ ! -s "$TMP/out" ] || fail "a report of a cut document printed something"
+no_output
+expect_exit 1 "$KHBPF" report "$TMP/bad.json" --perfetto "$TMP/o/out.json" --text
+expect_one_line_error
+grep -q "bad.json' is not JSON: unexpected character at $(cat "$TMP/bad.where")$" "$TMP/err" ||
+	fail "bad byte at $(cat "$TMP/bad.where"): $(cat "$TMP/err")"
+[ ! -s "$TMP/out" ] || fail "a report of a broken document printed something"
+no_output
+rm -f "$TMP"/big*.json "$TMP/bad.json" "$TMP/big.html"
+
 # -- no root needed: an unprivileged user reports a copy it can read.
 if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null; then
 	pub=$(mktemp -d /tmp/khbpf-report-pub.XXXXXX)
