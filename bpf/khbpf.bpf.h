@@ -31,6 +31,7 @@ extern const volatile bool kernel_queue_ts;
 extern const volatile bool spans_enabled;
 extern const volatile __u32 nr_counters;
 extern const volatile __u64 max_spans;
+extern const volatile __u32 span_wakeup_mask;
 extern const volatile bool use_task_storage;
 extern const volatile bool have_task_btf;
 extern const volatile bool have_cookie;

@@ -44,6 +44,8 @@ const volatile bool spans_enabled = false;
 const volatile __u32 nr_counters = 0;
 /* Span records sent through the ring buffer; later ones are sampled out. */
 const volatile __u64 max_spans = KHBPF_DEFAULT_MAX_SPANS;
+/* Span records between wakeups of the reader, less one (a power of two less one). */
+const volatile __u32 span_wakeup_mask = 1023;
 /*
  * Kernel features, found by the loader (BTF and libbpf feature probes, never
  * version numbers). Each false value takes a fallback; the verifier sees them

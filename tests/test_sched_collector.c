@@ -380,6 +380,33 @@ static void test_sched_collector__bpf_timed_waits(void **state)
 	sched_collector__destroy(c);
 }
 
+/* --span-buffer: a power of two within the bounds, else refused before any load. */
+static void test_sched_collector__span_buffer(void **state)
+{
+	struct sched_collector_opts o = { .sz = sizeof(o), .spans = true };
+	struct sched_collector_stats st;
+	struct sched_collector *c;
+
+	(void)state;
+	require_or_skip(geteuid() == 0, "loading BPF needs root");
+	o.span_buffer = 3u << 20;
+	assert_int_equal(sched_collector__open(&c, &o), -EINVAL);
+	o.span_buffer = KHBPF_SPAN_RINGBUF_MIN / 2;
+	assert_int_equal(sched_collector__open(&c, &o), -EINVAL);
+	o.span_buffer = KHBPF_SPAN_RINGBUF_MAX * 2u;
+	assert_int_equal(sched_collector__open(&c, &o), -EINVAL);
+	o.span_buffer = KHBPF_SPAN_RINGBUF_MIN;
+	assert_int_equal(sched_collector__open(&c, &o), 0);
+	assert_int_equal(sched_collector__stats(c, &st), 0);
+	assert_int_equal(st.span_ringbuf_bytes, KHBPF_SPAN_RINGBUF_MIN);
+	sched_collector__destroy(c);
+	o.span_buffer = 0;
+	assert_int_equal(sched_collector__open(&c, &o), 0);
+	assert_int_equal(sched_collector__stats(c, &st), 0);
+	assert_int_equal(st.span_ringbuf_bytes, KHBPF_SPAN_RINGBUF_BYTES);
+	sched_collector__destroy(c);
+}
+
 static int setup(void **state)
 {
 	int p[2];
@@ -401,6 +428,7 @@ int main(void)
 		cmocka_unit_test(test_sched_collector__task_hashes_match_kernel),
 		cmocka_unit_test_setup(test_sched_collector__exited_overflow_counted, setup),
 		cmocka_unit_test_setup(test_sched_collector__bpf_timed_waits, setup),
+		cmocka_unit_test(test_sched_collector__span_buffer),
 	};
 
 	return cmocka_run_group_tests_name("sched_collector", tests, NULL, NULL);

@@ -144,6 +144,31 @@ void sched_collector__select(const struct kfeatures *k, struct sched_variant *v)
 	v->uprobe_multi = k->have[KFEAT_UPROBE_MULTI] && k->have[KFEAT_ATTACH_COOKIE];
 }
 
+/*
+ * The span ring buffer, and how often its reader is woken: every eighth of
+ * it, so that the loader has seven eighths' worth of records' time to be
+ * scheduled before one is dropped (counted in span_ringbuf_drops). A
+ * wakeup costs more than the rest of a span, hence not one per record.
+ */
+static int span_ring_configure(struct sched_collector *c, uint32_t bytes)
+{
+	size_t rec =
+		(c->nr_counters ? sizeof(struct khbpf_span_event) : KHBPF_SPAN_EVENT_NOHW_SIZE) +
+		BPF_RINGBUF_HDR_SZ;
+	uint32_t n = 1;
+
+	if (!bytes)
+		bytes = KHBPF_SPAN_RINGBUF_BYTES;
+	if (bytes < KHBPF_SPAN_RINGBUF_MIN || bytes > KHBPF_SPAN_RINGBUF_MAX ||
+	    (bytes & (bytes - 1)))
+		return -EINVAL;
+	while (2 * n * rec <= bytes / 8)
+		n *= 2;
+	c->skel->rodata->span_wakeup_mask = n - 1;
+	c->span_ringbuf_bytes = bytes;
+	return bpf_map__set_max_entries(c->skel->maps.span_events, bytes);
+}
+
 /* Program variants and fallbacks for this kernel: one of each pair is loaded. */
 static int configure_variant(struct sched_collector *c, const struct sched_collector_opts *opts,
 			     bool mem_alloc)
@@ -328,6 +353,7 @@ int sched_collector__open(struct sched_collector **out, const struct sched_colle
 			c->counters_refused = true;
 		}
 		c->skel->rodata->nr_counters = c->nr_counters;
+		err = err ?: span_ring_configure(c, opts->span_buffer);
 		if (c->nr_counters)
 			err = err   ?:
 				      bpf_map__set_max_entries(c->skel->maps.counters,

@@ -74,6 +74,11 @@ struct sched_collector_opts {
 	/* Span probes: keep per-thread on-CPU clocks and take span records. */
 	bool spans;
 	uint64_t max_spans; /* records through the ring buffer; 0 → default */
+	/*
+	 * The span ring buffer's bytes: a power of two from KHBPF_SPAN_RINGBUF_MIN
+	 * to KHBPF_SPAN_RINGBUF_MAX (else open fails with -EINVAL); 0 → default.
+	 */
+	uint32_t span_buffer;
 	uint32_t max_span_keys; /* (thread, metric) aggregates; 0 → default */
 	enum sched_counters counters; /* per-span counter readings (spans only) */
 	/* How span sites are linked (enum sched_span_links), and how many will be. */
@@ -146,6 +151,7 @@ struct sched_collector_stats {
 	/* Spans: every finished span is emitted, dropped or sampled out. */
 	uint64_t span_records;
 	uint64_t span_ringbuf_drops;
+	uint32_t span_ringbuf_bytes; /* the span ring buffer's size; 0 without spans */
 	uint64_t span_sampled_out;
 	uint64_t span_depth_overflow;
 	uint64_t span_unwound;

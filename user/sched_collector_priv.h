@@ -44,6 +44,7 @@ struct sched_collector {
 	int stats_fd;
 	bool attached;
 	uint32_t max_exited;
+	uint32_t span_ringbuf_bytes; /* 0 without spans */
 	bool sched_info;
 	uint64_t not_final;
 	int *counter_fds; /* nr_counter_cpus * KHBPF_NR_COUNTERS; -1 where not open */
