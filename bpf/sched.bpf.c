@@ -77,7 +77,7 @@ const volatile __u32 nr_cgroup_filters = 0;
 const volatile __u64 cgroup_filter_id[KHBPF_MAX_CGROUP_FILTERS] = {};
 const volatile __u32 cgroup_filter_level[KHBPF_MAX_CGROUP_FILTERS] = {};
 
-__u64 target_bits[KHBPF_TARGET_WORDS] = {};
+__u32 target_slots[KHBPF_TARGET_SLOTS] = {};
 /* Set while the loader's baseline iteration runs: record each thread's stamps. */
 __u32 iter_init_state = 0;
 

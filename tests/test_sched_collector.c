@@ -380,6 +380,61 @@ static void test_sched_collector__bpf_timed_waits(void **state)
 	sched_collector__destroy(c);
 }
 
+/*
+ * Targets go in a table of KHBPF_TARGET_SLOTS tgids, each within
+ * KHBPF_TARGET_PROBES slots of its hash: this process found by the kernel's
+ * own check (through the iterator) behind seven tgids of its first slot;
+ * a ninth of that slot, or a target beyond KHBPF_MAX_TARGETS, is -E2BIG,
+ * never a silent miss.
+ */
+static void test_sched_collector__target_table(void **state)
+{
+	struct sched_collector_opts o = { .sz = sizeof(o) };
+	uint32_t self = (uint32_t)getpid(), slot = khbpf_target_slot(self), t;
+	struct sched_collector *c;
+	struct thread_table snap;
+	bool used[KHBPF_TARGET_SLOTS] = {}, seen = false;
+	int same = 0, added;
+	size_t i;
+
+	(void)state;
+	require_or_skip(geteuid() == 0, "loading BPF needs root");
+	assert_int_equal(sched_collector__open(&c, &o), 0);
+	assert_int_equal(sched_collector__add_target(c, 0), -EINVAL);
+	assert_int_equal(sched_collector__add_target(c, -1), -EINVAL);
+	for (t = 1; same < KHBPF_TARGET_PROBES - 1; t++) {
+		if (t == self || khbpf_target_slot(t) != slot)
+			continue;
+		assert_int_equal(sched_collector__add_target(c, (pid_t)t), 0);
+		same++;
+	}
+	assert_int_equal(sched_collector__add_target(c, (pid_t)self), 0);
+	assert_int_equal(sched_collector__add_target(c, (pid_t)self), 0); /* again: no new slot */
+	for (;; t++) {
+		if (t != self && khbpf_target_slot(t) == slot)
+			break;
+	}
+	assert_int_equal(sched_collector__add_target(c, (pid_t)t), -E2BIG);
+	/* Others, each alone in its first slot, up to the bound. */
+	for (added = same + 1, t = 1; added < KHBPF_MAX_TARGETS; t++) {
+		uint32_t d = (khbpf_target_slot(t) - slot) & (KHBPF_TARGET_SLOTS - 1);
+
+		if (d < 2 * KHBPF_TARGET_PROBES || d % KHBPF_TARGET_PROBES || used[d])
+			continue;
+		used[d] = true;
+		assert_int_equal(sched_collector__add_target(c, (pid_t)t), 0);
+		added++;
+	}
+	assert_int_equal(sched_collector__add_target(c, INT32_MAX), -E2BIG);
+	assert_int_equal(sched_collector__attach(c), 0);
+	assert_int_equal(sched_collector__snapshot(c, &snap), 0);
+	for (i = 0; i < snap.nr; i++)
+		seen |= snap.recs[i].tid == self;
+	assert_true(seen);
+	thread_table__free(&snap);
+	sched_collector__destroy(c);
+}
+
 /* --span-buffer: a power of two within the bounds, else refused before any load. */
 static void test_sched_collector__span_buffer(void **state)
 {
@@ -428,6 +483,7 @@ int main(void)
 		cmocka_unit_test(test_sched_collector__task_hashes_match_kernel),
 		cmocka_unit_test_setup(test_sched_collector__exited_overflow_counted, setup),
 		cmocka_unit_test_setup(test_sched_collector__bpf_timed_waits, setup),
+		cmocka_unit_test(test_sched_collector__target_table),
 		cmocka_unit_test(test_sched_collector__span_buffer),
 	};
 

@@ -464,12 +464,27 @@ bool sched_collector__bpf_needs_cap(struct sched_collector *c)
 
 int sched_collector__add_target(struct sched_collector *c, pid_t tgid)
 {
-	uint32_t t = (uint32_t)tgid;
+	uint32_t *slots = c->skel->bss->target_slots, t = (uint32_t)tgid;
+	uint32_t slot = khbpf_target_slot(t), i;
 
-	if (tgid <= 0 || t >= KHBPF_PID_LIMIT)
+	if (tgid <= 0)
 		return -EINVAL;
-	c->skel->bss->target_bits[t >> 6] |= 1ULL << (t & 63);
-	return 0;
+	for (i = 0; i < KHBPF_TARGET_PROBES; i++) {
+		uint32_t *s = &slots[(slot + i) & (KHBPF_TARGET_SLOTS - 1)];
+
+		if (*s == t)
+			return 0;
+		if (*s)
+			continue;
+		if (c->nr_targets == KHBPF_MAX_TARGETS)
+			return -E2BIG;
+		/* One aligned store: a program reading it sees 0 or the tgid. */
+		__atomic_store_n(s, t, __ATOMIC_RELEASE);
+		c->nr_targets++;
+		return 0;
+	}
+	/* Eight taken slots in a row in a table at most 1/16 full: not seen, but bounded. */
+	return -E2BIG;
 }
 
 int sched_collector__attach(struct sched_collector *c)

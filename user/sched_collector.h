@@ -187,6 +187,7 @@ struct span_agg_entry {
 int sched_collector__open(struct sched_collector **out, const struct sched_collector_opts *opts);
 /* bpf() on held fds refused without a capability (see the .c): keep CAP_BPF. */
 bool sched_collector__bpf_needs_cap(struct sched_collector *c);
+/* Watch tgid (-EINVAL if not > 0); -E2BIG beyond KHBPF_MAX_TARGETS of them. */
 int sched_collector__add_target(struct sched_collector *c, pid_t tgid);
 int sched_collector__attach(struct sched_collector *c);
 /* Detach the programs (maps stay readable). Idempotent. */

@@ -44,6 +44,7 @@ struct sched_collector {
 	int stats_fd;
 	bool attached;
 	uint32_t max_exited;
+	uint32_t nr_targets; /* tgids in target_slots (at most KHBPF_MAX_TARGETS) */
 	uint32_t span_ringbuf_bytes; /* 0 without spans */
 	bool sched_info;
 	uint64_t not_final;
