@@ -23,7 +23,7 @@
 	"      --max-spans N     span records kept (default 100000); every call still\n"    \
 	"                        counts in the per-metric totals\n"                         \
 	"      --span-buffer SIZE  the span ring buffer: a power of two from 64K to\n"      \
-	"                        1G (default 4M); records it has no room for are\n"         \
+	"                        1G (default 1M); records it has no room for are\n"         \
 	"                        counted in loss.span_records_dropped_ringbuf\n"            \
 	"      --private         create the -o file with mode 0600 (default 0644)\n"        \
 	"      --bpf-stats       time khbpf's BPF programs (BPF_ENABLE_STATS for the\n"     \

@@ -21,7 +21,7 @@
  * The span ring buffer (--span-buffer): a power of two from MIN to MAX
  * bytes. Records it has no room for are counted (span_records_dropped_ringbuf).
  */
-#define KHBPF_SPAN_RINGBUF_BYTES (4u << 20)
+#define KHBPF_SPAN_RINGBUF_BYTES (1u << 20)
 #define KHBPF_SPAN_RINGBUF_MIN (64u << 10)
 #define KHBPF_SPAN_RINGBUF_MAX (1u << 30)
 /*

@@ -1,7 +1,8 @@
 #!/bin/bash
 # khbpf's kernel memory is proportional to its target (issue 15): `khbpf
-# attach` and `khbpf run` on a 10-thread process hold at most 4 MiB, as the
-# kernel counts it two ways:
+# attach` and `khbpf run` on a 10-thread process hold at most 4 MiB, with
+# spans measured (--span: the span maps and the span ring buffer) or
+# without, as the kernel counts it two ways:
 #  - the `memlock` of every map khbpf holds (its fds' map_id, bpftool -j);
 #  - the kernel memory charged to a fresh memory cgroup khbpf alone runs in
 #    (v1 memory.kmem.usage_in_bytes; v2 memory.stat `kernel`): the maps,
@@ -103,6 +104,21 @@ assert kmem <= limit, (kmem, limit)
 PY
 }
 
+# Every thread of the target blocks in read(): with spans, a span each.
+SPAN=(--span 'libc.so.6:read=read')
+
+# span_check DOC [ARGS...]: with --span, the site attached through a ring
+# buffer of the default size, and no record lost.
+span_check() {
+	local doc=$1
+	shift
+	[ $# -gt 0 ] || return 0
+	json_check "$doc" "any(p['status'] == 'attached' for p in d['span_probes'])" \
+		"d['loss']['span_ringbuf_bytes_max']['value'] == 1 << 20" \
+		"d['loss']['span_records_dropped_ringbuf']['value'] == 0" \
+		"d['loss']['span_state_failures']['value'] == 0"
+}
+
 # finish DOC: end the window, and the document lists every thread.
 finish() {
 	kill -INT "$KH"
@@ -112,7 +128,7 @@ finish() {
 	json_check "$1" "len(d['threads']) == $THREADS"
 }
 
-attach_case() {
+attach_case() { # [SPAN ARGS...]
 	trap stop_case EXIT
 	rm -f "$TMP/in"
 	mkfifo "$TMP/in" || fail "mkfifo"
@@ -121,12 +137,13 @@ attach_case() {
 	exec 7>"$TMP/in"
 	wait_for up "$TMP/tgt.out" || fail "the target did not start"
 	: >"$TMP/kh.err"
-	(echo "$BASHPID" >"$CG/$JOIN" && exec "$KHBPF" attach --pid "$TGT" -o "$TMP/attach.json") \
+	(echo "$BASHPID" >"$CG/$JOIN" && exec "$KHBPF" attach --pid "$TGT" "$@" -o "$TMP/attach.json") \
 		2>"$TMP/kh.err" &
 	KH=$!
 	wait_for watching "$TMP/kh.err" || fail "attach did not start: $(cat "$TMP/kh.err")"
-	measure "attach, $THREADS threads"
+	measure "attach, $THREADS threads${1:+, spans}"
 	finish "$TMP/attach.json"
+	span_check "$TMP/attach.json" "$@"
 	exec 7>&-
 	wait "$TGT"
 	TGT=""
@@ -134,19 +151,19 @@ attach_case() {
 
 # run: CMD is khbpf's child, so it starts in khbpf's cgroup; it leaves it
 # before exec, so what is charged there stays khbpf's (and the fork's).
-run_case() {
+run_case() { # [SPAN ARGS...]
 	trap stop_case EXIT
 	rm -f "$TMP/in"
 	mkfifo "$TMP/in" || fail "mkfifo"
 	: >"$TMP/kh.err"
-	(echo "$BASHPID" >"$CG/$JOIN" && exec "$KHBPF" run -o "$TMP/run.json" -- \
+	(echo "$BASHPID" >"$CG/$JOIN" && exec "$KHBPF" run "$@" -o "$TMP/run.json" -- \
 		sh -c 'echo $$ >"$1" && shift && exec "$@"' sh "$PARENT_JOIN" \
 		"$PYTHON" -c "$TARGET" "$THREADS") <"$TMP/in" >"$TMP/tgt.out" 2>"$TMP/kh.err" &
 	KH=$!
 	exec 7>"$TMP/in"
 	wait_for up "$TMP/tgt.out" || fail "the target did not start: $(cat "$TMP/kh.err")"
 	wait_for watching "$TMP/kh.err" || fail "run did not start: $(cat "$TMP/kh.err")"
-	measure "run, $THREADS threads"
+	measure "run, $THREADS threads${1:+, spans}"
 	# run passes the first SIGINT to CMD; closing its stdin ends it instead.
 	exec 7>&-
 	wait "$KH" || fail "khbpf run failed: $(cat "$TMP/kh.err")"
@@ -155,6 +172,9 @@ run_case() {
 	json_check "$TMP/run.json" "len(d['threads']) == $THREADS" \
 		"all(t['exited'] for t in d['threads'])" \
 		"d['loss']['exited_records_overflow']['value'] == 0"
+	span_check "$TMP/run.json" "$@"
+	# Each thread's read() returned as the target ended: a record each.
+	[ $# -eq 0 ] || json_check "$TMP/run.json" "len(d['events']['spans']) >= $THREADS"
 }
 
 # The failure mode of exit records allocated on use: while 200 threads exit,
@@ -230,6 +250,8 @@ PY
 
 case_ "attach: kernel memory of a $THREADS-thread target" attach_case
 case_ "run: kernel memory of a $THREADS-thread target" run_case
+case_ "attach with spans: kernel memory of a $THREADS-thread target" attach_case "${SPAN[@]}"
+case_ "run with spans: kernel memory of a $THREADS-thread target" run_case "${SPAN[@]}"
 case_ "exit records that cannot be allocated are counted" nomem_case
 no_bpf_left
 cases_done kernel_memory
