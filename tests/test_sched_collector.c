@@ -160,11 +160,11 @@ static int count_loaded(const __u32 *ids, int n)
 	return alive;
 }
 
-static void exit_records_match_kernel(bool task_hashes)
+static void exit_records_match_kernel(bool task_hashes, bool prealloc)
 {
-	struct sched_collector_opts o = { .sz = sizeof(o),
-					  .run_stats = true,
-					  .task_hashes = task_hashes };
+	struct sched_collector_opts o = {
+		.sz = sizeof(o), .run_stats = true, .task_hashes = task_hashes, .prealloc = prealloc
+	};
 	struct sched_collector_stats st;
 	struct thread_table ex, snap;
 	struct sched_collector *c;
@@ -281,14 +281,120 @@ static void exit_records_match_kernel(bool task_hashes)
 static void test_sched_collector__exit_records_match_kernel(void **state)
 {
 	(void)state;
-	exit_records_match_kernel(false);
+	exit_records_match_kernel(false, false);
 }
 
 /* The same with per-thread state in the hashes, as on PREEMPT_RT. */
 static void test_sched_collector__task_hashes_match_kernel(void **state)
 {
 	(void)state;
-	exit_records_match_kernel(true);
+	exit_records_match_kernel(true, false);
+}
+
+/*
+ * And as on a kernel without bpf_mem_alloc and task storage (5.10): the
+ * hashes preallocated, per-thread state in them.
+ */
+static void test_sched_collector__prealloc_match_kernel(void **state)
+{
+	(void)state;
+	exit_records_match_kernel(true, true);
+}
+
+/*
+ * This process's newest map of that name (a failed test may have left an
+ * older one open): its memlock (fdinfo) and flags; -1 if none.
+ */
+static long long map_memlock(const char *name, uint32_t *flags)
+{
+	char path[64], line[128], link[64];
+	long long memlock = -1;
+	int fd;
+
+	for (fd = 1023; fd >= 3 && memlock < 0; fd--) {
+		struct bpf_map_info info = {};
+		__u32 len = sizeof(info);
+		ssize_t n;
+		FILE *f;
+
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+		n = readlink(path, link, sizeof(link) - 1);
+		if (n <= 0)
+			continue;
+		link[n] = 0;
+		if (strcmp(link, "anon_inode:bpf-map") || bpf_obj_get_info_by_fd(fd, &info, &len) ||
+		    strcmp(info.name, name))
+			continue;
+		*flags = info.map_flags;
+		snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+		f = fopen(path, "r");
+		assert_non_null(f);
+		while (fgets(line, sizeof(line), f))
+			if (sscanf(line, "memlock: %lld", &memlock) == 1)
+				break;
+		fclose(f);
+	}
+	return memlock;
+}
+
+/*
+ * What preallocation holds (kernels without bpf_mem_alloc), printed for the
+ * README: the exited map and the per-thread hash at their defaults hold
+ * every entry from the load on; --max-exited and --max-threads bound them.
+ * With spans, the span state hash (KHBPF_DEFAULT_SPAN_TASKS) and the
+ * aggregates (KHBPF_DEFAULT_SPAN_KEYS) too.
+ */
+static void test_sched_collector__prealloc_memory(void **state)
+{
+	static const struct {
+		uint32_t max_exited, max_tasks;
+		bool spans;
+	} sizes[] = { { 0, 0, false }, { 1024, 1024, false }, { 0, 0, true } };
+	size_t i;
+
+	(void)state;
+	require_or_skip(geteuid() == 0, "loading BPF needs root");
+	for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		struct sched_collector_opts o = { .sz = sizeof(o),
+						  .task_hashes = true,
+						  .prealloc = true,
+						  .max_exited = sizes[i].max_exited,
+						  .max_tasks = sizes[i].max_tasks,
+						  .spans = sizes[i].spans };
+		uint32_t n_ex = o.max_exited ?: KHBPF_DEFAULT_MAX_EXITED;
+		uint32_t n_ts = o.max_tasks ?: KHBPF_DEFAULT_MAX_TASKS;
+		uint32_t fl_ex = 0, fl_ts = 0, fl_sa = 0, fl_ss = 0;
+		struct sched_collector_stats st;
+		struct sched_collector *c;
+		long long ex, ts, sa, ss;
+
+		assert_int_equal(sched_collector__open(&c, &o), 0);
+		assert_int_equal(sched_collector__stats(c, &st), 0);
+		assert_false(st.variant.mem_alloc);
+		ex = map_memlock("exited", &fl_ex);
+		ts = map_memlock("task_state_h", &fl_ts);
+		sa = map_memlock("span_agg", &fl_sa);
+		ss = map_memlock("span_state_h", &fl_ss);
+		print_message("prealloc, --max-exited %u --max-threads %u%s: exited %lld KiB, "
+			      "task_state_h %lld KiB, span_agg %lld KiB, span_state_h %lld KiB\n",
+			      n_ex, n_ts, o.spans ? ", spans" : "", ex >> 10, ts >> 10, sa >> 10,
+			      ss >> 10);
+		assert_false(fl_ex & BPF_F_NO_PREALLOC);
+		assert_false(fl_ts & BPF_F_NO_PREALLOC);
+		assert_false(fl_sa & BPF_F_NO_PREALLOC);
+		assert_false(fl_ss & BPF_F_NO_PREALLOC);
+		if (o.spans) {
+			assert_true(sa >= (long long)KHBPF_DEFAULT_SPAN_KEYS *
+						  (long long)sizeof(struct khbpf_span_agg));
+			assert_true(ss >= (long long)KHBPF_DEFAULT_SPAN_TASKS *
+						  (long long)sizeof(struct khbpf_span_state));
+		}
+		/* At least each entry's value and key, from the load on. */
+		assert_true(ex >=
+			    (long long)n_ex * (long long)(sizeof(struct khbpf_thread_rec) + 16));
+		assert_true(ts >= (long long)n_ts * (long long)sizeof(struct khbpf_task_state));
+		sched_collector__destroy(c);
+	}
 }
 
 /* A full exited map drops records and counts every one. */
@@ -481,6 +587,8 @@ int main(void)
 		cmocka_unit_test(test_sched_collector__mig_class_matches_topology),
 		cmocka_unit_test(test_sched_collector__exit_records_match_kernel),
 		cmocka_unit_test(test_sched_collector__task_hashes_match_kernel),
+		cmocka_unit_test(test_sched_collector__prealloc_match_kernel),
+		cmocka_unit_test(test_sched_collector__prealloc_memory),
 		cmocka_unit_test_setup(test_sched_collector__exited_overflow_counted, setup),
 		cmocka_unit_test_setup(test_sched_collector__bpf_timed_waits, setup),
 		cmocka_unit_test(test_sched_collector__target_table),

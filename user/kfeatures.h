@@ -25,6 +25,7 @@ enum kfeature {
 	KFEAT_RUN_STATS, /* BPF_ENABLE_STATS run-time statistics */
 	KFEAT_ATOMIC_FETCH, /* atomic fetch-and-add (BPF_FETCH) in the verifier */
 	KFEAT_UPROBE_MULTI, /* uprobe_multi links: many offsets of a file in one link */
+	KFEAT_MEM_ALLOC, /* bpf_mem_alloc: hash entries made on use by tracing programs */
 	KFEAT__COUNT,
 };
 

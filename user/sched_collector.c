@@ -103,13 +103,8 @@ static void counters_close(struct sched_collector *c)
 	c->counter_fds = NULL;
 }
 
-/*
- * CONFIG_SCHED_INFO: does task_struct have sched_info (run_delay, pcount)?
- * And may a tracing program use a run-time allocated hash (the BPF memory
- * allocator, bpf_mem_alloc)? Before it, such maps are refused on PREEMPT_RT
- * and warned about elsewhere, so the groups map is preallocated then.
- */
-static void kernel_btf_facts(bool *sched_info, bool *mem_alloc)
+/* CONFIG_SCHED_INFO: does task_struct have sched_info (run_delay, pcount)? */
+static void kernel_btf_facts(bool *sched_info)
 {
 	struct btf *btf = btf__load_vmlinux_btf();
 	const struct btf_member *m;
@@ -117,7 +112,6 @@ static void kernel_btf_facts(bool *sched_info, bool *mem_alloc)
 	int id, i;
 
 	*sched_info = false;
-	*mem_alloc = false;
 	if (libbpf_get_error(btf))
 		return;
 	id = btf__find_by_name_kind(btf, "task_struct", BTF_KIND_STRUCT);
@@ -128,7 +122,6 @@ static void kernel_btf_facts(bool *sched_info, bool *mem_alloc)
 			break;
 		}
 	}
-	*mem_alloc = btf__find_by_name_kind(btf, "bpf_mem_alloc", BTF_KIND_STRUCT) > 0;
 	btf__free(btf);
 }
 
@@ -142,6 +135,12 @@ void sched_collector__select(const struct kfeatures *k, struct sched_variant *v)
 	v->atomic_fetch = k->have[KFEAT_ATOMIC_FETCH];
 	/* The cookie is the site's metric: without cookies, per-site links and the site map. */
 	v->uprobe_multi = k->have[KFEAT_UPROBE_MULTI] && k->have[KFEAT_ATTACH_COOKIE];
+	/*
+	 * May a tracing program use a hash allocated on use? Before
+	 * bpf_mem_alloc such maps are refused on PREEMPT_RT, and elsewhere
+	 * allocate with the scheduler's locks held: preallocated then.
+	 */
+	v->mem_alloc = k->have[KFEAT_MEM_ALLOC];
 }
 
 /*
@@ -170,8 +169,7 @@ static int span_ring_configure(struct sched_collector *c, uint32_t bytes)
 }
 
 /* Program variants and fallbacks for this kernel: one of each pair is loaded. */
-static int configure_variant(struct sched_collector *c, const struct sched_collector_opts *opts,
-			     bool mem_alloc)
+static int configure_variant(struct sched_collector *c, const struct sched_collector_opts *opts)
 {
 	struct sched_bpf *skel = c->skel;
 	struct sched_variant v;
@@ -183,7 +181,10 @@ static int configure_variant(struct sched_collector *c, const struct sched_colle
 	sched_collector__select(&c->feat, &v);
 	if (opts && opts->task_hashes)
 		v.task_storage = false;
+	if (opts && opts->prealloc)
+		v.mem_alloc = false;
 	c->task_storage = v.task_storage;
+	c->mem_alloc = v.mem_alloc;
 	skel->rodata->use_task_storage = v.task_storage;
 	skel->rodata->have_task_btf = v.task_btf;
 	skel->rodata->have_cookie = v.attach_cookie;
@@ -235,7 +236,7 @@ static int configure_variant(struct sched_collector *c, const struct sched_colle
 		 * made as threads are seen, as the exit records are: PREEMPT_RT
 		 * takes this path on current kernels. Older kernels preallocate.
 		 */
-		if (mem_alloc) {
+		if (v.mem_alloc) {
 			err = err   ?:
 				      bpf_map__set_map_flags(skel->maps.task_state_h,
 							     BPF_F_NO_PREALLOC);
@@ -270,10 +271,11 @@ int sched_collector__open(struct sched_collector **out, const struct sched_colle
 		goto cleanup;
 	}
 	c->skel->rodata->trace_all = opts && opts->trace_all;
-	kernel_btf_facts(&c->sched_info, &mem_alloc);
-	err = configure_variant(c, opts, mem_alloc);
+	kernel_btf_facts(&c->sched_info);
+	err = configure_variant(c, opts);
 	if (err)
 		goto cleanup;
+	mem_alloc = c->mem_alloc;
 	kernel_waits = c->sched_info && !(opts && opts->bpf_timed_waits);
 	c->skel->rodata->kernel_queue_ts = kernel_waits;
 	/* The kernel times every wait itself: no wakeup program needed. */

@@ -71,6 +71,12 @@ struct sched_collector_opts {
 	 * be tested on any kernel.
 	 */
 	bool task_hashes;
+	/*
+	 * Every hash preallocated whole, as kernels without the BPF memory
+	 * allocator (bpf_mem_alloc, before 6.1) have them: their path and their
+	 * kernel memory, measurable on any kernel.
+	 */
+	bool prealloc;
 	/* Span probes: keep per-thread on-CPU clocks and take span records. */
 	bool spans;
 	uint64_t max_spans; /* records through the ring buffer; 0 → default */
@@ -119,6 +125,7 @@ struct sched_variant {
 	bool attach_cookie; /* metric in the uprobe cookie; else span_site_metric */
 	bool atomic_fetch; /* BPF_FETCH atomics; else per-CPU span-slot tickets */
 	bool uprobe_multi; /* span sites in uprobe_multi links; else a link pair per site */
+	bool mem_alloc; /* hashes allocated on use (bpf_mem_alloc); else preallocated whole */
 };
 
 /*

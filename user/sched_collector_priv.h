@@ -37,6 +37,7 @@ struct sched_collector {
 	size_t nr_span_sites;
 	bool span_multi; /* span programs loaded for uprobe_multi links */
 	bool task_storage; /* per-thread state in task storage, else the hashes */
+	bool mem_alloc; /* hashes allocated on use (bpf_mem_alloc), else preallocated */
 	uint64_t delivered;
 	uint64_t malformed; /* ring buffer records of an unexpected size */
 	void (*on_span)(void *ctx, const struct khbpf_span_event *e);

@@ -329,6 +329,7 @@ int sched_collector__stats(struct sched_collector *c, struct sched_collector_sta
 	sched_collector__select(&c->feat, &out->variant);
 	out->variant.uprobe_multi = c->span_multi;
 	out->variant.task_storage = c->task_storage;
+	out->variant.mem_alloc = c->mem_alloc;
 	bpf_object__for_each_program(prog, c->skel->obj) {
 		struct bpf_prog_info info = {};
 		__u32 len = sizeof(info);
