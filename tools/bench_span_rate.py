@@ -71,7 +71,7 @@ def one_run(threads):
     d = json.load(open(doc))
     loss = {k: v["value"] for k, v in d["loss"].items() if isinstance(v, dict)}
     records = len(d["events"]["spans"])
-    ring = loss["span_ringbuf_bytes_max"]
+    ring = loss.get("span_ringbuf_bytes_max")  # None: a build before --span-buffer
     calls = sum(m["calls"] for m in d["span_metrics"])
     dropped = d["events"]["dropped_span_events"]
     sampled = d["events"]["sampled_out_events"]
@@ -106,7 +106,8 @@ def main():
     lines = [f"`spanbench --threads T --calls {CALLS}` (annotated site, unpinned) under "
              f"`khbpf attach --max-spans {MAX_RECORDS}"
              + (f" --span-buffer {SPAN_BUFFER}" if SPAN_BUFFER else "")
-             + f"`; {rows[0]['ringbuf_bytes'] >> 10} KiB ring buffer.", "",
+             + (f"`; {rows[0]['ringbuf_bytes'] >> 10} KiB ring buffer." if rows[0]["ringbuf_bytes"]
+                else "`; that build's ring buffer (4 MiB before --span-buffer)."), "",
              "| threads | span calls per second | records | dropped (ring full) | "
              "khbpf peak RSS (with the write) | document |", "| --- | --- | --- | --- | --- | --- |"]
     for r in rows:

@@ -85,7 +85,7 @@ enum kfeature_use kfeatures__use(const struct kfeatures *k, enum kfeature f, con
 		[KFEAT_UPROBE_MULTI] =
 			"a uprobe and a uretprobe link per span site, each detached after its own grace period",
 		[KFEAT_MEM_ALLOC] =
-			"hashes preallocated whole from the load on: exit records (--max-exited; 36 MiB at the default), per-thread state without task storage (--max-threads; 34 MiB), with spans their aggregates (31 MiB) and state (19 MiB)",
+			"hashes preallocated whole from the load on: exit records (--max-exited; 36 MiB at the default), per-thread state without task storage (--max-threads; 33.5 MiB), with spans their aggregates (30.5 MiB) and state (19 MiB)",
 	};
 	static const char *const missing[KFEAT__COUNT] = {
 		[KFEAT_TP_BTF] = "scheduler collector falls back to /proc",
