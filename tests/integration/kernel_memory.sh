@@ -16,6 +16,12 @@
 require_root "khbpf loads BPF; memory cgroups are root's"
 exec </dev/null
 LIMIT=$((4 << 20))
+# Kernels without bpf_mem_alloc (before 6.1) preallocate the bounded hashes
+# whole (README, Kernels): the issue's bound is not met there, by design;
+# the README's figures are, with room for the programs and khbpf itself
+# (5.10: 71300 KiB of maps, 123324 KiB with spans). Before 5.11 the maps
+# are not charged to the memory cgroup at all: only memlock sees them.
+PREALLOC_LIMIT=$((76 << 20)) PREALLOC_SPANS_LIMIT=$((128 << 20))
 THREADS=10
 CG="" KH="" TGT=""
 
@@ -69,8 +75,9 @@ for _ in range(n - 1): up.acquire()
 print("up", flush=True)
 sys.stdin.read()'
 
-# measure LABEL: khbpf ($KH) is watching; sum its maps' memlock and read the
-# cgroup's kernel memory; both must be within the bound.
+# measure LABEL PREALLOC-LIMIT: khbpf ($KH) is watching; sum its maps'
+# memlock and read the cgroup's kernel memory; both must be within the
+# bound (PREALLOC-LIMIT where the exited map is preallocated).
 measure() {
 	local kmem
 	kill -0 "$KH" || fail "$1: khbpf is gone: $(cat "$TMP/kh.err")"
@@ -79,7 +86,7 @@ measure() {
 	sleep 0.5
 	kmem=$(kmem_bytes)
 	[ -n "$kmem" ] || fail "$1: no kernel memory figure in $CG"
-	"$PYTHON" - "$KH" "$kmem" "$LIMIT" "$1" <<'PY' || fail "$1: kernel memory over the bound"
+	"$PYTHON" - "$KH" "$kmem" "$LIMIT" "$1" "$2" <<'PY' || fail "$1: kernel memory over the bound"
 import json, os, subprocess, sys
 pid, kmem, limit, label = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
 ids = set()
@@ -95,6 +102,11 @@ maps = [m for m in json.loads(subprocess.run(["bpftool", "-j", "map", "show"], c
         if m["id"] in ids]
 assert maps, f"khbpf ({pid}) holds no maps"
 memlock = sum(int(m.get("bytes_memlock", 0)) for m in maps)
+# BPF_F_NO_PREALLOC (1) unset on the exited map: no bpf_mem_alloc here.
+prealloc = any(m.get("name") == "exited" and not m.get("flags", 0) & 1 for m in maps)
+if prealloc:
+    limit = int(sys.argv[5])
+    label += " (hashes preallocated: no bpf_mem_alloc)"
 big = ", ".join(f"{m.get('name', m['id'])} {int(m.get('bytes_memlock', 0)) >> 10} KiB"
                 for m in sorted(maps, key=lambda m: -int(m.get("bytes_memlock", 0)))[:4])
 print(f"  {label}: {len(maps)} maps, memlock {memlock >> 10} KiB (largest: {big}); "
@@ -141,7 +153,7 @@ attach_case() { # [SPAN ARGS...]
 		2>"$TMP/kh.err" &
 	KH=$!
 	wait_for watching "$TMP/kh.err" || fail "attach did not start: $(cat "$TMP/kh.err")"
-	measure "attach, $THREADS threads${1:+, spans}"
+	measure "attach, $THREADS threads${1:+, spans}" "$([ $# -eq 0 ] && echo "$PREALLOC_LIMIT" || echo "$PREALLOC_SPANS_LIMIT")"
 	finish "$TMP/attach.json"
 	span_check "$TMP/attach.json" "$@"
 	exec 7>&-
@@ -163,7 +175,7 @@ run_case() { # [SPAN ARGS...]
 	exec 7>"$TMP/in"
 	wait_for up "$TMP/tgt.out" || fail "the target did not start: $(cat "$TMP/kh.err")"
 	wait_for watching "$TMP/kh.err" || fail "run did not start: $(cat "$TMP/kh.err")"
-	measure "run, $THREADS threads${1:+, spans}"
+	measure "run, $THREADS threads${1:+, spans}" "$([ $# -eq 0 ] && echo "$PREALLOC_LIMIT" || echo "$PREALLOC_SPANS_LIMIT")"
 	# run passes the first SIGINT to CMD; closing its stdin ends it instead.
 	exec 7>&-
 	wait "$KH" || fail "khbpf run failed: $(cat "$TMP/kh.err")"
