@@ -31,6 +31,7 @@ extern const volatile bool kernel_queue_ts;
 extern const volatile bool spans_enabled;
 extern const volatile __u32 nr_counters;
 extern const volatile __u64 max_spans;
+extern const volatile __u32 span_wakeup_mask;
 extern const volatile bool use_task_storage;
 extern const volatile bool have_task_btf;
 extern const volatile bool have_cookie;
@@ -40,7 +41,7 @@ extern const volatile __u32 group_by;
 extern const volatile __u32 nr_cgroup_filters;
 extern const volatile __u64 cgroup_filter_id[KHBPF_MAX_CGROUP_FILTERS];
 extern const volatile __u32 cgroup_filter_level[KHBPF_MAX_CGROUP_FILTERS];
-extern __u64 target_bits[KHBPF_TARGET_WORDS];
+extern __u32 target_slots[KHBPF_TARGET_SLOTS];
 extern __u32 iter_init_state;
 extern __u64 storage_failures;
 extern __u64 exited_overflow;
@@ -318,17 +319,26 @@ static __always_inline bool in_cgroup_filter(struct task_struct *p)
 
 static __always_inline bool is_target(struct task_struct *p)
 {
-	__u32 tgid = p->tgid;
-	__u32 idx = tgid >> 6;
+	__u32 tgid = p->tgid, slot, i;
 
 	if (nr_cgroup_filters)
 		return p->pid != 0 && in_cgroup_filter(p);
 	if (trace_all)
 		return p->pid != 0;
-	if (idx >= KHBPF_TARGET_WORDS)
+	/* 0 marks an empty slot; it is also the idle task's tgid, never a target. */
+	if (!tgid)
 		return false;
-	/* Bit 0 of word 0 (pid 0, the idle task) is never set by the loader. */
-	return target_bits[idx] & (1ULL << (tgid & 63));
+	slot = khbpf_target_slot(tgid);
+#pragma unroll
+	for (i = 0; i < KHBPF_TARGET_PROBES; i++) {
+		__u32 t = target_slots[(slot + i) & (KHBPF_TARGET_SLOTS - 1)];
+
+		if (t == tgid)
+			return true;
+		if (!t)
+			return false;
+	}
+	return false;
 }
 
 /*

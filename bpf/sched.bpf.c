@@ -44,6 +44,8 @@ const volatile bool spans_enabled = false;
 const volatile __u32 nr_counters = 0;
 /* Span records sent through the ring buffer; later ones are sampled out. */
 const volatile __u64 max_spans = KHBPF_DEFAULT_MAX_SPANS;
+/* Span records between wakeups of the reader, less one (a power of two less one). */
+const volatile __u32 span_wakeup_mask = 1023;
 /*
  * Kernel features, found by the loader (BTF and libbpf feature probes, never
  * version numbers). Each false value takes a fallback; the verifier sees them
@@ -88,7 +90,7 @@ const volatile __u32 nr_cgroup_filters = 0;
 const volatile __u64 cgroup_filter_id[KHBPF_MAX_CGROUP_FILTERS] = {};
 const volatile __u32 cgroup_filter_level[KHBPF_MAX_CGROUP_FILTERS] = {};
 
-__u64 target_bits[KHBPF_TARGET_WORDS] = {};
+__u32 target_slots[KHBPF_TARGET_SLOTS] = {};
 /* Set while the loader's baseline iteration runs: record each thread's stamps. */
 __u32 iter_init_state = 0;
 

@@ -90,8 +90,6 @@ static __always_inline __u64 sub0(__u64 a, __u64 b)
 	return a > b ? a - b : 0;
 }
 
-#define SPAN_WAKEUP_EVERY 1024
-
 /*
  * Kernels without attach cookies (before bpf_get_attach_cookie) keep the
  * VMA tree as an rbtree (the maple tree came later): the probed address's
@@ -403,13 +401,12 @@ static __always_inline int span_exit(struct pt_regs *ctx, bool fetch)
 		__builtin_memcpy(e->hw, hw, sizeof(hw));
 	/*
 	 * Waking the reader costs more than the rest of the span (an irq_work
-	 * and a wakeup per record); wake it every SPAN_WAKEUP_EVERY records
-	 * (152 KiB, well inside the 4 MiB buffer), the loader also drains on
-	 * its timer and at the end.
+	 * and a wakeup per record); wake it every span_wakeup_mask + 1 records
+	 * (the loader's choice: an eighth of the buffer), the loader also
+	 * drains on its timer and at the end.
 	 */
-	bpf_ringbuf_submit(e, (rec & (SPAN_WAKEUP_EVERY - 1)) == SPAN_WAKEUP_EVERY - 1 ?
-				      BPF_RB_FORCE_WAKEUP :
-				      BPF_RB_NO_WAKEUP);
+	bpf_ringbuf_submit(e, (rec & span_wakeup_mask) == span_wakeup_mask ? BPF_RB_FORCE_WAKEUP :
+									     BPF_RB_NO_WAKEUP);
 	return 0;
 }
 

@@ -86,6 +86,7 @@ static void test_kfeatures__linux_5_10_shape_takes_fallbacks(void **state)
 	assert_false(k.have[KFEAT_ATTACH_COOKIE]);
 	assert_false(k.have[KFEAT_RUN_STATS]);
 	assert_false(k.have[KFEAT_UPROBE_MULTI]);
+	assert_false(k.have[KFEAT_MEM_ALLOC]);
 	assert_int_equal(k.how[KFEAT_TASK_STORAGE], KFEAT_HOW_BTF);
 	assert_int_equal(k.how[KFEAT_UPROBE_MULTI], KFEAT_HOW_BTF);
 	/* Only a loaded program can tell atomics: unknown from BTF alone. */
@@ -103,6 +104,8 @@ static void test_kfeatures__linux_5_10_shape_takes_fallbacks(void **state)
 	/* Older than the private stacks that need them: nothing lost. */
 	assert_false(k.have[KFEAT_PREEMPT_KFUNCS]);
 	assert_int_equal(kfeatures__use(&k, KFEAT_PREEMPT_KFUNCS, &what), KFEAT_NOT_NEEDED);
+	assert_int_equal(kfeatures__use(&k, KFEAT_MEM_ALLOC, &what), KFEAT_FALLBACK);
+	assert_non_null(strstr(what, "preallocated"));
 
 	sched_collector__select(&k, &v);
 	assert_false(v.uprobe_multi);
@@ -111,6 +114,7 @@ static void test_kfeatures__linux_5_10_shape_takes_fallbacks(void **state)
 	assert_false(v.task_btf);
 	assert_false(v.attach_cookie);
 	assert_false(v.atomic_fetch);
+	assert_false(v.mem_alloc);
 	btf__free(btf);
 }
 
@@ -137,6 +141,7 @@ static void test_kfeatures__current_shape_uses_everything(void **state)
 	assert_true(e > 0);
 	assert_int_equal(btf__add_enum_value(btf, "BPF_STATS_RUN_TIME", 0), 0);
 	assert_true(btf__add_struct(btf, "bpf_uprobe_multi_link", 128) > 0);
+	assert_true(btf__add_struct(btf, "bpf_mem_alloc", 64) > 0);
 	kfeatures__from_btf(&k, btf);
 	for (i = 0; i < KFEAT__COUNT; i++) {
 		if (i == KFEAT_ATOMIC_FETCH)
@@ -147,7 +152,7 @@ static void test_kfeatures__current_shape_uses_everything(void **state)
 	k.have[KFEAT_ATOMIC_FETCH] = true;
 	sched_collector__select(&k, &v);
 	assert_true(v.task_storage && v.switch_prev_state && v.task_btf && v.attach_cookie &&
-		    v.atomic_fetch && v.uprobe_multi);
+		    v.atomic_fetch && v.uprobe_multi && v.mem_alloc);
 	btf__free(btf);
 }
 

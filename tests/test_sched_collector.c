@@ -160,11 +160,12 @@ static int count_loaded(const __u32 *ids, int n)
 	return alive;
 }
 
-static void exit_records_match_kernel(bool task_hashes, bool no_exit_program)
+static void exit_records_match_kernel(bool task_hashes, bool prealloc, bool no_exit_program)
 {
 	struct sched_collector_opts o = { .sz = sizeof(o),
 					  .run_stats = true,
 					  .task_hashes = task_hashes,
+					  .prealloc = prealloc,
 					  .no_exit_program = no_exit_program };
 	struct sched_collector_stats st;
 	struct thread_table ex, snap;
@@ -294,14 +295,14 @@ static void exit_records_match_kernel(bool task_hashes, bool no_exit_program)
 static void test_sched_collector__exit_records_match_kernel(void **state)
 {
 	(void)state;
-	exit_records_match_kernel(false, false);
+	exit_records_match_kernel(false, false, false);
 }
 
 /* The same with per-thread state in the hashes, as on PREEMPT_RT. */
 static void test_sched_collector__task_hashes_match_kernel(void **state)
 {
 	(void)state;
-	exit_records_match_kernel(true, false);
+	exit_records_match_kernel(true, false, false);
 }
 
 /*
@@ -311,7 +312,113 @@ static void test_sched_collector__task_hashes_match_kernel(void **state)
 static void test_sched_collector__exit_missed_match_kernel(void **state)
 {
 	(void)state;
-	exit_records_match_kernel(false, true);
+	exit_records_match_kernel(false, false, true);
+}
+
+/*
+ * And as on a kernel without bpf_mem_alloc and task storage (5.10): the
+ * hashes preallocated, per-thread state in them.
+ */
+static void test_sched_collector__prealloc_match_kernel(void **state)
+{
+	(void)state;
+	exit_records_match_kernel(true, true, false);
+}
+
+/*
+ * This process's newest map of that name (a failed test may have left an
+ * older one open): its memlock (fdinfo) and flags; -1 if none.
+ */
+static long long map_memlock(const char *name, uint32_t *flags)
+{
+	char path[64], line[128], link[64];
+	long long memlock = -1;
+	int fd;
+
+	for (fd = 1023; fd >= 3 && memlock < 0; fd--) {
+		struct bpf_map_info info = {};
+		__u32 len = sizeof(info);
+		ssize_t n;
+		FILE *f;
+
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+		n = readlink(path, link, sizeof(link) - 1);
+		if (n <= 0)
+			continue;
+		link[n] = 0;
+		if (strcmp(link, "anon_inode:bpf-map") || bpf_obj_get_info_by_fd(fd, &info, &len) ||
+		    strcmp(info.name, name))
+			continue;
+		*flags = info.map_flags;
+		snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+		f = fopen(path, "r");
+		assert_non_null(f);
+		while (fgets(line, sizeof(line), f))
+			if (sscanf(line, "memlock: %lld", &memlock) == 1)
+				break;
+		fclose(f);
+	}
+	return memlock;
+}
+
+/*
+ * What preallocation holds (kernels without bpf_mem_alloc), printed for the
+ * README: the exited map and the per-thread hash at their defaults hold
+ * every entry from the load on; --max-exited and --max-threads bound them.
+ * With spans, the span state hash (KHBPF_DEFAULT_SPAN_TASKS) and the
+ * aggregates (KHBPF_DEFAULT_SPAN_KEYS) too.
+ */
+static void test_sched_collector__prealloc_memory(void **state)
+{
+	static const struct {
+		uint32_t max_exited, max_tasks;
+		bool spans;
+	} sizes[] = { { 0, 0, false }, { 1024, 1024, false }, { 0, 0, true } };
+	size_t i;
+
+	(void)state;
+	require_or_skip(geteuid() == 0, "loading BPF needs root");
+	for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		struct sched_collector_opts o = { .sz = sizeof(o),
+						  .task_hashes = true,
+						  .prealloc = true,
+						  .max_exited = sizes[i].max_exited,
+						  .max_tasks = sizes[i].max_tasks,
+						  .spans = sizes[i].spans };
+		uint32_t n_ex = o.max_exited ?: KHBPF_DEFAULT_MAX_EXITED;
+		uint32_t n_ts = o.max_tasks ?: KHBPF_DEFAULT_MAX_TASKS;
+		uint32_t fl_ex = 0, fl_ts = 0, fl_sa = 0, fl_ss = 0;
+		struct sched_collector_stats st;
+		struct sched_collector *c;
+		long long ex, ts, sa, ss;
+
+		assert_int_equal(sched_collector__open(&c, &o), 0);
+		assert_int_equal(sched_collector__stats(c, &st), 0);
+		assert_false(st.variant.mem_alloc);
+		ex = map_memlock("exited", &fl_ex);
+		ts = map_memlock("task_state_h", &fl_ts);
+		sa = map_memlock("span_agg", &fl_sa);
+		ss = map_memlock("span_state_h", &fl_ss);
+		print_message("prealloc, --max-exited %u --max-threads %u%s: exited %lld KiB, "
+			      "task_state_h %lld KiB, span_agg %lld KiB, span_state_h %lld KiB\n",
+			      n_ex, n_ts, o.spans ? ", spans" : "", ex >> 10, ts >> 10, sa >> 10,
+			      ss >> 10);
+		assert_false(fl_ex & BPF_F_NO_PREALLOC);
+		assert_false(fl_ts & BPF_F_NO_PREALLOC);
+		assert_false(fl_sa & BPF_F_NO_PREALLOC);
+		assert_false(fl_ss & BPF_F_NO_PREALLOC);
+		if (o.spans) {
+			assert_true(sa >= (long long)KHBPF_DEFAULT_SPAN_KEYS *
+						  (long long)sizeof(struct khbpf_span_agg));
+			assert_true(ss >= (long long)KHBPF_DEFAULT_SPAN_TASKS *
+						  (long long)sizeof(struct khbpf_span_state));
+		}
+		/* At least each entry's value and key, from the load on. */
+		assert_true(ex >=
+			    (long long)n_ex * (long long)(sizeof(struct khbpf_thread_rec) + 16));
+		assert_true(ts >= (long long)n_ts * (long long)sizeof(struct khbpf_task_state));
+		sched_collector__destroy(c);
+	}
 }
 
 /* A full exited map drops records and counts every one. */
@@ -403,6 +510,88 @@ static void test_sched_collector__bpf_timed_waits(void **state)
 	sched_collector__destroy(c);
 }
 
+/*
+ * Targets go in a table of KHBPF_TARGET_SLOTS tgids, each within
+ * KHBPF_TARGET_PROBES slots of its hash: this process found by the kernel's
+ * own check (through the iterator) behind seven tgids of its first slot;
+ * a ninth of that slot, or a target beyond KHBPF_MAX_TARGETS, is -E2BIG,
+ * never a silent miss.
+ */
+static void test_sched_collector__target_table(void **state)
+{
+	struct sched_collector_opts o = { .sz = sizeof(o) };
+	uint32_t self = (uint32_t)getpid(), slot = khbpf_target_slot(self), t;
+	struct sched_collector *c;
+	struct thread_table snap;
+	bool used[KHBPF_TARGET_SLOTS] = {}, seen = false;
+	int same = 0, added;
+	size_t i;
+
+	(void)state;
+	require_or_skip(geteuid() == 0, "loading BPF needs root");
+	assert_int_equal(sched_collector__open(&c, &o), 0);
+	assert_int_equal(sched_collector__add_target(c, 0), -EINVAL);
+	assert_int_equal(sched_collector__add_target(c, -1), -EINVAL);
+	for (t = 1; same < KHBPF_TARGET_PROBES - 1; t++) {
+		if (t == self || khbpf_target_slot(t) != slot)
+			continue;
+		assert_int_equal(sched_collector__add_target(c, (pid_t)t), 0);
+		same++;
+	}
+	assert_int_equal(sched_collector__add_target(c, (pid_t)self), 0);
+	assert_int_equal(sched_collector__add_target(c, (pid_t)self), 0); /* again: no new slot */
+	for (;; t++) {
+		if (t != self && khbpf_target_slot(t) == slot)
+			break;
+	}
+	assert_int_equal(sched_collector__add_target(c, (pid_t)t), -E2BIG);
+	/* Others, each alone in its first slot, up to the bound. */
+	for (added = same + 1, t = 1; added < KHBPF_MAX_TARGETS; t++) {
+		uint32_t d = (khbpf_target_slot(t) - slot) & (KHBPF_TARGET_SLOTS - 1);
+
+		if (d < 2 * KHBPF_TARGET_PROBES || d % KHBPF_TARGET_PROBES || used[d])
+			continue;
+		used[d] = true;
+		assert_int_equal(sched_collector__add_target(c, (pid_t)t), 0);
+		added++;
+	}
+	assert_int_equal(sched_collector__add_target(c, INT32_MAX), -E2BIG);
+	assert_int_equal(sched_collector__attach(c), 0);
+	assert_int_equal(sched_collector__snapshot(c, &snap), 0);
+	for (i = 0; i < snap.nr; i++)
+		seen |= snap.recs[i].tid == self;
+	assert_true(seen);
+	thread_table__free(&snap);
+	sched_collector__destroy(c);
+}
+
+/* --span-buffer: a power of two within the bounds, else refused before any load. */
+static void test_sched_collector__span_buffer(void **state)
+{
+	struct sched_collector_opts o = { .sz = sizeof(o), .spans = true };
+	struct sched_collector_stats st;
+	struct sched_collector *c;
+
+	(void)state;
+	require_or_skip(geteuid() == 0, "loading BPF needs root");
+	o.span_buffer = 3u << 20;
+	assert_int_equal(sched_collector__open(&c, &o), -EINVAL);
+	o.span_buffer = KHBPF_SPAN_RINGBUF_MIN / 2;
+	assert_int_equal(sched_collector__open(&c, &o), -EINVAL);
+	o.span_buffer = KHBPF_SPAN_RINGBUF_MAX * 2u;
+	assert_int_equal(sched_collector__open(&c, &o), -EINVAL);
+	o.span_buffer = KHBPF_SPAN_RINGBUF_MIN;
+	assert_int_equal(sched_collector__open(&c, &o), 0);
+	assert_int_equal(sched_collector__stats(c, &st), 0);
+	assert_int_equal(st.span_ringbuf_bytes, KHBPF_SPAN_RINGBUF_MIN);
+	sched_collector__destroy(c);
+	o.span_buffer = 0;
+	assert_int_equal(sched_collector__open(&c, &o), 0);
+	assert_int_equal(sched_collector__stats(c, &st), 0);
+	assert_int_equal(st.span_ringbuf_bytes, KHBPF_SPAN_RINGBUF_BYTES);
+	sched_collector__destroy(c);
+}
+
 static int setup(void **state)
 {
 	int p[2];
@@ -423,8 +612,12 @@ int main(void)
 		cmocka_unit_test(test_sched_collector__exit_records_match_kernel),
 		cmocka_unit_test(test_sched_collector__task_hashes_match_kernel),
 		cmocka_unit_test(test_sched_collector__exit_missed_match_kernel),
+		cmocka_unit_test(test_sched_collector__prealloc_match_kernel),
+		cmocka_unit_test(test_sched_collector__prealloc_memory),
 		cmocka_unit_test_setup(test_sched_collector__exited_overflow_counted, setup),
 		cmocka_unit_test_setup(test_sched_collector__bpf_timed_waits, setup),
+		cmocka_unit_test(test_sched_collector__target_table),
+		cmocka_unit_test(test_sched_collector__span_buffer),
 	};
 
 	return cmocka_run_group_tests_name("sched_collector", tests, NULL, NULL);

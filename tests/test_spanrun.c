@@ -88,14 +88,14 @@ static void expect_same_records(bool counters, enum ev_gap hw_reason)
 	memset(&agg, 0, sizeof(agg));
 	r.nr_metrics = 2;
 	r.metrics = calloc(r.nr_metrics, sizeof(*r.metrics));
-	r.events = calloc(N, sizeof(*r.events));
+	r.events.recs = calloc(N, sizeof(*r.events.recs));
 	assert_non_null(r.metrics);
-	assert_non_null(r.events);
+	assert_non_null(r.events.recs);
 	snprintf(r.metrics[0], sizeof(r.metrics[0]), "stage/a");
 	snprintf(r.metrics[1], sizeof(r.metrics[1]), "stage/b");
 	/* Delivered out of order: by end, and spread over threads. */
 	for (i = 0; i < N; i++) {
-		struct khbpf_span_event *e = &r.events[i];
+		struct khbpf_span_event *e = &r.events.recs[i];
 		size_t k = (i * 7919) % N; /* a permutation of 0..N-1 */
 
 		e->span_id = ((uint64_t)(k % 3 + 1) << KHBPF_SPAN_SEQ_BITS) + (N - k);
@@ -116,7 +116,7 @@ static void expect_same_records(bool counters, enum ev_gap hw_reason)
 		e->hw[KHBPF_CTR_INSTRUCTIONS] = (struct khbpf_span_hw){ 0, k, k % 9 ? 0 : 1, 0 };
 		reference_record(e, r.metrics, r.nr_metrics, counters, hw_reason, &want[i]);
 	}
-	r.nr_events = r.events_cap = N;
+	r.events.nr = r.events.cap = r.events.max = N;
 	qsort(want, N, sizeof(*want), reference_cmp);
 
 	assert_int_equal(span_run__document(&r, START_MONO, counters, hw_reason, &doc, &agg), 0);

@@ -15,8 +15,11 @@ bpftool's memlock), its own page tables and files. Reported per size:
 and per thread: the slope of each between the sizes.
 
 Writes build/bench/memory.json and build/bench/memory.md. KHBPF=PATH measures
-another build (e.g. an older commit's, for a before/after table), and
-BENCH_MEMORY_THREADS=1,100 other sizes.
+another build (e.g. an older commit's, for a before/after table),
+BENCH_MEMORY_THREADS=1,100 other sizes, and BENCH_MEMORY_SPAN=SPEC attaches
+with `--span SPEC` too (e.g. libc.so.6:read: the span maps and ring buffer;
+the main thread is in read() until the end). BENCH_MEMORY_OUT=NAME writes
+build/bench/NAME.json and .md instead.
 """
 import json
 import os
@@ -29,6 +32,8 @@ OUT = "build/bench"
 KHBPF = os.environ.get("KHBPF", "build/khbpf")
 SIZES = [int(x) for x in os.environ.get("BENCH_MEMORY_THREADS", "1,10,100,10000").split(",")]
 SETTLE_S = 2.0
+SPAN = os.environ.get("BENCH_MEMORY_SPAN")
+NAME = os.environ.get("BENCH_MEMORY_OUT", "memory")
 
 TARGET = ("import sys, threading\n"
           "n = int(sys.argv[1]); hold = threading.Event(); up = threading.Semaphore(0)\n"
@@ -106,7 +111,8 @@ def measure(n):
             with open(f"{cg}/{procs}", "w") as f:
                 f.write("0")
         kh = subprocess.Popen([KHBPF, "attach", "--pid", str(target.pid),
-                               "--max-threads", str(n + 16), "-o", doc],
+                               "--max-threads", str(n + 16), "-o", doc] +
+                              (["--span", SPAN] if SPAN else []),
                               stderr=subprocess.PIPE, text=True, preexec_fn=enter)
         if "watching" not in kh.stderr.readline():
             raise RuntimeError("khbpf attach did not start: " + kh.stderr.read())
@@ -167,8 +173,10 @@ def main():
                   "rss_bytes": slope(rows, "rss_kib", 1024)}
     out = {"rows": rows, "per_thread": per_thread, "khbpf": KHBPF,
            "kernel": os.uname().release, "date": time.strftime("%Y-%m-%d")}
-    json.dump(out, open(f"{OUT}/memory.json", "w"), indent=1)
-    lines = [f"`{KHBPF} attach` on a target of N threads (each ran once, then blocks); "
+    out["span"] = SPAN
+    json.dump(out, open(f"{OUT}/{NAME}.json", "w"), indent=1)
+    span = f" --span '{SPAN}'" if SPAN else ""
+    lines = [f"`{KHBPF} attach{span}` on a target of N threads (each ran once, then blocks); "
              f"measured {SETTLE_S:.0f} s after attach, khbpf alone in its memory cgroup.", "",
              "| threads | bpftool memlock, all maps | kernel memory charged (cgroup kmem) "
              "| peak kmem while they all exit | khbpf RSS | khbpf peak RSS |",
@@ -186,7 +194,7 @@ def main():
               "Maps (memlock at the largest size): " + ", ".join(
                   f"{k} ({v['type']}) {v['memlock'] / 1024:.0f} KiB"
                   for k, v in sorted(rows[-1]["maps"].items()))]
-    open(f"{OUT}/memory.md", "w").write("\n".join(lines) + "\n")
+    open(f"{OUT}/{NAME}.md", "w").write("\n".join(lines) + "\n")
     print("\n".join(lines))
     return 0
 

@@ -4,7 +4,8 @@
 `spanbench --threads T` calls the annotated function in T threads at once
 (no pinning: the reader competes with them for the 2 CPUs), with
 `khbpf attach --max-spans` above the call count so that every call is meant
-to become a record through the 4 MiB ring buffer. T doubles until a run
+to become a record through the span ring buffer (khbpf's default size, or
+BENCH_RATE_SPAN_BUFFER, e.g. 4M, passed as --span-buffer). T doubles until a run
 drops records (`loss.span_records_dropped_ringbuf` > 0) or MAX_THREADS is
 reached; each run must account for every call: records + dropped = calls,
 aggregates exact.
@@ -19,11 +20,12 @@ import sys
 import time
 
 OUT = "build/bench"
-KHBPF = "build/khbpf"
+KHBPF = os.environ.get("KHBPF", "build/khbpf")
 WORKLOAD = "build/workloads/spanbench"
 CALLS = int(os.environ.get("BENCH_RATE_CALLS", "100000"))  # per thread
 MAX_THREADS = int(os.environ.get("BENCH_RATE_MAX_THREADS", "4"))
 MAX_RECORDS = 1 << 24
+SPAN_BUFFER = os.environ.get("BENCH_RATE_SPAN_BUFFER")  # --span-buffer; None: the default
 
 
 def one_run(threads):
@@ -38,7 +40,9 @@ def one_run(threads):
             raise RuntimeError("spanbench did not start")
         with open(err, "w") as ef:
             kh = subprocess.Popen([KHBPF, "attach", "--pid", str(w.pid), "--max-spans",
-                                   str(MAX_RECORDS), "-o", doc], stderr=ef)
+                                   str(MAX_RECORDS), "-o", doc] +
+                                  (["--span-buffer", SPAN_BUFFER] if SPAN_BUFFER else []),
+                                  stderr=ef)
         deadline = time.time() + 20
         while "watching" not in open(err).read():
             if time.time() > deadline or kh.poll() is not None:
@@ -67,6 +71,7 @@ def one_run(threads):
     d = json.load(open(doc))
     loss = {k: v["value"] for k, v in d["loss"].items() if isinstance(v, dict)}
     records = len(d["events"]["spans"])
+    ring = loss.get("span_ringbuf_bytes_max")  # None: a build before --span-buffer
     calls = sum(m["calls"] for m in d["span_metrics"])
     dropped = d["events"]["dropped_span_events"]
     sampled = d["events"]["sampled_out_events"]
@@ -83,7 +88,7 @@ def one_run(threads):
     return {"threads": threads, "calls": result["calls"], "elapsed_s": secs,
             "calls_per_s": result["calls"] / secs, "records": records, "dropped": dropped,
             "records_per_s": records / secs, "peak_rss_kib": usage.ru_maxrss,
-            "document_bytes": size}
+            "document_bytes": size, "ringbuf_bytes": ring}
 
 
 def main():
@@ -99,7 +104,10 @@ def main():
     json.dump({"rows": rows, "calls_per_thread": CALLS, "kernel": os.uname().release,
                "date": time.strftime("%Y-%m-%d")}, open(f"{OUT}/span_rate.json", "w"), indent=1)
     lines = [f"`spanbench --threads T --calls {CALLS}` (annotated site, unpinned) under "
-             f"`khbpf attach --max-spans {MAX_RECORDS}`; 4 MiB ring buffer.", "",
+             f"`khbpf attach --max-spans {MAX_RECORDS}"
+             + (f" --span-buffer {SPAN_BUFFER}" if SPAN_BUFFER else "")
+             + (f"`; {rows[0]['ringbuf_bytes'] >> 10} KiB ring buffer." if rows[0]["ringbuf_bytes"]
+                else "`; that build's ring buffer (4 MiB before --span-buffer)."), "",
              "| threads | span calls per second | records | dropped (ring full) | "
              "khbpf peak RSS (with the write) | document |", "| --- | --- | --- | --- | --- | --- |"]
     for r in rows:
@@ -115,7 +123,7 @@ def main():
     else:
         best = max(rows, key=lambda r: r["calls_per_s"])
         lines.append(f"No drop up to {best['calls_per_s']:.0f} spans/s ({best['threads']} "
-                     f"threads, the most tried).")
+                     f"threads, the fastest run; up to {rows[-1]['threads']} threads tried).")
     open(f"{OUT}/span_rate.md", "w").write("\n".join(lines) + "\n")
     print("\n".join(lines))
     return 0

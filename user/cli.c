@@ -56,6 +56,47 @@ int cli__parse_count(const char *s, uint64_t max, uint32_t *out)
 	return 0;
 }
 
+int cli__parse_bytes(const char *s, uint64_t *out)
+{
+	uint64_t v = 0;
+	unsigned int shift = 0;
+	const char *p = s;
+
+	for (; *p >= '0' && *p <= '9'; p++) {
+		uint64_t d = (uint64_t)(*p - '0');
+
+		if (v > (UINT64_MAX - d) / 10)
+			return -ERANGE;
+		v = v * 10 + d;
+	}
+	if (p == s)
+		return -EINVAL;
+	switch (*p) {
+	case 'K':
+	case 'k':
+		shift = 10;
+		break;
+	case 'M':
+	case 'm':
+		shift = 20;
+		break;
+	case 'G':
+	case 'g':
+		shift = 30;
+		break;
+	case '\0':
+		break;
+	default:
+		return -EINVAL;
+	}
+	if (shift && *++p)
+		return -EINVAL;
+	if (v > UINT64_MAX >> shift)
+		return -ERANGE;
+	*out = v << shift;
+	return 0;
+}
+
 void cli__error(const char *cmd, const char *fmt, ...)
 {
 	va_list ap;

@@ -48,6 +48,8 @@ int cli__emit_json_opts(const char *cmd, struct json_object *obj, const char *pa
 int cli__parse_seconds(const char *s, uint64_t *ns);
 /* A count in 1..max. 0/-EINVAL. */
 int cli__parse_count(const char *s, uint64_t max, uint32_t *out);
+/* Bytes: decimal digits, then K, M or G (powers of 1024) or nothing. 0/-EINVAL/-ERANGE. */
+int cli__parse_bytes(const char *s, uint64_t *out);
 /*
  * Before any work: an output path (not "-") must be creatable, in a writable
  * directory, and neither a symlink nor anything but a regular file

@@ -22,6 +22,9 @@
 #define COLLECT_COMMON_HELP                                                                 \
 	"      --max-spans N     span records kept (default 100000); every call still\n"    \
 	"                        counts in the per-metric totals\n"                         \
+	"      --span-buffer SIZE  the span ring buffer: a power of two from 64K to\n"      \
+	"                        1G (default 1M); records it has no room for are\n"         \
+	"                        counted in loss.span_records_dropped_ringbuf\n"            \
 	"      --private         create the -o file with mode 0600 (default 0644)\n"        \
 	"      --bpf-stats       time khbpf's BPF programs (BPF_ENABLE_STATS for the\n"     \
 	"                        window: every BPF program on the host then pays two\n"     \
@@ -118,6 +121,7 @@ int collect_args__parse(const char *cmd, int argc, char **argv, enum target_mode
 		{ "span", required_argument, NULL, 'S' },
 		{ "no-annotations", no_argument, NULL, 'A' },
 		{ "max-spans", required_argument, NULL, 'X' },
+		{ "span-buffer", required_argument, NULL, 'b' },
 		{ "counter-events", required_argument, NULL, 'C' },
 		{ "span-links", required_argument, NULL, 'L' },
 		{ "bpf-stats", no_argument, NULL, 'B' },
@@ -229,6 +233,17 @@ int collect_args__parse(const char *cmd, int argc, char **argv, enum target_mode
 			so->max_spans = n;
 			break;
 		}
+		case 'b':
+			if (cli__parse_bytes(optarg, &v) || v < KHBPF_SPAN_RINGBUF_MIN ||
+			    v > KHBPF_SPAN_RINGBUF_MAX || (v & (v - 1))) {
+				cli__error(
+					cmd,
+					"--span-buffer '%s': expected a power of two from 64K to 1G",
+					optarg);
+				return CLI_EXIT_USAGE;
+			}
+			so->span_buffer = (uint32_t)v;
+			break;
 		case 'B':
 			so->bpf_stats = true;
 			break;

@@ -17,6 +17,7 @@
 
 #define CMDARGS_MAX_SPANS 64
 #define CMDARGS_MAX_PIDS 64
+_Static_assert(CMDARGS_MAX_PIDS <= KHBPF_MAX_TARGETS, "serve --pid beyond the kernel's targets");
 
 struct collect_args {
 	struct session_opts so; /* so.span_reqs points at reqs */

@@ -315,6 +315,7 @@ static int build_document(struct docbuild *b)
 	LOSS("census_threads_dropped", hw->utilization.dropped_threads);
 	LOSS("frequency_samples_dropped", s->freq_dropped);
 	LOSS("span_records_dropped_ringbuf", s->stats.span_ringbuf_drops);
+	LOSS("span_ringbuf_bytes_max", s->stats.span_ringbuf_bytes);
 	LOSS("span_records_sampled_out", s->stats.span_sampled_out + s->spans->events_over_cap);
 	LOSS("span_depth_overflow", s->stats.span_depth_overflow);
 	LOSS("span_frames_unwound", s->stats.span_unwound);

@@ -26,6 +26,7 @@ static const struct {
 	[KFEAT_ATOMIC_FETCH] = { "atomic-fetch", "5.12" },
 	[KFEAT_UPROBE_MULTI] = { "uprobe-multi", "6.6" },
 	[KFEAT_PREEMPT_KFUNCS] = { "preempt-kfuncs", "6.10" },
+	[KFEAT_MEM_ALLOC] = { "bpf-mem-alloc", "6.1" },
 };
 
 const char *kfeature__name(enum kfeature f)
@@ -90,6 +91,8 @@ enum kfeature_use kfeatures__use(const struct kfeatures *k, enum kfeature f, con
 		 */
 		[KFEAT_PREEMPT_KFUNCS] =
 			"span programs run with preemption enabled (no per-CPU private stacks before 6.13)",
+		[KFEAT_MEM_ALLOC] =
+			"hashes preallocated whole from the load on: exit records (--max-exited; 36 MiB at the default), per-thread state without task storage (--max-threads; 33.5 MiB), with spans their aggregates (30.5 MiB) and state (19 MiB)",
 	};
 	static const char *const missing[KFEAT__COUNT] = {
 		[KFEAT_TP_BTF] = "scheduler collector falls back to /proc",
@@ -213,6 +216,8 @@ void kfeatures__from_btf(struct kfeatures *k, const struct btf *btf)
 		/* The link's own type, in kernel/trace/bpf_trace.c (CONFIG_UPROBES). */
 		{ KFEAT_UPROBE_MULTI, "bpf_uprobe_multi_link", BTF_KIND_STRUCT },
 		{ KFEAT_PREEMPT_KFUNCS, "bpf_preempt_disable", BTF_KIND_FUNC },
+		/* The allocator's own type (kernel/bpf/memalloc.c: "bpf: Convert hash map to bpf_mem_alloc."). */
+		{ KFEAT_MEM_ALLOC, "bpf_mem_alloc", BTF_KIND_STRUCT },
 	};
 	size_t i;
 

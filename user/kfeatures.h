@@ -26,6 +26,7 @@ enum kfeature {
 	KFEAT_ATOMIC_FETCH, /* atomic fetch-and-add (BPF_FETCH) in the verifier */
 	KFEAT_UPROBE_MULTI, /* uprobe_multi links: many offsets of a file in one link */
 	KFEAT_PREEMPT_KFUNCS, /* bpf_preempt_disable()/bpf_preempt_enable() kfuncs */
+	KFEAT_MEM_ALLOC, /* bpf_mem_alloc: hash entries made on use by tracing programs */
 	KFEAT__COUNT,
 };
 

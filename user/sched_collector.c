@@ -103,13 +103,8 @@ static void counters_close(struct sched_collector *c)
 	c->counter_fds = NULL;
 }
 
-/*
- * CONFIG_SCHED_INFO: does task_struct have sched_info (run_delay, pcount)?
- * And may a tracing program use a run-time allocated hash (the BPF memory
- * allocator, bpf_mem_alloc)? Before it, such maps are refused on PREEMPT_RT
- * and warned about elsewhere, so the groups map is preallocated then.
- */
-static void kernel_btf_facts(bool *sched_info, bool *mem_alloc)
+/* CONFIG_SCHED_INFO: does task_struct have sched_info (run_delay, pcount)? */
+static void kernel_btf_facts(bool *sched_info)
 {
 	struct btf *btf = btf__load_vmlinux_btf();
 	const struct btf_member *m;
@@ -117,7 +112,6 @@ static void kernel_btf_facts(bool *sched_info, bool *mem_alloc)
 	int id, i;
 
 	*sched_info = false;
-	*mem_alloc = false;
 	if (libbpf_get_error(btf))
 		return;
 	id = btf__find_by_name_kind(btf, "task_struct", BTF_KIND_STRUCT);
@@ -128,7 +122,6 @@ static void kernel_btf_facts(bool *sched_info, bool *mem_alloc)
 			break;
 		}
 	}
-	*mem_alloc = btf__find_by_name_kind(btf, "bpf_mem_alloc", BTF_KIND_STRUCT) > 0;
 	btf__free(btf);
 }
 
@@ -142,11 +135,41 @@ void sched_collector__select(const struct kfeatures *k, struct sched_variant *v)
 	v->atomic_fetch = k->have[KFEAT_ATOMIC_FETCH];
 	/* The cookie is the site's metric: without cookies, per-site links and the site map. */
 	v->uprobe_multi = k->have[KFEAT_UPROBE_MULTI] && k->have[KFEAT_ATTACH_COOKIE];
+	/*
+	 * May a tracing program use a hash allocated on use? Before
+	 * bpf_mem_alloc such maps are refused on PREEMPT_RT, and elsewhere
+	 * allocate with the scheduler's locks held: preallocated then.
+	 */
+	v->mem_alloc = k->have[KFEAT_MEM_ALLOC];
+}
+
+/*
+ * The span ring buffer, and how often its reader is woken: every eighth of
+ * it, so that the loader has seven eighths' worth of records' time to be
+ * scheduled before one is dropped (counted in span_ringbuf_drops). A
+ * wakeup costs more than the rest of a span, hence not one per record.
+ */
+static int span_ring_configure(struct sched_collector *c, uint32_t bytes)
+{
+	size_t rec =
+		(c->nr_counters ? sizeof(struct khbpf_span_event) : KHBPF_SPAN_EVENT_NOHW_SIZE) +
+		BPF_RINGBUF_HDR_SZ;
+	uint32_t n = 1;
+
+	if (!bytes)
+		bytes = KHBPF_SPAN_RINGBUF_BYTES;
+	if (bytes < KHBPF_SPAN_RINGBUF_MIN || bytes > KHBPF_SPAN_RINGBUF_MAX ||
+	    (bytes & (bytes - 1)))
+		return -EINVAL;
+	while (2 * n * rec <= bytes / 8)
+		n *= 2;
+	c->skel->rodata->span_wakeup_mask = n - 1;
+	c->span_ringbuf_bytes = bytes;
+	return bpf_map__set_max_entries(c->skel->maps.span_events, bytes);
 }
 
 /* Program variants and fallbacks for this kernel: one of each pair is loaded. */
-static int configure_variant(struct sched_collector *c, const struct sched_collector_opts *opts,
-			     bool mem_alloc)
+static int configure_variant(struct sched_collector *c, const struct sched_collector_opts *opts)
 {
 	struct sched_bpf *skel = c->skel;
 	struct sched_variant v;
@@ -158,7 +181,10 @@ static int configure_variant(struct sched_collector *c, const struct sched_colle
 	sched_collector__select(&c->feat, &v);
 	if (opts && opts->task_hashes)
 		v.task_storage = false;
+	if (opts && opts->prealloc)
+		v.mem_alloc = false;
 	c->task_storage = v.task_storage;
+	c->mem_alloc = v.mem_alloc;
 	skel->rodata->use_task_storage = v.task_storage;
 	skel->rodata->have_task_btf = v.task_btf;
 	skel->rodata->have_cookie = v.attach_cookie;
@@ -211,7 +237,7 @@ static int configure_variant(struct sched_collector *c, const struct sched_colle
 		 * made as threads are seen, as the exit records are: PREEMPT_RT
 		 * takes this path on current kernels. Older kernels preallocate.
 		 */
-		if (mem_alloc) {
+		if (v.mem_alloc) {
 			err = err   ?:
 				      bpf_map__set_map_flags(skel->maps.task_state_h,
 							     BPF_F_NO_PREALLOC);
@@ -246,10 +272,11 @@ int sched_collector__open(struct sched_collector **out, const struct sched_colle
 		goto cleanup;
 	}
 	c->skel->rodata->trace_all = opts && opts->trace_all;
-	kernel_btf_facts(&c->sched_info, &mem_alloc);
-	err = configure_variant(c, opts, mem_alloc);
+	kernel_btf_facts(&c->sched_info);
+	err = configure_variant(c, opts);
 	if (err)
 		goto cleanup;
+	mem_alloc = c->mem_alloc;
 	kernel_waits = c->sched_info && !(opts && opts->bpf_timed_waits);
 	c->skel->rodata->kernel_queue_ts = kernel_waits;
 	/* The kernel times every wait itself: no wakeup program needed. */
@@ -331,6 +358,7 @@ int sched_collector__open(struct sched_collector **out, const struct sched_colle
 			c->counters_refused = true;
 		}
 		c->skel->rodata->nr_counters = c->nr_counters;
+		err = err ?: span_ring_configure(c, opts->span_buffer);
 		if (c->nr_counters)
 			err = err   ?:
 				      bpf_map__set_max_entries(c->skel->maps.counters,
@@ -441,12 +469,27 @@ bool sched_collector__bpf_needs_cap(struct sched_collector *c)
 
 int sched_collector__add_target(struct sched_collector *c, pid_t tgid)
 {
-	uint32_t t = (uint32_t)tgid;
+	uint32_t *slots = c->skel->bss->target_slots, t = (uint32_t)tgid;
+	uint32_t slot = khbpf_target_slot(t), i;
 
-	if (tgid <= 0 || t >= KHBPF_PID_LIMIT)
+	if (tgid <= 0)
 		return -EINVAL;
-	c->skel->bss->target_bits[t >> 6] |= 1ULL << (t & 63);
-	return 0;
+	for (i = 0; i < KHBPF_TARGET_PROBES; i++) {
+		uint32_t *s = &slots[(slot + i) & (KHBPF_TARGET_SLOTS - 1)];
+
+		if (*s == t)
+			return 0;
+		if (*s)
+			continue;
+		if (c->nr_targets == KHBPF_MAX_TARGETS)
+			return -E2BIG;
+		/* One aligned store: a program reading it sees 0 or the tgid. */
+		__atomic_store_n(s, t, __ATOMIC_RELEASE);
+		c->nr_targets++;
+		return 0;
+	}
+	/* Eight taken slots in a row in a table at most 1/16 full: not seen, but bounded. */
+	return -E2BIG;
 }
 
 int sched_collector__attach(struct sched_collector *c)

@@ -78,9 +78,20 @@ struct sched_collector_opts {
 	 * can be tested on any kernel.
 	 */
 	bool no_exit_program;
+	/*
+	 * Every hash preallocated whole, as kernels without the BPF memory
+	 * allocator (bpf_mem_alloc, before 6.1) have them: their path and their
+	 * kernel memory, measurable on any kernel.
+	 */
+	bool prealloc;
 	/* Span probes: keep per-thread on-CPU clocks and take span records. */
 	bool spans;
 	uint64_t max_spans; /* records through the ring buffer; 0 → default */
+	/*
+	 * The span ring buffer's bytes: a power of two from KHBPF_SPAN_RINGBUF_MIN
+	 * to KHBPF_SPAN_RINGBUF_MAX (else open fails with -EINVAL); 0 → default.
+	 */
+	uint32_t span_buffer;
 	uint32_t max_span_keys; /* (thread, metric) aggregates; 0 → default */
 	enum sched_counters counters; /* per-span counter readings (spans only) */
 	/* How span sites are linked (enum sched_span_links), and how many will be. */
@@ -121,6 +132,7 @@ struct sched_variant {
 	bool attach_cookie; /* metric in the uprobe cookie; else span_site_metric */
 	bool atomic_fetch; /* BPF_FETCH atomics; else per-CPU span-slot tickets */
 	bool uprobe_multi; /* span sites in uprobe_multi links; else a link pair per site */
+	bool mem_alloc; /* hashes allocated on use (bpf_mem_alloc); else preallocated whole */
 };
 
 /*
@@ -154,6 +166,7 @@ struct sched_collector_stats {
 	/* Spans: every finished span is emitted, dropped or sampled out. */
 	uint64_t span_records;
 	uint64_t span_ringbuf_drops;
+	uint32_t span_ringbuf_bytes; /* the span ring buffer's size; 0 without spans */
 	uint64_t span_sampled_out;
 	uint64_t span_depth_overflow;
 	uint64_t span_unwound;
@@ -189,6 +202,7 @@ struct span_agg_entry {
 int sched_collector__open(struct sched_collector **out, const struct sched_collector_opts *opts);
 /* bpf() on held fds refused without a capability (see the .c): keep CAP_BPF. */
 bool sched_collector__bpf_needs_cap(struct sched_collector *c);
+/* Watch tgid (-EINVAL if not > 0); -E2BIG beyond KHBPF_MAX_TARGETS of them. */
 int sched_collector__add_target(struct sched_collector *c, pid_t tgid);
 int sched_collector__attach(struct sched_collector *c);
 /* Detach the programs (maps stay readable). Idempotent. */

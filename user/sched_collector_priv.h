@@ -37,6 +37,7 @@ struct sched_collector {
 	size_t nr_span_sites;
 	bool span_multi; /* span programs loaded for uprobe_multi links */
 	bool task_storage; /* per-thread state in task storage, else the hashes */
+	bool mem_alloc; /* hashes allocated on use (bpf_mem_alloc), else preallocated */
 	uint64_t delivered;
 	uint64_t malformed; /* ring buffer records of an unexpected size */
 	void (*on_span)(void *ctx, const struct khbpf_span_event *e);
@@ -44,6 +45,8 @@ struct sched_collector {
 	int stats_fd;
 	bool attached;
 	uint32_t max_exited;
+	uint32_t nr_targets; /* tgids in target_slots (at most KHBPF_MAX_TARGETS) */
+	uint32_t span_ringbuf_bytes; /* 0 without spans */
 	bool sched_info;
 	uint64_t not_final;
 	int *counter_fds; /* nr_counter_cpus * KHBPF_NR_COUNTERS; -1 where not open */

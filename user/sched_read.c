@@ -329,6 +329,7 @@ int sched_collector__stats(struct sched_collector *c, struct sched_collector_sta
 	out->exit_not_final = c->not_final;
 	out->span_records = c->skel->bss->span_records;
 	out->span_ringbuf_drops = c->skel->bss->span_ringbuf_drops;
+	out->span_ringbuf_bytes = c->span_ringbuf_bytes;
 	out->span_sampled_out = c->skel->bss->span_sampled_out;
 	out->span_depth_overflow = c->skel->bss->span_depth_overflow;
 	out->span_unwound = c->skel->bss->span_unwound;
@@ -353,6 +354,7 @@ int sched_collector__stats(struct sched_collector *c, struct sched_collector_sta
 	sched_collector__select(&c->feat, &out->variant);
 	out->variant.uprobe_multi = c->span_multi;
 	out->variant.task_storage = c->task_storage;
+	out->variant.mem_alloc = c->mem_alloc;
 	bpf_object__for_each_program(prog, c->skel->obj) {
 		struct bpf_prog_info info = {};
 		__u32 len = sizeof(info);

@@ -38,6 +38,7 @@ struct session_opts {
 	size_t nr_span_reqs;
 	bool no_annotations; /* ignore KHBPF_SPAN notes */
 	uint64_t max_spans; /* span records kept; 0 → default */
+	uint32_t span_buffer; /* the span ring buffer's bytes (--span-buffer); 0 → default */
 	enum sched_counters span_counters; /* per-span counter readings */
 	bool bpf_stats; /* BPF run-time stats (system-wide) for the window */
 	enum sched_span_links span_links; /* --span-links */

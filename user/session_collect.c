@@ -157,6 +157,7 @@ void session__setup_collector(struct session *s)
 	if (span_run__usable(&s->spans)) {
 		co.spans = true;
 		co.max_spans = s->opts.max_spans;
+		co.span_buffer = s->opts.span_buffer;
 		co.counters = s->opts.span_counters;
 		co.span_links = s->opts.span_links;
 		co.span_sites = span_run__usable(&s->spans);

@@ -74,6 +74,7 @@ int span_run__discover(struct span_run *r, const struct span_run_opts *o)
 
 	memset(r, 0, sizeof(*r));
 	r->max_records = o->max_records ? o->max_records : KHBPF_DEFAULT_MAX_SPANS;
+	span_store__init(&r->events, r->max_records);
 	r->metrics = calloc(KHBPF_MAX_METRICS, sizeof(*r->metrics));
 	if (!r->metrics)
 		return -ENOMEM;
@@ -208,31 +209,19 @@ static bool metric_attached(const struct span_run *r, uint32_t metric)
 void span_run__on_event(void *ctx, const struct khbpf_span_event *e)
 {
 	struct span_run *r = ctx;
+	struct khbpf_span_event *slot;
 
 	if (e->flags & KHBPF_SPAN_F_OPEN) {
 		span_run__open_at_exit(r, e);
 		return;
 	}
-	if (r->nr_events >= r->max_records) {
+	/* Memory follows the records kept (to within a chunk), up to the cap. */
+	slot = span_store__add(&r->events);
+	if (!slot) {
 		r->events_over_cap++;
 		return;
 	}
-	/* Memory follows the records kept, up to the cap. */
-	if (r->nr_events == r->events_cap) {
-		size_t cap = r->events_cap ? 2 * r->events_cap : 64;
-		struct khbpf_span_event *grown;
-
-		if (cap > r->max_records)
-			cap = r->max_records;
-		grown = realloc(r->events, cap * sizeof(*grown));
-		if (!grown) {
-			r->events_over_cap++;
-			return;
-		}
-		r->events = grown;
-		r->events_cap = cap;
-	}
-	r->events[r->nr_events++] = *e;
+	*slot = *e;
 }
 
 int span_run__finish(struct span_run *r, struct sched_collector *c)
@@ -308,7 +297,7 @@ static void ledger_from(struct span_ledger *out, const struct khbpf_span_ledger 
 void span_run__record(const void *ctx, size_t i, struct span_record *s)
 {
 	const struct span_run *r = ctx;
-	const struct khbpf_span_event *e = &r->events[i];
+	const struct khbpf_span_event *e = &r->events.recs[i];
 
 	memset(s, 0, sizeof(*s));
 	s->span_id = e->span_id;
@@ -395,8 +384,9 @@ int span_run__document(struct span_run *r, uint64_t start_mono_ns, bool counters
 	r->start_mono_ns = start_mono_ns;
 	r->counters = counters;
 	r->hw_reason = hw_reason;
-	if (r->nr_events)
-		qsort_r(r->events, r->nr_events, sizeof(*r->events), event_cmp, &r->start_mono_ns);
+	if (r->events.nr)
+		qsort_r(r->events.recs, r->events.nr, sizeof(*r->events.recs), event_cmp,
+			&r->start_mono_ns);
 
 	r->nr_doc_metrics = 0;
 	for (i = 0; i < r->nr_metrics; i++) {
@@ -453,7 +443,7 @@ int span_run__document(struct span_run *r, uint64_t start_mono_ns, bool counters
 	}
 
 	doc->events.spans = NULL;
-	doc->events.nr_spans = r->nr_events;
+	doc->events.nr_spans = r->events.nr;
 	doc->events.span_at = span_run__record;
 	doc->events.span_ctx = r;
 	doc->span_metrics = r->doc_metrics;
@@ -470,7 +460,7 @@ void span_run__free(struct span_run *r)
 	spanfind__free(r->sites, r->nr_sites);
 	free(r->site_metric);
 	free(r->metrics);
-	free(r->events);
+	span_store__free(&r->events);
 	free(r->aggs);
 	free(r->open);
 	free(r->exit_open);

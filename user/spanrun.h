@@ -13,6 +13,7 @@
 #include "document.h"
 #include "sched_collector.h"
 #include "spanfind.h"
+#include "spanstore.h"
 
 struct span_run {
 	struct span_site *sites;
@@ -21,9 +22,7 @@ struct span_run {
 	char (*metrics)[SPANFIND_METRIC_MAX];
 	size_t nr_metrics;
 	uint64_t max_records;
-	struct khbpf_span_event *events; /* finished spans as delivered */
-	size_t nr_events;
-	size_t events_cap;
+	struct span_store events; /* finished spans as delivered */
 	uint64_t events_over_cap; /* delivered beyond max_records: counted, not kept */
 	struct span_agg_entry *aggs;
 	size_t nr_aggs;

@@ -14,12 +14,24 @@
 #endif
 
 /*
- * Targets are a bitmap over tgids: one bit per pid up to PID_MAX_LIMIT on
- * 64-bit (4M), so the non-target check on every context switch is one
- * bounded array load, no helper call.
+ * Targets are a table of tgids, open-addressed: a tgid sits within
+ * KHBPF_TARGET_PROBES slots of its hash, and the table is at most 1/16
+ * full, so the non-target check on every context switch is one bounded
+ * array load (rarely a few), no helper call; 4 KiB of kernel memory where
+ * a bitmap over every pid (PID_MAX_LIMIT, 4M) took 512 KiB. Slots are
+ * only ever filled, never emptied: an empty slot ends a search.
  */
-#define KHBPF_TARGET_WORDS (1u << 16)
-#define KHBPF_PID_LIMIT (KHBPF_TARGET_WORDS * 64u)
+#define KHBPF_TARGET_SLOT_BITS 10
+#define KHBPF_TARGET_SLOTS (1u << KHBPF_TARGET_SLOT_BITS)
+#define KHBPF_TARGET_PROBES 8
+#define KHBPF_MAX_TARGETS 64
+_Static_assert(KHBPF_MAX_TARGETS * 16 <= KHBPF_TARGET_SLOTS, "target table over 1/16 full");
+
+/* A tgid's first slot (Fibonacci hashing: the top bits of tgid * 2^32/phi). */
+static inline __u32 khbpf_target_slot(__u32 tgid)
+{
+	return (tgid * 2654435769u) >> (32 - KHBPF_TARGET_SLOT_BITS);
+}
 
 /* Runqueue-wait histogram: slot k counts waits in [2^k, 2^(k+1)) ns; slot 0 is [0, 2). */
 #define KHBPF_RQ_SLOTS 40

@@ -17,7 +17,13 @@
 /* (thread, metric) aggregates kept in the kernel (--max-span-keys). */
 #define KHBPF_DEFAULT_SPAN_KEYS 65536
 #define KHBPF_DEFAULT_MAX_SPANS 100000
-#define KHBPF_SPAN_RINGBUF_BYTES (4u << 20)
+/*
+ * The span ring buffer (--span-buffer): a power of two from MIN to MAX
+ * bytes. Records it has no room for are counted (span_records_dropped_ringbuf).
+ */
+#define KHBPF_SPAN_RINGBUF_BYTES (1u << 20)
+#define KHBPF_SPAN_RINGBUF_MIN (64u << 10)
+#define KHBPF_SPAN_RINGBUF_MAX (1u << 30)
 /*
  * Without task storage, span state (4.7 KiB each) lives in a preallocated
  * hash of this many threads; a thread beyond it records no spans, counted

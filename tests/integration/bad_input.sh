@@ -372,6 +372,21 @@ numeric_case() { # COMMAND OPTION [FIXED ARGS...]
 	no_bpf_left
 }
 
+# --span-buffer: a power of two from 64K to 1G, nothing else.
+span_buffer_case() {
+	local v
+	for v in 3M 32K 2G 1M5 1MB 65535; do
+		rm -f "$OUT" "$TMP/ran"
+		expect_exit 2 timeout -k 5 20 "$KHBPF" run --span-buffer "$v" -o "$OUT" -- touch "$TMP/ran"
+		one_error run
+		grep -q -- "--span-buffer '$v': expected a power of two" "$TMP/err" ||
+			fail "--span-buffer $v: $(cat "$TMP/err")"
+		[ ! -e "$TMP/ran" ] || fail "'run --span-buffer $v' started the command"
+		no_output
+	done
+	no_bpf_left
+}
+
 # serve --listen: the port is a number too (0 is valid: any free port).
 listen_case() {
 	local v
@@ -519,13 +534,14 @@ case_ "no capabilities" no_permission_case
 case_ "kernel BTF hidden; VMLINUX_BTF at run time" no_btf_case
 case_ "tracefs not mounted" no_tracefs_case
 case_ "attach --pid" numeric_case attach --pid --duration 1
-for opt in --duration --interval --max-exited --max-threads --max-spans; do
+for opt in --duration --interval --max-exited --max-threads --max-spans --span-buffer; do
 	case_ "attach $opt" numeric_case attach "$opt" --pid "$LIVE"
 	case_ "run $opt" numeric_case run "$opt"
 done
 for opt in --pid --interval --max-groups --max-age --max-exited --max-threads; do
 	case_ "serve $opt" numeric_case serve "$opt"
 done
+case_ "--span-buffer sizes" span_buffer_case
 case_ "serve --top" numeric_case serve --top --by process
 case_ "serve --listen PORT" listen_case
 for sig in INT HUP TERM; do

@@ -426,7 +426,7 @@ PY
 }
 
 # The span ring buffer overflows: khbpf is stopped (as a loaded host may
-# stop it) while the target makes 200000 spans, 5x what 4 MiB holds. Every
+# stop it) while the target makes 200000 spans, 20x what the default 1 MiB holds. Every
 # call is in the totals; every record is kept, dropped or sampled out.
 ringbuf_case() { # MAX-SPANS
 	local max=$1

@@ -1,7 +1,8 @@
 #!/bin/bash
 # khbpf's kernel memory is proportional to its target (issue 15): `khbpf
-# attach` and `khbpf run` on a 10-thread process hold at most 4 MiB, as the
-# kernel counts it two ways:
+# attach` and `khbpf run` on a 10-thread process hold at most 4 MiB, with
+# spans measured (--span: the span maps and the span ring buffer) or
+# without, as the kernel counts it two ways:
 #  - the `memlock` of every map khbpf holds (its fds' map_id, bpftool -j);
 #  - the kernel memory charged to a fresh memory cgroup khbpf alone runs in
 #    (v1 memory.kmem.usage_in_bytes; v2 memory.stat `kernel`): the maps,
@@ -15,6 +16,12 @@
 require_root "khbpf loads BPF; memory cgroups are root's"
 exec </dev/null
 LIMIT=$((4 << 20))
+# Kernels without bpf_mem_alloc (before 6.1) preallocate the bounded hashes
+# whole (README, Kernels): the issue's bound is not met there, by design;
+# the README's figures are, with room for the programs and khbpf itself
+# (5.10: 71300 KiB of maps, 123324 KiB with spans). Before 5.11 the maps
+# are not charged to the memory cgroup at all: only memlock sees them.
+PREALLOC_LIMIT=$((76 << 20)) PREALLOC_SPANS_LIMIT=$((128 << 20))
 THREADS=10
 CG="" KH="" TGT=""
 
@@ -69,8 +76,9 @@ for _ in range(n - 1): up.acquire()
 print("up", flush=True)
 sys.stdin.read()'
 
-# measure LABEL: khbpf ($KH) is watching; sum its maps' memlock and read the
-# cgroup's kernel memory; both must be within the bound.
+# measure LABEL PREALLOC-LIMIT: khbpf ($KH) is watching; sum its maps'
+# memlock and read the cgroup's kernel memory; both must be within the
+# bound (PREALLOC-LIMIT where the exited map is preallocated).
 measure() {
 	local kmem
 	kill -0 "$KH" || fail "$1: khbpf is gone: $(cat "$TMP/kh.err")"
@@ -79,7 +87,7 @@ measure() {
 	sleep 0.5
 	kmem=$(kmem_bytes)
 	[ -n "$kmem" ] || fail "$1: no kernel memory figure in $CG"
-	"$PYTHON" - "$KH" "$kmem" "$LIMIT" "$1" <<'PY' || fail "$1: kernel memory over the bound"
+	"$PYTHON" - "$KH" "$kmem" "$LIMIT" "$1" "$2" <<'PY' || fail "$1: kernel memory over the bound"
 import json, os, subprocess, sys
 pid, kmem, limit, label = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
 ids = set()
@@ -95,6 +103,11 @@ maps = [m for m in json.loads(subprocess.run(["bpftool", "-j", "map", "show"], c
         if m["id"] in ids]
 assert maps, f"khbpf ({pid}) holds no maps"
 memlock = sum(int(m.get("bytes_memlock", 0)) for m in maps)
+# BPF_F_NO_PREALLOC (1) unset on the exited map: no bpf_mem_alloc here.
+prealloc = any(m.get("name") == "exited" and not m.get("flags", 0) & 1 for m in maps)
+if prealloc:
+    limit = int(sys.argv[5])
+    label += " (hashes preallocated: no bpf_mem_alloc)"
 big = ", ".join(f"{m.get('name', m['id'])} {int(m.get('bytes_memlock', 0)) >> 10} KiB"
                 for m in sorted(maps, key=lambda m: -int(m.get("bytes_memlock", 0)))[:4])
 print(f"  {label}: {len(maps)} maps, memlock {memlock >> 10} KiB (largest: {big}); "
@@ -102,6 +115,21 @@ print(f"  {label}: {len(maps)} maps, memlock {memlock >> 10} KiB (largest: {big}
 assert memlock <= limit, (memlock, limit)
 assert kmem <= limit, (kmem, limit)
 PY
+}
+
+# Every thread of the target blocks in read(): with spans, a span each.
+SPAN=(--span 'libc.so.6:read=read')
+
+# span_check DOC [ARGS...]: with --span, the site attached through a ring
+# buffer of the default size, and no record lost.
+span_check() {
+	local doc=$1
+	shift
+	[ $# -gt 0 ] || return 0
+	json_check "$doc" "any(p['status'] == 'attached' for p in d['span_probes'])" \
+		"d['loss']['span_ringbuf_bytes_max']['value'] == 1 << 20" \
+		"d['loss']['span_records_dropped_ringbuf']['value'] == 0" \
+		"d['loss']['span_state_failures']['value'] == 0"
 }
 
 # finish DOC: end the window, and the document lists every thread.
@@ -113,7 +141,7 @@ finish() {
 	json_check "$1" "len(d['threads']) == $THREADS"
 }
 
-attach_case() {
+attach_case() { # [SPAN ARGS...]
 	trap stop_case EXIT
 	rm -f "$TMP/in"
 	mkfifo "$TMP/in" || fail "mkfifo"
@@ -122,12 +150,13 @@ attach_case() {
 	exec 7>"$TMP/in"
 	wait_for up "$TMP/tgt.out" || fail "the target did not start"
 	: >"$TMP/kh.err"
-	(echo "$BASHPID" >"$CG/$JOIN" && exec "$KHBPF" attach --pid "$TGT" -o "$TMP/attach.json") \
+	(echo "$BASHPID" >"$CG/$JOIN" && exec "$KHBPF" attach --pid "$TGT" "$@" -o "$TMP/attach.json") \
 		2>"$TMP/kh.err" &
 	KH=$!
 	wait_for watching "$TMP/kh.err" || fail "attach did not start: $(cat "$TMP/kh.err")"
-	measure "attach, $THREADS threads"
+	measure "attach, $THREADS threads${1:+, spans}" "$([ $# -eq 0 ] && echo "$PREALLOC_LIMIT" || echo "$PREALLOC_SPANS_LIMIT")"
 	finish "$TMP/attach.json"
+	span_check "$TMP/attach.json" "$@"
 	exec 7>&-
 	wait "$TGT"
 	TGT=""
@@ -135,19 +164,19 @@ attach_case() {
 
 # run: CMD is khbpf's child, so it starts in khbpf's cgroup; it leaves it
 # before exec, so what is charged there stays khbpf's (and the fork's).
-run_case() {
+run_case() { # [SPAN ARGS...]
 	trap stop_case EXIT
 	rm -f "$TMP/in"
 	mkfifo "$TMP/in" || fail "mkfifo"
 	: >"$TMP/kh.err"
-	(echo "$BASHPID" >"$CG/$JOIN" && exec "$KHBPF" run -o "$TMP/run.json" -- \
+	(echo "$BASHPID" >"$CG/$JOIN" && exec "$KHBPF" run "$@" -o "$TMP/run.json" -- \
 		sh -c 'echo $$ >"$1" && shift && exec "$@"' sh "$PARENT_JOIN" \
 		"$PYTHON" -c "$TARGET" "$THREADS") <"$TMP/in" >"$TMP/tgt.out" 2>"$TMP/kh.err" &
 	KH=$!
 	exec 7>"$TMP/in"
 	wait_for up "$TMP/tgt.out" || fail "the target did not start: $(cat "$TMP/kh.err")"
 	wait_for watching "$TMP/kh.err" || fail "run did not start: $(cat "$TMP/kh.err")"
-	measure "run, $THREADS threads"
+	measure "run, $THREADS threads${1:+, spans}" "$([ $# -eq 0 ] && echo "$PREALLOC_LIMIT" || echo "$PREALLOC_SPANS_LIMIT")"
 	# run passes the first SIGINT to CMD; closing its stdin ends it instead.
 	exec 7>&-
 	wait "$KH" || fail "khbpf run failed: $(cat "$TMP/kh.err")"
@@ -156,6 +185,9 @@ run_case() {
 	json_check "$TMP/run.json" "len(d['threads']) == $THREADS" \
 		"all(t['exited'] for t in d['threads'])" \
 		"d['loss']['exited_records_overflow']['value'] == 0"
+	span_check "$TMP/run.json" "$@"
+	# Each thread's read() returned as the target ended: a record each.
+	[ $# -eq 0 ] || json_check "$TMP/run.json" "len(d['events']['spans']) >= $THREADS"
 }
 
 # The failure mode of exit records allocated on use: while 200 threads exit,
@@ -231,6 +263,8 @@ PY
 
 case_ "attach: kernel memory of a $THREADS-thread target" attach_case
 case_ "run: kernel memory of a $THREADS-thread target" run_case
+case_ "attach with spans: kernel memory of a $THREADS-thread target" attach_case "${SPAN[@]}"
+case_ "run with spans: kernel memory of a $THREADS-thread target" run_case "${SPAN[@]}"
 case_ "exit records that cannot be allocated are counted" nomem_case
 no_bpf_left
 cases_done kernel_memory

@@ -22,7 +22,7 @@ json_check "$TMP/probe.json" \
 # each appeared is information only.
 feat() { echo "[f for f in d['kernel_features'] if f['name']=='$1'][0]"; }
 json_check "$TMP/probe.json" \
-	"[f['name'] for f in d['kernel_features']] == ['tp-btf', 'task-storage', 'sched-switch-prev-state', 'ringbuf', 'task-iterator', 'get-current-task-btf', 'attach-cookie', 'optimized-uprobes', 'uretprobe-syscall', 'bpf-run-stats', 'atomic-fetch', 'uprobe-multi', 'preempt-kfuncs']" \
+	"[f['name'] for f in d['kernel_features']] == ['tp-btf', 'task-storage', 'sched-switch-prev-state', 'ringbuf', 'task-iterator', 'get-current-task-btf', 'attach-cookie', 'optimized-uprobes', 'uretprobe-syscall', 'bpf-run-stats', 'atomic-fetch', 'uprobe-multi', 'preempt-kfuncs', 'bpf-mem-alloc']" \
 	"all(f['use'] in ('used', 'fallback', 'not-needed', 'missing') for f in d['kernel_features'])" \
 	"all(f['detected_by'] in ('btf', 'libbpf-probe', 'probe-program') for f in d['kernel_features'])" \
 	"all((f['use'] == 'used') == f['present']['value'] for f in d['kernel_features'])" \
