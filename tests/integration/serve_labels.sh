@@ -256,6 +256,22 @@ while True:
         break
     time.sleep(1)
 bad += diff
+# The README's label queries run as written and find the test's pods, units and containers.
+# (rate needs two scrapes of a series: a few seconds more at most.)
+for q, label in (("sum by (pod_uid, qos) (rate(khbpf_oncpu_seconds_total[5m]))", "pod_uid"),
+                 ("histogram_quantile(0.99, sum by (unit, le) "
+                  "(rate(khbpf_runqueue_delay_seconds_bucket[5m])))", "unit"),
+                 ("sum by (container_id, container_name) "
+                  "(rate(khbpf_involuntary_switches_total[1m]))", "container_name")):
+    mine = {v for (l, v) in want if l == label}
+    deadline = time.time() + 15
+    while True:
+        found = {r["metric"].get(label) for r in query(q)} & mine
+        if found == mine or time.time() > deadline:
+            break
+        time.sleep(1)
+    if found != mine:
+        bad.append(f"README query {q}: {label} {sorted(mine - found)} missing")
 total = {k: sum(c[k] for c in counts.values()) for k in ("vol", "invol", "slices")}
 if total["invol"] == 0 or total["vol"] < 100:
     bad.append(f"the workloads did not exercise the scheduler: {total}")
