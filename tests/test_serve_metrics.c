@@ -1,5 +1,8 @@
 // SPDX-License-Identifier: MIT
-/* serve_metrics: the gap metrics from evidence documents (the fixtures khbpf report reads). */
+/*
+ * serve_metrics: the gap metrics from evidence documents (the fixtures khbpf
+ * report reads), and the labels of group rows.
+ */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -10,8 +13,11 @@
 #include <cmocka.h>
 #include <json-c/json.h>
 
+#include "cglabels.h"
 #include "promtext.h"
+#include "serve_groups.h"
 #include "serve_metrics.h"
+#include "testutil.h"
 
 static char *render(const char *fixture)
 {
@@ -126,12 +132,102 @@ static void test_serve_metrics__no_document(void **state)
 	free(t);
 }
 
+#define ID1 "4b1f0a7c2e9d83f5a6b0c1d2e3f405162738495a6b7c8d9e0f1a2b3c4d5e6f70"
+#define UID_ "8a6f1e2b_4c3d_4e5f_9a0b_1c2d3e4f5a6b"
+
+static char *render_rows(const struct serve_metrics_src *src, const struct serve_row *rows,
+			 size_t nr)
+{
+	struct promtext *p;
+	size_t len;
+	char *text;
+
+	assert_int_equal(promtext__new(&p, false), 0);
+	assert_int_equal(serve_metrics__rows(p, src, rows, nr), 0);
+	text = promtext__finish(p, &len);
+	assert_non_null(text);
+	return text;
+}
+
+/*
+ * --labels: each cgroup row's series carry the labels of its path (and a
+ * container's name from the file), in every family; a path that gives none
+ * keeps its cgroup label alone; --by process rows get none.
+ */
+static void test_serve_metrics__cgroup_labels(void **state)
+{
+	struct cglabels_opts lo = { .sz = sizeof(lo), .which = CGLABELS_ALL };
+	struct serve_metrics_src src = { .group_by = KHBPF_GROUP_CGROUP };
+	char *root = tree_new("serve-labels"), names[PATH_MAX], err[256], *t;
+	struct cglabels *labels = NULL;
+	struct serve_row rows[3];
+
+	(void)state;
+	tree_put(root, "names.json", "{\"" ID1 "\": \"web\"}");
+	snprintf(names, sizeof(names), "%s/names.json", root);
+	lo.container_names = names;
+	assert_int_equal(cglabels__new(&labels, &lo, err, sizeof(err)), 0);
+	src.labels = labels;
+	memset(rows, 0, sizeof(rows));
+	snprintf(rows[0].cgroup, sizeof(rows[0].cgroup),
+		 "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod" UID_
+		 ".slice/cri-containerd-" ID1 ".scope");
+	rows[0].acc.k.nvcsw = 7;
+	rows[0].acc.b.wait_hist[0] = 2;
+	snprintf(rows[1].cgroup, sizeof(rows[1].cgroup), "/khbpf-x");
+	rows[1].acc.k.nvcsw = 3;
+	snprintf(rows[2].cgroup, sizeof(rows[2].cgroup), "/system.slice/nginx.service");
+	rows[2].acc.k.nvcsw = 5;
+
+	t = render_rows(&src, rows, 3);
+	assert_line(t, "khbpf_voluntary_switches_total{cgroup=\"/kubepods.slice/"
+		       "kubepods-burstable.slice/kubepods-burstable-pod" UID_
+		       ".slice/cri-containerd-" ID1 ".scope\",unit=\"cri-containerd-" ID1
+		       ".scope\",container_id=\"" ID1 "\",container_name=\"web\",pod_uid=\""
+		       "8a6f1e2b-4c3d-4e5f-9a0b-1c2d3e4f5a6b\",qos=\"Burstable\"} 7");
+	assert_line(t, "khbpf_voluntary_switches_total{cgroup=\"/khbpf-x\"} 3");
+	assert_line(t, "khbpf_voluntary_switches_total{cgroup=\"/system.slice/nginx.service\","
+		       "unit=\"nginx.service\"} 5");
+	assert_line(t, "khbpf_migrations_by_distance_total{cgroup=\"/system.slice/nginx.service\","
+		       "unit=\"nginx.service\",distance=\"smt\"} 0");
+	assert_line(t, "khbpf_runqueue_delay_seconds_count{cgroup=\"/system.slice/nginx.service\","
+		       "unit=\"nginx.service\"} 0");
+	/* Every series of the container has all five; le comes after them. */
+	assert_int_equal(count(t, "khbpf_runqueue_delay_seconds_bucket{"), 3 * KHBPF_RQ_SLOTS);
+	assert_non_null(strstr(t, "qos=\"Burstable\",le=\"+Inf\"} 2\n"));
+	free(t);
+
+	/* Only the chosen labels. */
+	cglabels__free(labels);
+	lo.which = CGLABELS_POD;
+	lo.container_names = NULL;
+	assert_int_equal(cglabels__new(&labels, &lo, err, sizeof(err)), 0);
+	src.labels = labels;
+	t = render_rows(&src, rows, 3);
+	assert_null(strstr(t, "unit="));
+	assert_null(strstr(t, "container_id="));
+	assert_non_null(strstr(
+		t, "\",pod_uid=\"8a6f1e2b-4c3d-4e5f-9a0b-1c2d3e4f5a6b\",qos=\"Burstable\"} 7\n"));
+	free(t);
+
+	/* Rows of processes have no cgroup to read. */
+	src.group_by = KHBPF_GROUP_PROCESS;
+	memset(rows, 0, sizeof(rows));
+	snprintf(rows[0].comm, sizeof(rows[0].comm), "nginx");
+	t = render_rows(&src, rows, 1);
+	assert_line(t, "khbpf_voluntary_switches_total{comm=\"nginx\"} 0");
+	free(t);
+	cglabels__free(labels);
+	tree_free(root);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_serve_metrics__gaps_are_series),
 		cmocka_unit_test(test_serve_metrics__recorded_fields),
 		cmocka_unit_test(test_serve_metrics__no_document),
+		cmocka_unit_test(test_serve_metrics__cgroup_labels),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

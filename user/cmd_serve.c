@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/types.h>
 
+#include "cglabels.h"
 #include "cli.h"
 #include "cmdargs.h"
 #include "fsutil.h"
@@ -18,7 +19,8 @@ void cmd_serve_help(FILE *f)
 	fprintf(f,
 		"Usage: khbpf serve [--listen ADDR:PORT] [--by cgroup|process] [--top N]\n"
 		"                   [--pid PID ...] [--cgroup PATH ...] [--interval S]\n"
-		"                   [--ndjson FILE|-] [--max-groups N] [--max-age S]\n\n"
+		"                   [--ndjson FILE|-] [--max-groups N] [--max-age S]\n"
+		"                   [--labels unit,container,pod] [--container-names FILE]\n\n"
 		"Account the scheduler for every task of the host (or the named processes or\n"
 		"cgroups), summed in the kernel per cgroup (default) or per process, and serve\n"
 		"it over HTTP until SIGINT/SIGTERM/SIGHUP:\n"
@@ -33,6 +35,15 @@ void cmd_serve_help(FILE *f)
 		"                        'process' (comm label)\n"
 		"      --top N           with --by process: the N busiest processes get their\n"
 		"                        own series with a pid label\n"
+		"      --labels LIST     with --by cgroup: labels read from each cgroup's path,\n"
+		"                        comma-separated: unit (systemd unit), container\n"
+		"                        (container_id: docker, podman, containerd, CRI-O),\n"
+		"                        pod (Kubernetes pod_uid and qos), or all. A label the\n"
+		"                        path does not give is left out; none adds a series\n"
+		"      --container-names FILE\n"
+		"                        with --labels container: a JSON object of container\n"
+		"                        id to name ({\"<64 hex digits>\": \"web\"}) for a\n"
+		"                        container_name label; reread when it changes\n"
 		"  -p, --pid PID         only this process (repeatable, up to %d)\n"
 		"      --cgroup PATH     only tasks in this cgroup v2 subtree, e.g.\n"
 		"                        /system.slice/nginx.service (repeatable, up to %d)\n"
@@ -52,6 +63,7 @@ void cmd_serve_help(FILE *f)
 		"  sudo khbpf serve\n"
 		"  sudo khbpf serve --listen 0.0.0.0:9464 --by process --top 20\n"
 		"  sudo khbpf serve --cgroup /system.slice --ndjson /var/log/khbpf.ndjson\n"
+		"  sudo khbpf serve --labels unit,container,pod\n"
 		"  curl -s localhost:9464/metrics | grep khbpf_runqueue_delay_seconds_count\n",
 		CMDARGS_MAX_PIDS, KHBPF_MAX_CGROUP_FILTERS, KHBPF_DEFAULT_MAX_GROUPS);
 }
@@ -72,10 +84,13 @@ int serve_args__parse(int argc, char **argv, struct serve_args *a)
 		{ "bpf-stats", no_argument, NULL, 'S' },
 		{ "max-exited", required_argument, NULL, 'E' },
 		{ "max-threads", required_argument, NULL, 'T' },
+		{ "labels", required_argument, NULL, 'L' },
+		{ "container-names", required_argument, NULL, 'N' },
 		{ "help", no_argument, NULL, 'h' },
 		{},
 	};
 	struct serve_opts *so = &a->so;
+	char bad[80];
 	uint64_t v;
 	int c, err;
 
@@ -183,6 +198,19 @@ int serve_args__parse(int argc, char **argv, struct serve_args *a)
 				return CLI_EXIT_USAGE;
 			}
 			break;
+		case 'L':
+			if (cglabels__parse_list(optarg, &so->labels, bad, sizeof(bad))) {
+				cli__error(
+					"serve",
+					"--labels '%s': no label '%s'; give unit, container, pod or "
+					"all, comma-separated",
+					optarg, bad);
+				return CLI_EXIT_USAGE;
+			}
+			break;
+		case 'N':
+			so->container_names = optarg;
+			break;
 		case 'h':
 			a->help = true;
 			return 0;
@@ -193,6 +221,16 @@ int serve_args__parse(int argc, char **argv, struct serve_args *a)
 	if (optind < argc) {
 		cli__error("serve", "unexpected argument '%s'; run 'khbpf serve --help'",
 			   argv[optind]);
+		return CLI_EXIT_USAGE;
+	}
+	if (so->labels && so->group_by == KHBPF_GROUP_PROCESS) {
+		cli__error("serve", "--labels needs --by cgroup (the labels are read from each "
+				    "cgroup's path)");
+		return CLI_EXIT_USAGE;
+	}
+	if (so->container_names && !(so->labels & CGLABELS_CONTAINER)) {
+		cli__error("serve", "--container-names needs --labels container (or all): names "
+				    "are given to container_id labels");
 		return CLI_EXIT_USAGE;
 	}
 	if (so->top && so->group_by != KHBPF_GROUP_PROCESS) {

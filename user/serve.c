@@ -12,6 +12,7 @@
 #include <unistd.h>
 #include <json-c/json.h>
 
+#include "cglabels.h"
 #include "cgroup.h"
 #include "cpufreq.h"
 #include "httpd.h"
@@ -33,6 +34,7 @@ struct serve {
 	struct session *sess;
 	struct sched_collector *coll;
 	struct serve_groups *groups;
+	struct cglabels *labels; /* --labels; NULL: none */
 	struct httpd *http;
 	int timerfd;
 	bool first_window;
@@ -56,14 +58,20 @@ static int handle_metrics(void *ctx, const struct httpd_request *req, struct htt
 		.coll = s->coll,
 		.group_by = s->o.group_by,
 		.top = s->o.top,
+		.labels = s->labels,
 		.root = s->o.root,
 		.doc = s->doc_obj,
 		.windows = s->windows,
 		.window_errors = s->window_errors,
 	};
 	struct promtext *p;
+	char why[512];
 	int err;
 
+	/* A names file that changed: read before this scrape's labels are made. */
+	if (s->labels && cglabels__refresh(s->labels, why, sizeof(why)) < 0 && s->o.log)
+		fprintf(s->o.log,
+			"khbpf serve: --container-names %s; the names read before are kept\n", why);
 	err = promtext__new(&p, om);
 	if (err)
 		return err;
@@ -270,6 +278,20 @@ int serve__run(const struct serve_opts *opts, char *errbuf, size_t errlen)
 			"mount cgroup2 or use --by process");
 		goto cleanup;
 	}
+	if (s->o.labels) {
+		struct cglabels_opts lo = { .sz = sizeof(lo) };
+		char why[400];
+
+		lo.which = s->o.labels;
+		lo.container_names = s->o.container_names;
+		err = cglabels__new(&s->labels, &lo, why, sizeof(why));
+		if (err) {
+			err = session__errf(
+				errbuf, errlen, err, "%s%s",
+				s->o.container_names ? "--container-names " : "--labels: ", why);
+			goto cleanup;
+		}
+	}
 	if (s->o.ndjson) {
 		if (!strcmp(s->o.ndjson, "-")) {
 			s->ndjson_fd = STDOUT_FILENO;
@@ -359,6 +381,7 @@ cleanup:
 	free(s->doc);
 	json_object_put(s->doc_obj);
 	serve_groups__free(s->groups);
+	cglabels__free(s->labels);
 	free(s);
 	return err;
 }

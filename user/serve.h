@@ -25,6 +25,8 @@ struct serve_opts {
 	const char *const *cgroups; /* only these cgroup v2 subtrees ("/system.slice") */
 	size_t nr_cgroups;
 	uint32_t top; /* process: the N busiest processes get a pid label */
+	unsigned int labels; /* cgroup: CGLABELS_* labels from each cgroup's path */
+	const char *container_names; /* JSON file of container id → name (cgnames.h), or NULL */
 	uint32_t max_groups; /* 0 → KHBPF_DEFAULT_MAX_GROUPS */
 	uint64_t max_age_ns; /* groups idle this long are dropped; 0 → 5 min */
 	uint64_t interval_ns; /* window and sweep period; 0 → 15 s */

@@ -6,18 +6,34 @@
 #include <string.h>
 #include <json-c/json.h>
 
+#include "cglabels.h"
 #include "cpufreq.h"
 #include "promtext.h"
 #include "serve_groups.h"
 #include "serve_metrics.h"
 
+/* A cgroup row's labels from its path (--labels), found once per scrape. */
+struct row_cg {
+	struct cgpath_labels v;
+	struct prom_label l[CGLABELS_MAX_LABELS];
+	size_t n;
+};
+
+/* The labels of a row's series: at most cgroup, the path's five, and one more. */
+#define ROW_LABELS_MAX (2 + CGLABELS_MAX_LABELS)
+
 static size_t row_labels(const struct serve_metrics_src *s, const struct serve_row *r,
-			 struct prom_label *l, const char *extra_name, const char *extra_value)
+			 const struct row_cg *cg, struct prom_label *l, const char *extra_name,
+			 const char *extra_value)
 {
 	size_t n = 0;
 
 	if (s->group_by == KHBPF_GROUP_CGROUP) {
 		l[n++] = (struct prom_label){ "cgroup", r->cgroup };
+		if (cg) {
+			memcpy(&l[n], cg->l, cg->n * sizeof(*l));
+			n += cg->n;
+		}
 	} else {
 		l[n++] = (struct prom_label){ "comm", r->comm };
 		if (s->top)
@@ -78,23 +94,34 @@ static uint64_t field_of(const struct khbpf_group_acc *a, enum field f)
 static const char *const mig_names[KHBPF_MIG_CLASSES] = { "smt", "llc", "other-llc", "other-node",
 							  "unknown" };
 
-static int render_groups(const struct serve_metrics_src *s, struct promtext *p)
+static const struct row_cg *cg_of(const struct row_cg *cgs, size_t i)
 {
-	struct prom_label l[4];
-	struct serve_row *rows = NULL;
-	size_t nr = 0, i, j, n;
-	int err;
+	return cgs ? &cgs[i] : NULL;
+}
 
-	err = serve_groups__rows(s->groups, &rows, &nr);
-	if (err)
-		return err;
+int serve_metrics__rows(struct promtext *p, const struct serve_metrics_src *s,
+			const struct serve_row *rows, size_t nr)
+{
+	struct prom_label l[ROW_LABELS_MAX];
+	struct row_cg *cgs = NULL;
+	size_t i, j, n;
+	int err = 0;
+
+	if (s->labels && s->group_by == KHBPF_GROUP_CGROUP && nr) {
+		cgs = calloc(nr, sizeof(*cgs));
+		if (!cgs)
+			return -ENOMEM;
+		for (i = 0; i < nr; i++)
+			cgs[i].n =
+				cglabels__for_path(s->labels, rows[i].cgroup, &cgs[i].v, cgs[i].l);
+	}
 	for (j = 0; j < sizeof(group_families) / sizeof(group_families[0]) && !err; j++) {
 		err = promtext__family(p, group_families[j].name, group_families[j].type,
 				       group_families[j].unit, group_families[j].help);
 		for (i = 0; i < nr && !err; i++) {
 			uint64_t v = field_of(&rows[i].acc, group_families[j].f);
 
-			n = row_labels(s, &rows[i], l, NULL, NULL);
+			n = row_labels(s, &rows[i], cg_of(cgs, i), l, NULL, NULL);
 			err = group_families[j].unit ? promtext__ns_as_seconds(p, l, n, v) :
 						       promtext__u64(p, l, n, v);
 		}
@@ -105,7 +132,7 @@ static int render_groups(const struct serve_metrics_src *s, struct promtext *p)
 				       "(sched_migrate_task)");
 	for (i = 0; i < nr && !err; i++) {
 		for (j = 0; j < KHBPF_MIG_CLASSES && !err; j++) {
-			n = row_labels(s, &rows[i], l, "distance", mig_names[j]);
+			n = row_labels(s, &rows[i], cg_of(cgs, i), l, "distance", mig_names[j]);
 			err = promtext__u64(p, l, n, rows[i].acc.b.mig_class[j]);
 		}
 	}
@@ -116,12 +143,26 @@ static int render_groups(const struct serve_metrics_src *s, struct promtext *p)
 	for (i = 0; i < nr && !err; i++) {
 		uint64_t hist[KHBPF_RQ_SLOTS];
 
-		n = row_labels(s, &rows[i], l, NULL, NULL);
+		n = row_labels(s, &rows[i], cg_of(cgs, i), l, NULL, NULL);
 		for (j = 0; j < KHBPF_RQ_SLOTS; j++)
 			hist[j] = rows[i].acc.b.wait_hist[j];
 		err = promtext__histogram_log2_ns(p, l, n, hist, KHBPF_RQ_SLOTS,
 						  rows[i].acc.b.wait_ns);
 	}
+	free(cgs);
+	return err;
+}
+
+static int render_groups(const struct serve_metrics_src *s, struct promtext *p)
+{
+	struct serve_row *rows = NULL;
+	size_t nr = 0;
+	int err;
+
+	err = serve_groups__rows(s->groups, &rows, &nr);
+	if (err)
+		return err;
+	err = serve_metrics__rows(p, s, rows, nr);
 	free(rows);
 	return err;
 }

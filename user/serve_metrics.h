@@ -3,12 +3,15 @@
 #ifndef KHBPF_SERVE_METRICS_H
 #define KHBPF_SERVE_METRICS_H
 
+#include <stddef.h>
 #include <stdint.h>
 
+struct cglabels;
 struct json_object;
 struct promtext;
 struct sched_collector;
 struct serve_groups;
+struct serve_row;
 
 /* What one scrape reads. */
 struct serve_metrics_src {
@@ -16,6 +19,7 @@ struct serve_metrics_src {
 	struct sched_collector *coll;
 	uint32_t group_by; /* KHBPF_GROUP_*: which labels a group's series has */
 	uint32_t top; /* process: --top, so series have a pid label */
+	const struct cglabels *labels; /* cgroup: labels from each path (--labels), or NULL */
 	const char *root; /* procfs/sysfs root; NULL → "/" */
 	struct json_object *doc; /* the last window's document; NULL before one */
 	uint64_t windows, window_errors;
@@ -26,6 +30,14 @@ struct serve_metrics_src {
  * src->doc (serve_metrics__gaps), and the CPU frequency now. 0 or -errno.
  */
 int serve_metrics__render(struct promtext *p, const struct serve_metrics_src *src);
+
+/*
+ * The groups' families (on-CPU time, switches, timeslices, migrations,
+ * unbinned waits, the runqueue histogram) for these rows: labels cgroup
+ * and those src->labels finds in its path, or comm (and pid with --top).
+ */
+int serve_metrics__rows(struct promtext *p, const struct serve_metrics_src *src,
+			const struct serve_row *rows, size_t nr);
 
 /*
  * Gaps as data, from an evidence document (NULL: families with no samples):

@@ -15,6 +15,7 @@
 #include <getopt.h>
 #include <limits.h>
 
+#include "cglabels.h"
 #include "cli.h"
 #include "cmdargs.h"
 #include "fuzz.h"
@@ -204,6 +205,9 @@ static void check_serve(int argc, char **argv)
 	for (i = 0; i < so->nr_cgroups; i++)
 		FUZZ_CHECK(a.cgroups[i][0] == '/');
 	FUZZ_CHECK(!so->top || (so->group_by == KHBPF_GROUP_PROCESS && so->top <= 10000));
+	FUZZ_CHECK(!(so->labels & ~CGLABELS_ALL));
+	FUZZ_CHECK(!so->labels || so->group_by != KHBPF_GROUP_PROCESS);
+	FUZZ_CHECK(!so->container_names || (so->labels & CGLABELS_CONTAINER));
 	FUZZ_CHECK(!so->max_groups || (so->max_groups >= 16 && so->max_groups <= 1u << 20));
 	FUZZ_CHECK(seconds_ok(so->interval_ns) && seconds_ok(so->max_age_ns));
 	FUZZ_CHECK(count_ok(so->max_exited, 1u << 24) && count_ok(so->max_threads, 1u << 24));

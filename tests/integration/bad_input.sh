@@ -12,7 +12,8 @@
 #  - no capabilities; kernel BTF hidden; VMLINUX_BTF at run time; tracefs
 #    not mounted (private mount namespaces: the host is not touched);
 #  - every numeric option of attach, run and serve with -1, 0, 2^64,
-#    99999999999999999999, 1e3, '', ' 5', 0x10 and 5x;
+#    99999999999999999999, 1e3, '', ' 5', 0x10 and 5x; serve's --labels
+#    words and --container-names files it cannot use;
 #  - SIGHUP/SIGINT/SIGTERM while khbpf attaches and while it writes; SIGHUP
 #    in the middle of run;
 #  - the command started by run inherits none of khbpf's descriptors.
@@ -398,6 +399,40 @@ listen_case() {
 	no_bpf_left
 }
 
+# serve --labels and --container-names: a bad word or combination is a usage
+# error (2); a names file that cannot be used stops serve (1) before anything
+# loads. One line each, naming the option (and the file).
+labels_case() {
+	local v id=0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef
+	for v in '' , unit, ,pod pods Unit 'unit container' unit,,pod; do
+		expect_exit 2 timeout -k 5 20 "$KHBPF" serve --labels "$v" --ndjson "$OUT"
+		one_error serve
+		grep -q -- '--labels' "$TMP/err" || fail "the error does not name --labels: $(cat "$TMP/err")"
+		no_output
+	done
+	expect_exit 2 timeout -k 5 20 "$KHBPF" serve --by process --labels unit
+	one_error serve
+	grep -q -- '--labels needs --by cgroup' "$TMP/err" || fail "--by process --labels: $(cat "$TMP/err")"
+	expect_exit 2 timeout -k 5 20 "$KHBPF" serve --labels unit,pod --container-names "$TMP/names.json"
+	one_error serve
+	grep -q -- '--container-names needs --labels container' "$TMP/err" || fail "$(cat "$TMP/err")"
+	mkdir -p "$TMP/names.dir"
+	printf '' >"$TMP/names.empty"
+	printf '{"%s": "web"' "$id" >"$TMP/names.cut"
+	printf '{"web": "%s"}' "$id" >"$TMP/names.swapped"
+	printf '{"%s": 5}' "$id" >"$TMP/names.number"
+	for v in "$TMP/names.none" "$TMP/names.dir" "$TMP/names.empty" "$TMP/names.cut" \
+		"$TMP/names.swapped" "$TMP/names.number"; do
+		expect_exit 1 timeout -k 5 20 "$KHBPF" serve --labels container --container-names "$v" \
+			--ndjson "$OUT"
+		one_error serve
+		grep -q -- "--container-names '$v': .*; give a readable file holding a JSON object" \
+			"$TMP/err" || fail "the error does not name --container-names '$v': $(cat "$TMP/err")"
+		no_output
+	done
+	no_bpf_left
+}
+
 # --- signals ----------------------------------------------------------------
 
 # A signal while attach loads and takes its baseline: either it kills khbpf
@@ -544,6 +579,7 @@ done
 case_ "--span-buffer sizes" span_buffer_case
 case_ "serve --top" numeric_case serve --top --by process
 case_ "serve --listen PORT" listen_case
+case_ "serve --labels, --container-names" labels_case
 for sig in INT HUP TERM; do
 	case_ "SIG$sig while attaching" signal_attach_phase_case "$sig"
 done

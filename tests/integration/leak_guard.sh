@@ -2,9 +2,10 @@
 # Tests never leak, and tests/run.sh would see it if one did:
 # 1. the guard (tests/guard.bash) finds and undoes a process that detached
 #    with setsid, a tmpfs mount and a cgroup left by a script on purpose;
-# 2. serve_caps.sh made to fail half way (serve running as nobody) and
-#    output_paths.sh made to fail half way (its 64 KiB tmpfs mounted) fail,
-#    and leave no process, mount, cgroup or BPF program behind.
+# 2. serve_caps.sh made to fail half way (serve running as nobody),
+#    output_paths.sh made to fail half way (its 64 KiB tmpfs mounted) and
+#    serve_labels.sh (workloads running in its cgroup tree) fail, and leave
+#    no process, mount, cgroup or BPF program behind.
 # khbpf-test: plain-only
 . "$(dirname "$0")/common.bash"
 require_root "mounts, cgroups, BPF"
@@ -46,4 +47,8 @@ fail_half_way() {
 }
 fail_half_way serve_caps.sh serve-running
 fail_half_way output_paths.sh tmpfs-mounted
+# serve_labels.sh with its workloads running in a tree of cgroups (it needs Prometheus).
+if command -v prometheus >/dev/null && command -v promtool >/dev/null; then
+	fail_half_way serve_labels.sh workloads
+fi
 echo "leak_guard: ok"
