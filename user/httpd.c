@@ -13,6 +13,7 @@
 #include <unistd.h>
 #include <microhttpd.h>
 
+#include "connlimit.h"
 #include "httpd.h"
 
 /* An opts field, or def when it is 0 or beyond the caller's opts->sz. */
@@ -27,6 +28,7 @@
 
 struct httpd {
 	struct MHD_Daemon *mhd;
+	struct connlimit *limit; /* the per-address limit, kept here (see accept_policy) */
 	struct httpd_route *routes;
 	size_t nr_routes;
 	size_t max_header_bytes;
@@ -185,6 +187,15 @@ static size_t request_head_bytes(struct MHD_Connection *conn, const char *url, c
 	return total;
 }
 
+/* The connection's entry in h->limit (NULL: not tracked, see on_connection). */
+static struct connlimit_conn *conn_of(struct MHD_Connection *conn)
+{
+	const union MHD_ConnectionInfo *info =
+		MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+
+	return info ? info->socket_context : NULL;
+}
+
 /*
  * First called once a request's headers are in: refusals are answered
  * then, so libmicrohttpd never reads a body (it closes the connection
@@ -203,6 +214,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	int err;
 
 	(void)upload_data;
+	connlimit__set_busy(h->limit, conn_of(conn), true);
 	/* MHD's pool refuses far larger heads by itself, with its own 431. */
 	if (!*con_cls && request_head_bytes(conn, url, method, version) > h->max_header_bytes)
 		return reply_text(conn, MHD_HTTP_REQUEST_HEADER_FIELDS_TOO_LARGE,
@@ -234,6 +246,70 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	}
 	return reply(conn, (unsigned int)resp.status, resp.content_type ?: TEXT_PLAIN, resp.body,
 		     resp.body ? resp.len : 0, false);
+}
+
+/* A request ends: answered, or its connection closed under it. */
+static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+			 enum MHD_RequestTerminationCode why)
+{
+	struct httpd *h = cls;
+
+	(void)con_cls;
+	(void)why;
+	connlimit__set_busy(h->limit, conn_of(conn), false);
+}
+
+static socklen_t sockaddr_len(const struct sockaddr *sa)
+{
+	return sa->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
+}
+
+/*
+ * Every connection is in h->limit from its start to its close. A shut
+ * down socket reads end-of-file, so libmicrohttpd closes the connection
+ * on its next run, as if the peer had; the peer sees the close.
+ */
+static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_ctx,
+			  enum MHD_ConnectionNotificationCode code)
+{
+	const union MHD_ConnectionInfo *fd, *addr;
+	struct httpd *h = cls;
+
+	if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
+		connlimit__remove(h->limit, *socket_ctx);
+		*socket_ctx = NULL;
+		return;
+	}
+	fd = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+	addr = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	if (!fd)
+		return;
+	if (addr && addr->client_addr)
+		*socket_ctx = connlimit__add(h->limit, addr->client_addr,
+					     sockaddr_len(addr->client_addr), fd->connect_fd);
+	/* Not reached (the table holds max_connections): refuse what is not counted. */
+	if (!*socket_ctx)
+		shutdown(fd->connect_fd, SHUT_RDWR);
+}
+
+/*
+ * The per-address limit. libmicrohttpd's own (PER_IP_CONNECTION_LIMIT)
+ * refuses an address at its limit until one of its connections closes,
+ * and connections opened and left silent close only at the idle timeout:
+ * one address that opened and abandoned connections was refused for
+ * 10 s. Here such an address's new connection displaces its longest idle
+ * one instead (connlimit.h); busy ones are never displaced.
+ */
+static enum MHD_Result accept_policy(void *cls, const struct sockaddr *sa, socklen_t len)
+{
+	struct httpd *h = cls;
+	int fd;
+
+	if (!connlimit__admit(h->limit, sa, len, &fd))
+		return MHD_NO;
+	if (fd >= 0)
+		shutdown(fd, SHUT_RDWR);
+	return MHD_YES;
 }
 
 /* Paths match as sent: no %xx decoding, so no "/metrics%00" alias of "/metrics". */
@@ -309,6 +385,9 @@ int httpd__start(struct httpd **out, const struct httpd_opts *opts, char *errbuf
 	if (!h)
 		return -ENOMEM;
 	h->max_header_bytes = header_bytes;
+	err = connlimit__new(&h->limit, OPT(opts, max_connections, 64U), OPT(opts, max_per_ip, 8U));
+	if (err)
+		goto cleanup;
 	h->routes = calloc(opts->nr_routes, sizeof(*h->routes));
 	if (!h->routes) {
 		err = -ENOMEM;
@@ -342,14 +421,14 @@ int httpd__start(struct httpd **out, const struct httpd_opts *opts, char *errbuf
 	}
 	/* MHD_USE_ERROR_LOG only routes MHD's messages to on_log. */
 	errno = 0;
-	h->mhd =
-		MHD_start_daemon(MHD_USE_EPOLL | MHD_USE_ERROR_LOG, 0, NULL, NULL, on_request, h,
-				 MHD_OPTION_EXTERNAL_LOGGER, on_log, NULL, MHD_OPTION_LISTEN_SOCKET,
-				 fd, MHD_OPTION_CONNECTION_LIMIT, OPT(opts, max_connections, 64U),
-				 MHD_OPTION_PER_IP_CONNECTION_LIMIT, OPT(opts, max_per_ip, 8U),
-				 MHD_OPTION_CONNECTION_TIMEOUT, OPT(opts, timeout_s, 10U),
-				 MHD_OPTION_CONNECTION_MEMORY_LIMIT, header_bytes + POOL_SLACK,
-				 MHD_OPTION_UNESCAPE_CALLBACK, no_unescape, NULL, MHD_OPTION_END);
+	h->mhd = MHD_start_daemon(MHD_USE_EPOLL | MHD_USE_ERROR_LOG, 0, accept_policy, h,
+				  on_request, h, MHD_OPTION_EXTERNAL_LOGGER, on_log, NULL,
+				  MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_CONNECTION_LIMIT,
+				  OPT(opts, max_connections, 64U), MHD_OPTION_NOTIFY_CONNECTION,
+				  on_connection, h, MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
+				  MHD_OPTION_CONNECTION_TIMEOUT, OPT(opts, timeout_s, 10U),
+				  MHD_OPTION_CONNECTION_MEMORY_LIMIT, header_bytes + POOL_SLACK,
+				  MHD_OPTION_UNESCAPE_CALLBACK, no_unescape, NULL, MHD_OPTION_END);
 	if (!h->mhd) {
 		err = errno ? -errno : -EIO;
 		/*
@@ -365,6 +444,7 @@ int httpd__start(struct httpd **out, const struct httpd_opts *opts, char *errbuf
 	return 0;
 
 cleanup:
+	connlimit__free(h->limit);
 	free_routes(h->routes, h->nr_routes);
 	free(h);
 	return err;
@@ -411,10 +491,11 @@ int httpd__run(struct httpd *h)
 
 /*
  * Seen here: after a flood of half-open connections from one address,
- * libmicrohttpd 0.9.75 (epoll mode) sometimes kept that address at its
- * per-address limit until the idle timeout (10 s), refusing everyone from
- * it, although the peers had closed. An MHD_run at least once a second
- * bounds that to a second; an idle daemon wakes once a second for it.
+ * libmicrohttpd 0.9.75 (epoll mode) sometimes noticed that the peers had
+ * closed only at the idle timeout (10 s). An MHD_run at least once a
+ * second bounds that to a second; an idle daemon wakes once a second for
+ * it. (Such connections no longer keep their address out meanwhile:
+ * accept_policy displaces idle ones.)
  */
 #define MAX_SLEEP_MS 1000
 
@@ -431,7 +512,8 @@ void httpd__stop(struct httpd *h)
 {
 	if (!h)
 		return;
-	MHD_stop_daemon(h->mhd);
+	MHD_stop_daemon(h->mhd); /* closes every connection, removing each from h->limit */
+	connlimit__free(h->limit);
 	free_routes(h->routes, h->nr_routes);
 	free(h);
 }

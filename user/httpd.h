@@ -18,8 +18,11 @@
  * own 431, or 414 for a request line alone, with an HTML body and no
  * Cache-Control) and closes the connection.
  *
- * Limits: a connection over max_per_ip from one address is accepted and
- * closed at once, so a flood from one address leaves room for others. At
+ * Limits: a connection over max_per_ip from one address displaces that
+ * address's longest idle connection (no request in progress), which is
+ * closed; when all of them are busy, the new one is closed at once. So a
+ * flood from one address leaves room for others, and an address that
+ * abandoned connections is served again at once (connlimit.h). At
  * max_connections libmicrohttpd stops accepting: new connections wait in
  * the listen backlog until one closes. Idle connections close after
  * timeout_s, so held connections delay a new client by that much at most.

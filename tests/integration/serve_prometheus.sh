@@ -4,7 +4,9 @@
 # cgroup's switches, timeslices and runqueue histogram exactly as the
 # kernel's /proc numbers for the workload's threads add up. Also: promtool
 # accepts /metrics in both formats' text form, /evidence is a valid
-# document, and SIGTERM ends serve with a complete last NDJSON line.
+# document, and SIGTERM ends serve with a complete last NDJSON line. The
+# Prometheus loads tools/khbpf.rules.yml: every rule evaluates cleanly, the
+# recording rules have the workload's cgroup, and no evidence alert is on.
 . "$(dirname "$0")/common.bash"
 require_root "loads BPF"
 command -v promtool >/dev/null && command -v prometheus >/dev/null ||
@@ -58,6 +60,7 @@ done
 
 cat >"$TMP/prom.yml" <<EOF
 global: { scrape_interval: 1s, evaluation_interval: 1s }
+rule_files: ["$PWD/tools/khbpf.rules.yml"]
 scrape_configs:
   - job_name: khbpf
     static_configs: [ { targets: ["127.0.0.1:$PORT"] } ]
@@ -179,6 +182,30 @@ for q in ("histogram_quantile(0.99, sum by (cgroup, le) "
         time.sleep(1)
     if not query(q):
         bad.append(f"README query returned nothing: {q}")
+# tools/khbpf.rules.yml: each rule evaluated without error; the recording
+# rules hold the workload's cgroup (quiet since before the first scrape, so
+# its rates are 0 and its p99 NaN) and a busy cgroup of the host (a finite
+# value above 0); a healthy serve has no evidence alert.
+recs = ("instance_cgroup:khbpf_runqueue_delay_seconds:p99_5m",
+        "instance_cgroup:khbpf_runqueue_waits:rate5m",
+        "instance_cgroup:khbpf_involuntary_switches:rate5m")
+def busy(r):
+    return query(f'{r}{{job="khbpf"}} > 0 < +Inf')
+deadline = time.time() + 15
+while time.time() < deadline and not all(busy(r) and query(f'{r}{sel}') for r in recs):
+    time.sleep(1)
+for r in recs:
+    if not query(f"{r}{sel}") or not busy(r):
+        bad.append(f"recording rule {r}: {query(r)}")
+url = f"http://127.0.0.1:{pport}/api/v1/rules"
+groups = json.load(urllib.request.urlopen(url, timeout=5))["data"]["groups"]
+rules = [r for g in groups for r in g["rules"]]
+if len(rules) != 9 or any(r["health"] != "ok" for r in rules):
+    bad.append("rules not all healthy: " +
+               ", ".join(f'{r["name"]} {r["health"]} {r.get("lastError", "")}' for r in rules))
+alerts = query('ALERTS{alertname=~"KhbpfSchedulerEvidence.*|KhbpfEvidence.*"}')
+if alerts:
+    bad.append(f"evidence alerts on a healthy serve: {alerts}")
 # serve --cgroup CG --by process: only the workload's process, all of its switches
 # (its comm series and, once it is among the --top, its pid series, add up).
 text2 = urllib.request.urlopen(f"http://127.0.0.1:{port2}/metrics", timeout=5).read().decode()
