@@ -305,7 +305,9 @@ static void test_pressure__root_cgroup(void **state)
 	assert_int_equal(pressure_window__cgroup(&w, dir, 42), 0);
 	assert_string_equal(w.path, "/");
 	pressure_window__read(&w, false);
-	expect_recorded(w.start.total_us[PSI_CPU][PSI_FULL], 0, EV_SRC_SYSFS_CGROUP);
+	/* The root cgroup is the system-wide group: its cpu full is the constant 0 too. */
+	expect_gap(w.start.total_us[PSI_CPU][PSI_FULL], EV_GAP_UNSUPPORTED, EV_SRC_SYSFS_CGROUP);
+	expect_recorded(w.start.total_us[PSI_CPU][PSI_SOME], 123456789012ULL, EV_SRC_SYSFS_CGROUP);
 	expect_gap(w.start.total_us[PSI_IO][PSI_SOME], EV_GAP_UNSUPPORTED, EV_SRC_SYSFS_CGROUP);
 	tree_free(dir);
 }

@@ -223,8 +223,8 @@ static int read_psi_file(const char *path, struct psi_line lines[PSI__KINDS], ch
 	return psi__parse(buf, lines, why, why_len);
 }
 
-void pressure__sample(const char *dir, bool cgroup, struct pressure_sample *out, char *detail,
-		      size_t detail_len)
+void pressure__sample(const char *dir, bool cgroup, bool system, struct pressure_sample *out,
+		      char *detail, size_t detail_len)
 {
 	enum ev_source src = cgroup ? EV_SRC_SYSFS_CGROUP : EV_SRC_PROC_PRESSURE;
 	char path[PATH_MAX], why[160];
@@ -259,11 +259,12 @@ void pressure__sample(const char *dir, bool cgroup, struct pressure_sample *out,
 			out->total_us[r][k] = sev_u64__recorded(lines[k].total_us, src);
 		}
 		/*
-		 * No full line: cpu before 5.13. The host's cpu full is a constant
-		 * 0 the kernel writes for compatibility ("undefined at the system
+		 * No full line: cpu before 5.13. The system's cpu full (the host's,
+		 * and the root cgroup's, which is the same group) is a constant 0
+		 * the kernel writes for compatibility ("undefined at the system
 		 * level"), not a measurement.
 		 */
-		if (!lines[PSI_FULL].present || (!cgroup && r == PSI_CPU)) {
+		if (!lines[PSI_FULL].present || (system && r == PSI_CPU)) {
 			out->avg10_milli[r][PSI_FULL] = sev_u64__gap(src, EV_GAP_UNSUPPORTED);
 			out->total_us[r][PSI_FULL] = sev_u64__gap(src, EV_GAP_UNSUPPORTED);
 		}
@@ -380,7 +381,8 @@ void pressure_window__read(struct pressure_window *w, bool at_end)
 		     w->path);
 		return;
 	}
-	pressure__sample(w->dir, w->cgroup, s, w->detail, sizeof(w->detail));
+	pressure__sample(w->dir, w->cgroup, !w->cgroup || !strcmp(w->path, "/"), s, w->detail,
+			 sizeof(w->detail));
 }
 
 struct sev_u64 pressure_window__stall(const struct pressure_window *w, enum psi_resource r,

@@ -84,8 +84,13 @@ void pressure_window__read(struct pressure_window *w, bool at_end);
 struct sev_u64 pressure_window__stall(const struct pressure_window *w, enum psi_resource r,
 				      enum psi_kind k);
 
-/* One reading of dir (cgroup: NAME.pressure files) now; detail may be NULL. */
-void pressure__sample(const char *dir, bool cgroup, struct pressure_sample *out, char *detail,
-		      size_t detail_len);
+/*
+ * One reading of dir now: files cpu, memory, io (source proc-pressure) or,
+ * for a cgroup, cpu.pressure... (sysfs-cgroup). system: the system-wide
+ * group (the host, or the root cgroup), whose cpu full is the gap
+ * "unsupported". detail (may be NULL) receives the first cause of a gap.
+ */
+void pressure__sample(const char *dir, bool cgroup, bool system, struct pressure_sample *out,
+		      char *detail, size_t detail_len);
 
 #endif /* KHBPF_PRESSURE_H */

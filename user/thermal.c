@@ -17,16 +17,22 @@
 static void note(char *detail, size_t len, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
-/* The first cause only; a second gap usually has the same one. */
+/* Zones and throttle counts fail for their own causes: each is added, once. */
 static void note(char *detail, size_t len, const char *fmt, ...)
 {
+	char text[256];
+	size_t used;
 	va_list ap;
 
-	if (!detail || !len || detail[0])
+	if (!detail || !len)
 		return;
 	va_start(ap, fmt);
-	vsnprintf(detail, len, fmt, ap);
+	vsnprintf(text, sizeof(text), fmt, ap);
 	va_end(ap);
+	if (strstr(detail, text))
+		return;
+	used = strlen(detail);
+	snprintf(detail + used, len - used, "%s%s", used ? "; " : "", text);
 }
 
 static struct sev_u64 gap(enum ev_gap reason)

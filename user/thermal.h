@@ -35,7 +35,7 @@ void thermal__sample(const char *root, struct thermal_sample *out, char *detail,
 /* A window's two readings. */
 struct thermal_window {
 	struct thermal_sample start, end;
-	char detail[256]; /* why values are gaps, "" when none is */
+	char detail[384]; /* why values are gaps (zones; throttle counts), "" when none is */
 };
 
 /* Every value the gap "unavailable" from sysfs-thermal, until read. */
