@@ -10,6 +10,7 @@
 #include "promtext.h"
 #include "serve_groups.h"
 #include "serve_metrics.h"
+#include "serve_pressure.h"
 
 static size_t row_labels(const struct serve_metrics_src *s, const struct serve_row *r,
 			 struct prom_label *l, const char *extra_name, const char *extra_value)
@@ -353,5 +354,6 @@ int serve_metrics__render(struct promtext *p, const struct serve_metrics_src *sr
 
 	err = err ?: render_self(src, p);
 	err = err ?: serve_metrics__gaps(p, src->doc);
-	return err ?: render_frequency(src, p);
+	err = err ?: render_frequency(src, p);
+	return err ?: serve_pressure__render(p, src);
 }
