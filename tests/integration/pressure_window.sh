@@ -20,9 +20,10 @@ NAME="khbpf-psi-$$"
 CG="$CGROOT/$NAME"
 mkdir "$CG" || fail "cannot make cgroup $CG"
 [ -r "$CG/cpu.pressure" ] || { rmdir "$CG"; fail "$CG has no cpu.pressure"; }
-SPIN_PID=
+SPIN_PID= ATTACH_PID=
 cleanup() {
 	local rc=$? p
+	[ -n "$ATTACH_PID" ] && kill "$ATTACH_PID" 2>/dev/null
 	[ -n "$SPIN_PID" ] && kill "$SPIN_PID" 2>/dev/null
 	for p in $(cat "$CG/cgroup.procs" 2>/dev/null); do kill -KILL "$p" 2>/dev/null; done
 	wait 2>/dev/null
@@ -145,11 +146,13 @@ bash -c 'echo $$ >"$0/cgroup.procs" && exec bash "$1" attach-load 4' "$CG" "$TMP
 SPIN_PID=$!
 snap attach.before_start
 "$KHBPF" attach --pid "$SPIN_PID" -d 1 -o "$TMP/attach.json" 2>"$TMP/attach.err" &
-ATTACH=$!
+ATTACH_PID=$!
 wait_for "watching pid" "$TMP/attach.err" || fail "attach did not start: $(cat "$TMP/attach.err")"
+checkpoint "attaching"
 snap attach.after_start
 for f in "$TMP"/attach.after_start.*; do cp "$f" "${f/after_start/before_end}"; done
-wait "$ATTACH" || fail "khbpf attach failed: $(cat "$TMP/attach.err")"
+wait "$ATTACH_PID" || fail "khbpf attach failed: $(cat "$TMP/attach.err")"
+ATTACH_PID=
 snap attach.after_end
 check "$TMP/attach.json" attach
 wait "$SPIN_PID"

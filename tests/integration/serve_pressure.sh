@@ -52,6 +52,7 @@ snap() {
 		cat "$CG/$r.pressure" >"$TMP/$1.cg.$r"
 	done
 }
+checkpoint "serving"
 snap before
 curl -sf "http://127.0.0.1:$PORT/metrics" >"$TMP/metrics.txt" || fail "GET /metrics"
 snap after
