@@ -74,20 +74,16 @@ static bool parse_milli(const char *s, size_t len, uint64_t *out)
 	return true;
 }
 
-static bool parse_digits(const char *s, size_t len, uint64_t *out)
+/* total=: the digits of a u64 (20 at most), nothing else. */
+static bool parse_total(const char *s, size_t len, uint64_t *out)
 {
-	uint64_t v = 0;
-	size_t i;
+	char buf[24];
 
-	if (!len)
+	if (!len || len > 20)
 		return false;
-	for (i = 0; i < len; i++) {
-		if (s[i] < '0' || s[i] > '9' || v > (UINT64_MAX - (uint64_t)(s[i] - '0')) / 10)
-			return false;
-		v = v * 10 + (uint64_t)(s[i] - '0');
-	}
-	*out = v;
-	return true;
+	memcpy(buf, s, len);
+	buf[len] = '\0';
+	return !fsutil__parse_u64(buf, out);
 }
 
 /* One line without its newline: "KIND avg10=A avg60=B avg300=C total=T". */
@@ -129,7 +125,7 @@ static int parse_line(const char *line, size_t len, unsigned int no, enum psi_ki
 				     "line %u: field %zu is \"%.*s\", expected %s...", no, i + 1,
 				     (int)(tlen[i] > 24 ? 24 : tlen[i]), tok[i], name);
 		ok = i < PSI_FIELDS - 1 ? parse_milli(tok[i] + plen, tlen[i] - plen, vals[i - 1]) :
-					  parse_digits(tok[i] + plen, tlen[i] - plen, vals[i - 1]);
+					  parse_total(tok[i] + plen, tlen[i] - plen, vals[i - 1]);
 		if (!ok)
 			return fault(errbuf, errlen, "line %u: %.*s \"%.*s\" is not %s", no,
 				     (int)plen - 1, name,
