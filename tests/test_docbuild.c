@@ -324,6 +324,63 @@ static void test_docbuild__bpf_complete(void **state)
 	assert_int_equal(docbuild__doc(f->b)->nr_loss, (size_t)n - 1); /* less "version" */
 }
 
+/*
+ * Pressure and thermal: the host's stall is the difference of its totals,
+ * the cgroup and thermal values are gaps with their details, and the
+ * pressure-thermal collector follows the host's PSI.
+ */
+static void test_docbuild__pressure_thermal(void **state)
+{
+	struct fixture *f = *state;
+	struct docbuild_opts *o = &f->o;
+	struct pressure_window host, cg;
+	struct thermal_window th;
+	struct json_object *d;
+
+	pressure_window__host(&host, "/nonexistent/khbpf");
+	host.start.total_us[PSI_CPU][PSI_SOME] = sev_u64__recorded(1000, EV_SRC_PROC_PRESSURE);
+	host.end.total_us[PSI_CPU][PSI_SOME] = sev_u64__recorded(251000, EV_SRC_PROC_PRESSURE);
+	host.end.avg10_milli[PSI_CPU][PSI_SOME] = sev_u64__recorded(12340, EV_SRC_PROC_PRESSURE);
+	assert_int_equal(pressure_window__cgroup(&cg, "/nonexistent/khbpf", getpid()), -ESRCH);
+	pressure_window__read(&cg, false);
+	pressure_window__read(&cg, true);
+	thermal_window__init(&th);
+	thermal_window__read(&th, "/nonexistent/khbpf", false);
+	thermal_window__read(&th, "/nonexistent/khbpf", true);
+	o->pressure_host = &host;
+	o->pressure_cgroup = &cg;
+	o->thermal = &th;
+	d = build(f, "docbuild-pressure.json");
+	assert_string_equal(str(d, "collectors.5.collector"), "pressure-thermal");
+	assert_string_equal(str(d, "collectors.5.availability"), "available");
+	assert_string_equal(str(d, "pressure.host.path"), "/proc/pressure");
+	expect_recorded(d, "pressure.host.stall.cpu_some_us.value", 250000);
+	assert_string_equal(str(d, "pressure.host.stall.cpu_some_us.source"), "proc-pressure");
+	expect_recorded(d, "pressure.host.end.cpu_some_avg10_milli.value", 12340);
+	expect_gap(d, "pressure.host.stall.memory_some_us.value", "unavailable");
+	expect_gap(d, "pressure.cgroup.stall.cpu_some_us.value", "unavailable");
+	assert_string_equal(str(d, "pressure.cgroup.stall.cpu_some_us.source"), "sysfs-cgroup");
+	assert_non_null(strstr(str(d, "pressure.cgroup.detail"), "/cgroup"));
+	expect_gap(d, "thermal.end.max_zone_millicelsius.value", "unsupported");
+	expect_gap(d, "thermal.throttle.core_events.value", "unavailable");
+	assert_string_equal(str(d, "thermal.throttle.core_events.source"), "sysfs-thermal");
+	assert_non_null(strstr(str(d, "thermal.detail"), "CONFIG_THERMAL"));
+
+	/* No PSI on the host: the collector says why. */
+	pressure_window__read(&host, true);
+	d = build(f, "docbuild-pressure-none.json");
+	assert_string_equal(str(d, "collectors.5.availability"), "unsupported");
+	assert_non_null(strstr(str(d, "collectors.5.detail"), "CONFIG_PSI"));
+
+	/* Nothing read: no sections, and the collector says so. */
+	o->pressure_host = o->pressure_cgroup = NULL;
+	o->thermal = NULL;
+	d = build(f, "docbuild-pressure-unread.json");
+	assert_string_equal(str(d, "collectors.5.availability"), "unavailable");
+	assert_false(json_object_object_get_ex(d, "pressure", NULL));
+	assert_false(json_object_object_get_ex(d, "thermal", NULL));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -332,6 +389,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_docbuild__fallback_rusage_switches, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_docbuild__bpf_complete, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_docbuild__pressure_thermal, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

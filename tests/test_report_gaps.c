@@ -96,11 +96,35 @@ static void test_report_gaps__walk(void **state)
 	report_doc__free(d);
 }
 
+/* Pressure and thermal gaps get their own hints, not the reason's generic one. */
+static void test_report_gaps__pressure_hints(void **state)
+{
+	(void)state;
+	assert_non_null(
+		strstr(report__gap_hint("pressure.host.stall.cpu_full_us", EV_GAP_UNSUPPORTED),
+		       "constant 0"));
+	assert_non_null(
+		strstr(report__gap_hint("pressure.cgroup.end.io_some_total_us", EV_GAP_UNSUPPORTED),
+		       "pressure.cgroup.detail"));
+	assert_non_null(strstr(
+		report__gap_hint("pressure.host.start.cpu_some_total_us", EV_GAP_UNSUPPORTED),
+		"CONFIG_PSI"));
+	assert_non_null(
+		strstr(report__gap_hint("pressure.cgroup.stall.cpu_some_us", EV_GAP_UNAVAILABLE),
+		       "detail"));
+	assert_non_null(strstr(report__gap_hint("thermal.throttle.core_events", EV_GAP_UNSUPPORTED),
+			       "thermal.detail"));
+	assert_non_null(strstr(
+		report__gap_hint("thermal.end.max_zone_millicelsius", EV_GAP_PERMISSION_DENIED),
+		"thermal.detail"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_report_gaps__fixture),
 		cmocka_unit_test(test_report_gaps__walk),
+		cmocka_unit_test(test_report_gaps__pressure_hints),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -18,7 +18,7 @@ struct docbuild {
 	struct hardware_run hw;
 	struct doc_thread *threads;
 	size_t nr_threads;
-	struct collector_capability caps[5];
+	struct collector_capability caps[6];
 	struct named_u64 loss[30 + SCHED_PROG_MAX];
 	char loss_names[SCHED_PROG_MAX][48];
 	size_t nr_loss;
@@ -81,6 +81,32 @@ static void fill_detail(struct doc_sched_detail *d, const struct khbpf_task_bpf 
 		kernel_migrations > b->migrations ? kernel_migrations - b->migrations : 0;
 	memcpy(d->mig_class, b->mig_class, sizeof(d->mig_class));
 	memcpy(d->wait_hist, b->wait_hist, sizeof(d->wait_hist));
+}
+
+/*
+ * Available when the host's PSI was read at both ends; the cgroup's and the
+ * thermal values can still be gaps, each with its own detail.
+ */
+static void pressure_thermal_collector(struct collector_capability *cap,
+				       const struct docbuild_opts *s)
+{
+	const struct pressure_window *h = s->pressure_host;
+	struct sev_u64 stall;
+
+	if (!h || !s->pressure_cgroup || !s->thermal) {
+		collector_capability__set(
+			cap, COLLECTOR_PRESSURE_THERMAL, AVAIL_UNAVAILABLE,
+			"pressure and thermal state were not read in this window");
+		return;
+	}
+	stall = pressure_window__stall(h, PSI_CPU, PSI_SOME);
+	collector_capability__set(
+		cap, COLLECTOR_PRESSURE_THERMAL,
+		stall.ev.recorded			    ? AVAIL_AVAILABLE :
+		stall.ev.reason == EV_GAP_UNSUPPORTED	    ? AVAIL_UNSUPPORTED :
+		stall.ev.reason == EV_GAP_PERMISSION_DENIED ? AVAIL_PERMISSION_DENIED :
+							      AVAIL_UNAVAILABLE,
+		"%s", h->detail[0] ? h->detail : "/proc/pressure could not be read");
 }
 
 static int build_document(struct docbuild *b)
@@ -152,7 +178,11 @@ static int build_document(struct docbuild *b)
 					  "no span site could be attached: %.200s",
 					  s->spans->sites[0].reason[0] ? s->spans->sites[0].reason :
 									 s->bpf_detail);
-	doc->nr_collectors = 5;
+	pressure_thermal_collector(&b->caps[5], s);
+	doc->nr_collectors = 6;
+	doc->pressure_host = s->pressure_host;
+	doc->pressure_cgroup = s->pressure_cgroup;
+	doc->thermal = s->thermal;
 
 	/* Threads. */
 	b->threads = calloc(s->win.nr_threads ? s->win.nr_threads : 1, sizeof(*b->threads));

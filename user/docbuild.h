@@ -17,9 +17,11 @@
 
 #include "document.h"
 #include "evidence.h"
+#include "pressure.h"
 #include "sched_collector.h"
 #include "sched_window.h"
 #include "spanrun.h"
+#include "thermal.h"
 #include "topology.h"
 
 struct docbuild;
@@ -76,6 +78,10 @@ struct docbuild_opts {
 	const char *counters_detail;
 	struct host_topology topo;
 	struct span_run *spans; /* its document parts are made here; NULL: no spans */
+	/* Read at the window's two ends; NULL: the collector says they were not. */
+	const struct pressure_window *pressure_host;
+	const struct pressure_window *pressure_cgroup;
+	const struct thermal_window *thermal;
 };
 
 int docbuild__new(struct docbuild **out);

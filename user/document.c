@@ -307,6 +307,15 @@ static struct json_object *doc_json(const struct evidence_doc *doc, bool lazy)
 	add(obj, "threads", arr, &err);
 	add(obj, "scheduler_detail", detail_json(&doc->sched_detail, &err), &err);
 	add(obj, "kernel_run_delay_ns", evjson__sev_u64(doc->kernel_run_delay_ns), &err);
+	if (doc->pressure_host && doc->pressure_cgroup) {
+		struct json_object *pr = versioned(&err);
+
+		add(pr, "host", evjson__pressure_window(doc->pressure_host), &err);
+		add(pr, "cgroup", evjson__pressure_window(doc->pressure_cgroup), &err);
+		add(obj, "pressure", pr, &err);
+	}
+	if (doc->thermal)
+		add(obj, "thermal", evjson__thermal_window(doc->thermal), &err);
 
 	add(obj, "events", events_json(&doc->events, lazy, &err), &err);
 

@@ -10,6 +10,8 @@
 #include <json-c/json.h>
 
 #include "evidence.h"
+#include "pressure.h"
+#include "thermal.h"
 #include "khbpf/sched.h"
 
 #define DOC_SCHEMA_MAJOR 1
@@ -150,6 +152,10 @@ struct evidence_doc {
 	/* Process-wide: the sum of the threads' details, and the kernel's run_delay beside it. */
 	struct doc_sched_detail sched_detail;
 	struct sev_u64 kernel_run_delay_ns;
+	/* Pressure of the host and of the target's cgroup, and thermal state; NULL: not written. */
+	const struct pressure_window *pressure_host;
+	const struct pressure_window *pressure_cgroup;
+	const struct thermal_window *thermal;
 	struct event_stream events;
 	const struct span_metric *span_metrics;
 	size_t nr_span_metrics;

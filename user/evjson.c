@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -441,4 +442,86 @@ struct json_object *evjson__hardware_run(const struct hardware_run *h)
 const char *evjson__to_string(struct json_object *obj)
 {
 	return json_object_to_json_string_ext(obj, EVJSON_TO_STRING_FLAGS);
+}
+
+/* keyhog-profile's PressureEvidence fields first, then khbpf's other lines and totals. */
+static struct json_object *pressure_sample(const struct pressure_sample *s)
+{
+	static const struct {
+		const char *key;
+		enum psi_resource r;
+		enum psi_kind k;
+		bool total;
+	} f[] = {
+		{ "cpu_some_avg10_milli", PSI_CPU, PSI_SOME, false },
+		{ "cpu_full_avg10_milli", PSI_CPU, PSI_FULL, false },
+		{ "memory_some_avg10_milli", PSI_MEMORY, PSI_SOME, false },
+		{ "io_some_avg10_milli", PSI_IO, PSI_SOME, false },
+		{ "memory_full_avg10_milli", PSI_MEMORY, PSI_FULL, false },
+		{ "io_full_avg10_milli", PSI_IO, PSI_FULL, false },
+		{ "cpu_some_total_us", PSI_CPU, PSI_SOME, true },
+		{ "cpu_full_total_us", PSI_CPU, PSI_FULL, true },
+		{ "memory_some_total_us", PSI_MEMORY, PSI_SOME, true },
+		{ "memory_full_total_us", PSI_MEMORY, PSI_FULL, true },
+		{ "io_some_total_us", PSI_IO, PSI_SOME, true },
+		{ "io_full_total_us", PSI_IO, PSI_FULL, true },
+	};
+	int err = 0;
+	struct json_object *obj = version_object(&err);
+	size_t i;
+
+	for (i = 0; i < sizeof(f) / sizeof(f[0]); i++)
+		add(obj, f[i].key,
+		    evjson__sev_u64(f[i].total ? s->total_us[f[i].r][f[i].k] :
+						 s->avg10_milli[f[i].r][f[i].k]),
+		    &err);
+	return finish(obj, err);
+}
+
+struct json_object *evjson__pressure_window(const struct pressure_window *w)
+{
+	int err = 0, r, k;
+	struct json_object *obj = version_object(&err), *stall = version_object(&err);
+	char key[32];
+
+	add(obj, "path", evjson__string(w->path), &err);
+	add(obj, "start", pressure_sample(&w->start), &err);
+	add(obj, "end", pressure_sample(&w->end), &err);
+	for (r = 0; r < PSI__RESOURCES; r++) {
+		for (k = 0; k < PSI__KINDS; k++) {
+			snprintf(key, sizeof(key), "%s_%s_us", psi_resource__name(r),
+				 psi_kind__name(k));
+			add(stall, key, evjson__sev_u64(pressure_window__stall(w, r, k)), &err);
+		}
+	}
+	add(obj, "stall", stall, &err);
+	if (w->detail[0])
+		add(obj, "detail", evjson__string(w->detail), &err);
+	return finish(obj, err);
+}
+
+static struct json_object *thermal_sample(const struct thermal_sample *s)
+{
+	int err = 0;
+	struct json_object *obj = version_object(&err);
+
+	add(obj, "max_zone_millicelsius", evjson__sev_u64(s->max_zone_millicelsius), &err);
+	add(obj, "throttle_events", evjson__sev_u64(s->throttle_events), &err);
+	add(obj, "package_throttle_events", evjson__sev_u64(s->package_throttle_events), &err);
+	return finish(obj, err);
+}
+
+struct json_object *evjson__thermal_window(const struct thermal_window *w)
+{
+	int err = 0;
+	struct json_object *obj = version_object(&err), *throttle = version_object(&err);
+
+	add(obj, "start", thermal_sample(&w->start), &err);
+	add(obj, "end", thermal_sample(&w->end), &err);
+	add(throttle, "core_events", evjson__sev_u64(thermal_window__core_events(w)), &err);
+	add(throttle, "package_events", evjson__sev_u64(thermal_window__package_events(w)), &err);
+	add(obj, "throttle", throttle, &err);
+	if (w->detail[0])
+		add(obj, "detail", evjson__string(w->detail), &err);
+	return finish(obj, err);
 }

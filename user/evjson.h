@@ -11,6 +11,8 @@
 #include <json-c/json.h>
 
 #include "evidence.h"
+#include "pressure.h"
+#include "thermal.h"
 
 /*
  * A JSON string from arbitrary bytes: valid UTF-8 is kept, each maximal
@@ -44,6 +46,14 @@ struct json_object *evjson__span_record(const struct span_record *s);
 /* A span's (or a metric's summed) scheduler ledger, source bpf-uprobe. */
 struct json_object *evjson__span_ledger(const struct span_ledger *l);
 struct json_object *evjson__hardware_run(const struct hardware_run *h);
+/*
+ * khbpf's pressure scope: path, start and end (keyhog-profile's
+ * PressureEvidence fields, then the other lines' avg10 and every total=),
+ * the stall over the window, and the detail when there is one.
+ */
+struct json_object *evjson__pressure_window(const struct pressure_window *w);
+/* ThermalEvidence at both ends, the throttle events in the window, the detail. */
+struct json_object *evjson__thermal_window(const struct thermal_window *w);
 
 /* Add key → value to obj; value NULL (ENOMEM) makes it return -ENOMEM. */
 int evjson__add(struct json_object *obj, const char *key, struct json_object *value);

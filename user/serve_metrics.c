@@ -11,6 +11,7 @@
 #include "promtext.h"
 #include "serve_groups.h"
 #include "serve_metrics.h"
+#include "serve_pressure.h"
 
 /* A cgroup row's labels from its path (--labels), found once per scrape. */
 struct row_cg {
@@ -394,5 +395,6 @@ int serve_metrics__render(struct promtext *p, const struct serve_metrics_src *sr
 
 	err = err ?: render_self(src, p);
 	err = err ?: serve_metrics__gaps(p, src->doc);
-	return err ?: render_frequency(src, p);
+	err = err ?: render_frequency(src, p);
+	return err ?: serve_pressure__render(p, src);
 }

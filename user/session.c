@@ -213,6 +213,9 @@ int session__build_document(struct session *s)
 		.counters_detail = s->counters_detail,
 		.topo = s->topo,
 		.spans = &s->spans,
+		.pressure_host = &s->psi_host,
+		.pressure_cgroup = &s->psi_cgroup,
+		.thermal = &s->thermal,
 	};
 
 	return docbuild__build(s->build, &o);
@@ -260,6 +263,8 @@ int session__run(struct session **out, const struct session_opts *opts, char *er
 	s->start_boot = clock_ns(CLOCK_BOOTTIME);
 	s->start_mono = clock_ns(CLOCK_MONOTONIC);
 	s->start_real = clock_ns(CLOCK_REALTIME);
+	/* run: before CMD's exec, so whatever CMD does stalls inside the window. */
+	session__sample_pressure(s, false);
 	if (opts->mode == TARGET_MODE_ATTACH) {
 		err = session__start_collecting(s);
 		if (err) {

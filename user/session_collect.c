@@ -33,6 +33,31 @@ void session__sample_frequency(struct session *s)
 	s->freq_any = true;
 }
 
+void session__sample_pressure(struct session *s, bool at_end)
+{
+	if (!at_end) {
+		pressure_window__host(&s->psi_host, s->root);
+		pressure_window__cgroup(&s->psi_cgroup, s->root, s->pid);
+		thermal_window__init(&s->thermal);
+	}
+	pressure_window__read(&s->psi_host, at_end);
+	pressure_window__read(&s->psi_cgroup, at_end);
+	thermal_window__read(&s->thermal, s->root, at_end);
+}
+
+void session__pressure_advance(struct session *s)
+{
+	s->psi_host.start = s->psi_host.end;
+	s->psi_cgroup.start = s->psi_cgroup.end;
+	s->thermal.start = s->thermal.end;
+	/* A detail is about the window it was found in, unless it says why a scope is unknown. */
+	if (s->psi_host.usable)
+		s->psi_host.detail[0] = '\0';
+	if (s->psi_cgroup.usable)
+		s->psi_cgroup.detail[0] = '\0';
+	s->thermal.detail[0] = '\0';
+}
+
 /* procfs fallback: the kernel's counters as a thread table. */
 static int proc_snapshot(struct session *s, struct thread_table *out)
 {
@@ -331,6 +356,7 @@ int session__finish_window(struct session *s)
 	if (err)
 		return err;
 	s->end_mono = clock_ns(CLOCK_MONOTONIC);
+	session__sample_pressure(s, true);
 	if (s->use_bpf) {
 		err = span_run__finish(&s->spans, s->coll);
 		err = err ?: sched_collector__exited(s->coll, &s->exited);

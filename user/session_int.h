@@ -16,11 +16,13 @@
 #include "cpufreq.h"
 #include "docbuild.h"
 #include "perfcount.h"
+#include "pressure.h"
 #include "runner.h"
 #include "sched_collector.h"
 #include "sched_window.h"
 #include "session.h"
 #include "spanrun.h"
+#include "thermal.h"
 #include "topology.h"
 
 #define NS_PER_SEC UINT64_C(1000000000)
@@ -69,6 +71,10 @@ struct session {
 	struct span_run spans;
 	bool spans_discovered;
 	struct fallback_witness fb;
+
+	/* Pressure (host, the target's cgroup v2) and thermal state at the window's ends. */
+	struct pressure_window psi_host, psi_cgroup;
+	struct thermal_window thermal;
 };
 
 static inline uint64_t clock_ns(clockid_t id)
@@ -89,6 +95,13 @@ void session__setup_collector(struct session *s);
 /* The window's start: baseline (attach mode), then the tracepoints. */
 int session__start_collecting(struct session *s);
 void session__sample_frequency(struct session *s);
+/*
+ * Pressure and thermal readings at the window's start (the target's cgroup
+ * is found then, and kept for the window) or end.
+ */
+void session__sample_pressure(struct session *s, bool at_end);
+/* serve: the next window starts from this one's end readings. */
+void session__pressure_advance(struct session *s);
 /*
  * Hardware counters for the target's threads, inherited by threads created
  * later. run: opened on the held child, enabled at its exec.

@@ -56,6 +56,7 @@ int session__serve_open(struct session **out, const struct session_opts *opts, c
 	s->start_boot = clock_ns(CLOCK_BOOTTIME);
 	s->start_mono = clock_ns(CLOCK_MONOTONIC);
 	s->start_real = clock_ns(CLOCK_REALTIME);
+	session__sample_pressure(s, false);
 	err = session__start_collecting(s);
 	if (!err && !s->use_bpf)
 		err = -ENOTSUP;
@@ -146,6 +147,7 @@ int session__serve_rotate(struct session *s, struct json_object **doc, char **te
 	now_real = clock_ns(CLOCK_REALTIME);
 	s->end_mono = clock_ns(CLOCK_MONOTONIC);
 	s->end_reason = END_REASON_DURATION;
+	session__sample_pressure(s, true);
 	err = err ?: sched_collector__drain_exited(s->coll, &s->exited);
 	err = err ?: sched_collector__stats(s->coll, &s->stats);
 	if (err)
@@ -175,6 +177,7 @@ out:
 	s->start_boot = now_boot;
 	s->start_mono = s->end_mono;
 	s->start_real = now_real;
+	session__pressure_advance(s);
 	session__sample_frequency(s);
 	return err;
 }
