@@ -37,6 +37,7 @@ extern const volatile bool have_task_btf;
 extern const volatile bool have_cookie;
 extern const volatile bool have_preempt_kfuncs;
 extern const volatile __u32 nr_slot_cpus;
+extern const volatile bool blocked_enabled;
 extern const volatile __u32 group_by;
 extern const volatile __u32 nr_cgroup_filters;
 extern const volatile __u64 cgroup_filter_id[KHBPF_MAX_CGROUP_FILTERS];
@@ -63,6 +64,8 @@ extern __u64 span_open_at_exit_drops;
 extern __u64 groups_made;
 extern __u64 group_overflow;
 extern __u64 span_site_unresolved;
+extern __u64 wakers_overflow;
+extern __u64 wakeups_unseen;
 
 /* sched.bpf.c defines KHBPF_DEFINE_MAPS before including this: the maps are made there. */
 #ifdef KHBPF_DEFINE_MAPS
@@ -197,6 +200,40 @@ KHBPF_MAP struct {
 	__type(key, __u32);
 	__type(value, struct khbpf_group_acc);
 } group_spill SEC(".maps");
+
+/* Blocking causes of system calls by number, filled by the loader (KHBPF_SYSCALL_*). */
+KHBPF_MAP struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, KHBPF_SYSCALL_NR_MAX);
+	__type(key, __u32);
+	__type(value, __u32);
+} syscall_cause SEC(".maps");
+
+/* Who woke each target thread (sched.bpf.c); full: counted in wakers_overflow. */
+KHBPF_MAP struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, KHBPF_DEFAULT_MAX_WAKERS);
+	__type(key, struct khbpf_waker_key);
+	__type(value, struct khbpf_waker_val);
+} wakers SEC(".maps");
+
+/*
+ * Each CPU's depth of timer expiries (hrtimer, timer_list), device interrupt
+ * handlers and softirqs running now (sched.bpf.c's tracepoints).
+ */
+struct khbpf_irq_ctx {
+	__u32 timer;
+	__u32 hardirq;
+	__u32 softirq;
+	__u32 pad;
+};
+
+KHBPF_MAP struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct khbpf_irq_ctx);
+} irq_ctx SEC(".maps");
 
 /* A zeroed record to create `exited` entries from, filled in place. */
 KHBPF_MAP struct {

@@ -72,6 +72,8 @@ static __always_inline __u64 ledger_now(struct task_struct *task, struct khbpf_s
 		l->nvcsw = CUR_READ(task, nvcsw);
 		l->nivcsw = CUR_READ(task, nivcsw);
 		l->migrations = CUR_READ(task, se.nr_migrations);
+		l->offcpu_ns = ck->offcpu_ns;
+		l->blocked = ck->blocked;
 		if (switches(task) == before && !skewed)
 			break;
 	}
@@ -286,6 +288,11 @@ static __always_inline void span_aggregate(__u32 tid, __u32 metric, __u64 incl, 
 	a->ledger.nvcsw += l->nvcsw;
 	a->ledger.nivcsw += l->nivcsw;
 	a->ledger.migrations += l->migrations;
+	a->ledger.offcpu_ns += l->offcpu_ns;
+	for (i = 0; i < KHBPF_BLOCK_CAUSES; i++) {
+		a->ledger.blocked.ns[i] += l->blocked.ns[i];
+		a->ledger.blocked.count[i] += l->blocked.count[i];
+	}
 	a->hist[khbpf_rq_slot(incl)]++;
 }
 
@@ -357,6 +364,20 @@ static __always_inline int span_exit(struct pt_regs *ctx, bool fetch)
 	l.nvcsw = sub0(now_l.nvcsw, f->at_start.nvcsw);
 	l.nivcsw = sub0(now_l.nivcsw, f->at_start.nivcsw);
 	l.migrations = sub0(now_l.migrations, f->at_start.migrations);
+	/* Sums that only grow while the frame is open: plain differences, no branch each. */
+	l.offcpu_ns = now_l.offcpu_ns - f->at_start.offcpu_ns;
+	for (i = 0; i < KHBPF_BLOCK_CAUSES; i++) {
+		l.blocked.ns[i] = now_l.blocked.ns[i] - f->at_start.blocked.ns[i];
+		l.blocked.count[i] = now_l.blocked.count[i] - f->at_start.blocked.count[i];
+	}
+	/*
+	 * With blocked time timed, the span's time off-CPU is the sum of its
+	 * stretches on the runqueue clock (sched.bpf.c), the clock of
+	 * run_delay: on-CPU is the rest of the span, so that on-CPU, run
+	 * delay, blocked and unattributed add up to it exactly.
+	 */
+	if (blocked_enabled)
+		l.on_cpu_ns = sub0(incl, l.offcpu_ns);
 	if (idx > 0) {
 		struct khbpf_span_frame *p = &ss->frames[(idx - 1) & (KHBPF_SPAN_DEPTH - 1)];
 

@@ -173,7 +173,7 @@ static void exit_records_match_kernel(bool task_hashes, bool prealloc, bool no_e
 	struct reading got[2];
 	int go[2], res[2], i, nr_ids = 0;
 	uint64_t mig_misses = 0;
-	__u32 ids[16];
+	__u32 ids[32];
 	siginfo_t si;
 	size_t k;
 	pid_t pid;
@@ -279,7 +279,7 @@ static void exit_records_match_kernel(bool task_hashes, bool prealloc, bool no_e
 	assert_true(st.nr_progs >= 5);
 	assert_true(st.progs[0].run_cnt > 0);
 	assert_int_equal(st.exit_not_final, 0);
-	assert_int_equal(sched_collector__prog_ids(c, ids, 16, &nr_ids), 0);
+	assert_int_equal(sched_collector__prog_ids(c, ids, 32, &nr_ids), 0);
 	assert_true(nr_ids >= 5);
 	assert_int_equal(count_loaded(ids, nr_ids), nr_ids);
 	sched_collector__destroy(c);

@@ -212,6 +212,46 @@ static void test_sched_window__bpf_counts_from_baseline(void **state)
 	sched_window__free(&w);
 }
 
+/*
+ * Blocked time: the window's is the end's less the baseline's, cause by
+ * cause (the baseline holds the part of a stretch before the window);
+ * unattributed time is signed and may fall; the totals add up.
+ */
+static void test_sched_window__blocked_from_baseline(void **state)
+{
+	struct khbpf_thread_rec base[] = { rec(5, 1, 100, KHBPF_REC_HAS_STATE) };
+	struct khbpf_thread_rec end[] = { rec(5, 1, 130, KHBPF_REC_HAS_STATE),
+					  rec(7, 2000, 0, KHBPF_REC_HAS_STATE) };
+	struct thread_table tb = { base, 1 }, te = { end, 2 };
+	struct window_opts o = { .baseline = &tb, .end = &te, .start_boot_ns = 1000 };
+	const struct window_thread *t;
+	struct sched_window w;
+
+	(void)state;
+	base[0].b.blocked.ns[KHBPF_BLOCK_LOCK] = 1000;
+	base[0].b.blocked.count[KHBPF_BLOCK_LOCK] = 1;
+	base[0].b.offcpu_unattributed_ns = 40;
+	end[0].b.blocked.ns[KHBPF_BLOCK_LOCK] = 5000;
+	end[0].b.blocked.count[KHBPF_BLOCK_LOCK] = 3;
+	end[0].b.blocked.ns[KHBPF_BLOCK_IO] = 700;
+	end[0].b.offcpu_unattributed_ns = -25;
+	end[0].b.offcpu_unseen = 2;
+	end[1].b.blocked.ns[KHBPF_BLOCK_SLEEP] = 300;
+	end[1].b.offcpu_unattributed_ns = 5;
+	assert_int_equal(sched_window__compute(&w, &o), 0);
+	t = find(&w, 5, 1);
+	assert_non_null(t);
+	assert_int_equal(t->bpf.blocked.ns[KHBPF_BLOCK_LOCK], 4000);
+	assert_int_equal(t->bpf.blocked.count[KHBPF_BLOCK_LOCK], 2);
+	assert_int_equal(t->bpf.blocked.ns[KHBPF_BLOCK_IO], 700);
+	assert_int_equal(t->bpf.offcpu_unattributed_ns, -65);
+	assert_int_equal(t->bpf.offcpu_unseen, 2);
+	assert_int_equal(w.total_bpf.blocked.ns[KHBPF_BLOCK_LOCK], 4000);
+	assert_int_equal(w.total_bpf.blocked.ns[KHBPF_BLOCK_SLEEP], 300);
+	assert_int_equal(w.total_bpf.offcpu_unattributed_ns, -60);
+	sched_window__free(&w);
+}
+
 static void test_sched_window__saturates_and_bounds(void **state)
 {
 	struct khbpf_thread_rec base[] = { rec(1, 0, 50, 0), rec(2, 0, 0, 0), rec(3, 0, 0, 0) };
@@ -262,6 +302,7 @@ int main(void)
 		cmocka_unit_test(test_sched_window__zombie_without_exit_record),
 		cmocka_unit_test(test_sched_window__saturates_and_bounds),
 		cmocka_unit_test(test_sched_window__bpf_counts_from_baseline),
+		cmocka_unit_test(test_sched_window__blocked_from_baseline),
 		cmocka_unit_test(test_sched_window__slot_bounds),
 	};
 

@@ -62,6 +62,21 @@ static void reference_record(const struct khbpf_span_event *e, const char (*metr
 	s->ledger.voluntary_switches = e->ledger.nvcsw;
 	s->ledger.involuntary_switches = e->ledger.nivcsw;
 	s->ledger.migrations = e->ledger.migrations;
+	/* Blocked time: a gap across a missed switch-in; off-CPU less delay and blocked is the rest. */
+	if (e->flags & KHBPF_SPAN_F_CLOCK_GAP) {
+		s->ledger.blocked.reason = EV_GAP_UNAVAILABLE;
+	} else {
+		int64_t rest = (int64_t)e->ledger.offcpu_ns - (int64_t)e->ledger.run_delay_ns;
+		int c;
+
+		s->ledger.blocked.recorded = true;
+		for (c = 0; c < BLOCK_CAUSES; c++) {
+			s->ledger.blocked.ns[c] = e->ledger.blocked.ns[c];
+			s->ledger.blocked.count[c] = e->ledger.blocked.count[c];
+			rest -= (int64_t)e->ledger.blocked.ns[c];
+		}
+		s->ledger.blocked.unattributed_ns = rest;
+	}
 }
 
 static int reference_cmp(const void *a, const void *b)
@@ -87,6 +102,7 @@ static void expect_same_records(bool counters, enum ev_gap hw_reason)
 	memset(&doc, 0, sizeof(doc));
 	memset(&agg, 0, sizeof(agg));
 	r.nr_metrics = 2;
+	r.blocked = true;
 	r.metrics = calloc(r.nr_metrics, sizeof(*r.metrics));
 	r.events.recs = calloc(N, sizeof(*r.events.recs));
 	assert_non_null(r.metrics);
@@ -111,7 +127,15 @@ static void expect_same_records(bool counters, enum ev_gap hw_reason)
 		e->metric = (uint32_t)(k % 5 == 4 ? 9 : k % 2); /* 9: not a known metric */
 		e->depth = k % 4 ? 1 : 0;
 		e->flags = k % 17 ? 0 : KHBPF_SPAN_F_CLOCK_GAP;
-		e->ledger = (struct khbpf_span_ledger){ k * 10, k, k % 3, k % 5, k % 2 };
+		e->ledger = (struct khbpf_span_ledger){ .on_cpu_ns = k * 10,
+							.run_delay_ns = k,
+							.nvcsw = k % 3,
+							.nivcsw = k % 5,
+							.migrations = k % 2,
+							.offcpu_ns = 7 * k + 3 };
+		e->ledger.blocked.ns[k % BLOCK_CAUSES] = 2 * k;
+		e->ledger.blocked.count[k % BLOCK_CAUSES] = 1 + k % 4;
+		e->ledger.blocked.ns[(k + 2) % BLOCK_CAUSES] += k;
 		e->hw[KHBPF_CTR_CYCLES] = (struct khbpf_span_hw){ k, k * 3, k % 6 ? 0 : 2, 0 };
 		e->hw[KHBPF_CTR_INSTRUCTIONS] = (struct khbpf_span_hw){ 0, k, k % 9 ? 0 : 1, 0 };
 		reference_record(e, r.metrics, r.nr_metrics, counters, hw_reason, &want[i]);

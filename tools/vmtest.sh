@@ -235,7 +235,7 @@ DEFAULT_KERNELS="5.10 6.1 6.12 6.12-rt sid"
 # kernel's own final counters, attach windows, spans (exact counts, nesting,
 # a library's symbol against bpftrace, per-span counters), the fallbacks,
 # serve's totals, and the privilege drop.
-DEFAULT_TESTS="probe bpf demo integration:run_accuracy integration:attach_window integration:spans_cli integration:span_bpftrace integration:spans_many integration:fallback_nobpf integration:serve_prometheus integration:privileges"
+DEFAULT_TESTS="probe bpf demo integration:run_accuracy integration:attach_window integration:spans_cli integration:span_bpftrace integration:spans_many integration:blocked integration:fallback_nobpf integration:serve_prometheus integration:privileges"
 KERNELS=${KERNELS:-$DEFAULT_KERNELS}
 read -r -a TESTS <<<"${VMTEST_TESTS:-$DEFAULT_TESTS}"
 VMTEST_TIMEOUT=${VMTEST_TIMEOUT:-1800}

@@ -9,6 +9,7 @@
 #include "cgroup.h"
 #include "docbuild.h"
 #include "perfcount.h"
+#include "wakers.h"
 
 #define NS_PER_SEC UINT64_C(1000000000)
 
@@ -18,8 +19,9 @@ struct docbuild {
 	struct hardware_run hw;
 	struct doc_thread *threads;
 	size_t nr_threads;
+	struct waker_row *waker_rows; /* every thread's, then the process's */
 	struct collector_capability caps[6];
-	struct named_u64 loss[30 + SCHED_PROG_MAX];
+	struct named_u64 loss[34 + SCHED_PROG_MAX];
 	char loss_names[SCHED_PROG_MAX][48];
 	size_t nr_loss;
 	struct named_u64 overhead[2 * SCHED_PROG_MAX + 4];
@@ -81,6 +83,72 @@ static void fill_detail(struct doc_sched_detail *d, const struct khbpf_task_bpf 
 		kernel_migrations > b->migrations ? kernel_migrations - b->migrations : 0;
 	memcpy(d->mig_class, b->mig_class, sizeof(d->mig_class));
 	memcpy(d->wait_hist, b->wait_hist, sizeof(d->wait_hist));
+}
+
+/*
+ * Blocked time of a thread or the process, where the collector timed it:
+ * the kernel's sched_info and a runqueue clock BPF can reach.
+ */
+static void fill_blocked(struct blocked_evidence *e, const struct khbpf_task_bpf *b,
+			 const struct docbuild_opts *s)
+{
+	memset(e, 0, sizeof(*e));
+	if (!s->stats.blocked) {
+		e->reason = EV_GAP_UNSUPPORTED;
+		return;
+	}
+	e->recorded = true;
+	memcpy(e->ns, b->blocked.ns, sizeof(e->ns));
+	memcpy(e->count, b->blocked.count, sizeof(e->count));
+	e->unattributed_ns = b->offcpu_unattributed_ns;
+	e->has_unseen = true;
+	e->offcpu_unseen = b->offcpu_unseen;
+}
+
+static int key_cmp(uint32_t tid_a, uint64_t st_a, uint32_t tid_b, uint64_t st_b)
+{
+	if (tid_a != tid_b)
+		return tid_a < tid_b ? -1 : 1;
+	return st_a < st_b ? -1 : st_a > st_b;
+}
+
+/*
+ * Each thread's wakers (its entries of the sorted table, ranked), then the
+ * process's (all of them merged by waker), into b->waker_rows.
+ */
+static int fill_wakers(struct docbuild *b, const struct docbuild_opts *s)
+{
+	size_t n = s->nr_wakers, i, j = 0, first;
+	struct waker_row *rows;
+
+	if (!s->stats.blocked)
+		return 0;
+	rows = calloc(2 * n + 1, sizeof(*rows));
+	if (!rows)
+		return -ENOMEM;
+	b->waker_rows = rows;
+	for (i = 0; i < n; i++) {
+		wakers__row(&s->wakers[i], &rows[i]);
+		rows[n + i] = rows[i];
+	}
+	for (i = 0; i < s->win.nr_threads; i++) {
+		const struct window_thread *w = &s->win.threads[i];
+		struct doc_thread *t = &b->threads[i];
+
+		while (j < n && key_cmp(s->wakers[j].key.tid, s->wakers[j].key.start_time, w->tid,
+					w->start_time) < 0)
+			j++;
+		first = j;
+		while (j < n && !key_cmp(s->wakers[j].key.tid, s->wakers[j].key.start_time, w->tid,
+					 w->start_time))
+			j++;
+		if (t->detail.blocked.recorded)
+			wakers__rank(&rows[first], j - first, WAKERS_LISTED, &t->detail.blocked);
+	}
+	if (b->doc.sched_detail.blocked.recorded)
+		wakers__rank(&rows[n], wakers__merge(&rows[n], n), WAKERS_LISTED,
+			     &b->doc.sched_detail.blocked);
+	return 0;
 }
 
 /*
@@ -208,12 +276,19 @@ static int build_document(struct docbuild *b)
 		fill_detail(&t->detail, &w->bpf, s->use_bpf && w->has_bpf,
 			    s->use_bpf ? EV_GAP_UNAVAILABLE : bpf_gap,
 			    w->vanished ? 0 : w->delta.nr_migrations);
+		if (t->detail.recorded)
+			fill_blocked(&t->detail.blocked, &w->bpf, s);
 	}
 	b->nr_threads = s->win.nr_threads;
 	doc->threads = b->threads;
 	doc->nr_threads = b->nr_threads;
 	fill_detail(&doc->sched_detail, &s->win.total_bpf, s->use_bpf, bpf_gap,
 		    totals_known ? s->win.total.nr_migrations : 0);
+	if (doc->sched_detail.recorded)
+		fill_blocked(&doc->sched_detail.blocked, &s->win.total_bpf, s);
+	err = fill_wakers(b, s);
+	if (err)
+		return err;
 	doc->kernel_run_delay_ns =
 		complete && (!s->use_bpf || s->stats.sched_info) ?
 			sev_u64__recorded(s->win.total.run_delay,
@@ -358,6 +433,9 @@ static int build_document(struct docbuild *b)
 	LOSS("span_counter_reads_skewed", s->stats.span_counter_skews);
 	LOSS("span_open_at_exit_dropped",
 	     s->stats.span_open_at_exit_drops + s->spans->exit_open_lost);
+	LOSS("blocked_wakers_overflow", s->stats.wakers_overflow);
+	LOSS("blocked_wakeups_unseen", s->stats.wakeups_unseen);
+	LOSS("offcpu_stretches_unseen", s->win.total_bpf.offcpu_unseen);
 	/* A run the kernel skipped (the program was busy on that CPU) may miss an event. */
 	for (i = 0; i < s->stats.nr_progs; i++) {
 		snprintf(b->loss_names[i], sizeof(b->loss_names[0]), "%s_recursion_misses",
@@ -435,6 +513,8 @@ void docbuild__reset(struct docbuild *b)
 	memset(&b->hw, 0, sizeof(b->hw));
 	free(b->threads);
 	b->threads = NULL;
+	free(b->waker_rows);
+	b->waker_rows = NULL;
 	b->nr_threads = 0;
 	b->nr_loss = 0;
 	b->nr_overhead = 0;
@@ -447,5 +527,6 @@ void docbuild__destroy(struct docbuild *b)
 	utilization__free(&b->hw.utilization);
 	span_hw_aggregation__free(&b->hw.span_aggregation);
 	free(b->threads);
+	free(b->waker_rows);
 	free(b);
 }

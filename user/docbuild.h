@@ -65,6 +65,9 @@ struct docbuild_opts {
 	const char *bpf_detail;
 	struct sched_window win;
 	struct sched_collector_stats stats;
+	/* Who woke the threads, sorted by (tid, start_time) (sched_collector__wakers). */
+	const struct waker_entry *wakers;
+	size_t nr_wakers;
 	uint64_t proc_read_errors;
 	struct fallback_witness fb;
 	struct thread_census census[2]; /* the window's first and last */

@@ -148,6 +148,7 @@ static struct json_object *detail_json(const struct doc_sched_detail *d, int *er
 		add(mig, mig_class_names[i], evjson__u64(d->mig_class[i]), err);
 	add(mig, "unseen", evjson__u64(d->migrations_unseen), err);
 	add(obj, "migrations_by_distance", mig, err);
+	add(obj, "blocked", evjson__blocked(&d->blocked), err);
 	return evjson__recorded(obj);
 }
 

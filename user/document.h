@@ -58,6 +58,7 @@ struct doc_sched_detail {
 	/* The kernel's nr_migrations beyond what sched_migrate_task saw. */
 	uint64_t migrations_unseen;
 	uint64_t wait_hist[KHBPF_RQ_SLOTS];
+	struct blocked_evidence blocked; /* a gap when blocked time was not timed */
 };
 
 /* ThreadScheduler: one per thread seen in the window, exited ones included. */

@@ -517,3 +517,13 @@ void span_hw_aggregation__free(struct span_hw_aggregation *agg)
 	agg->nr_stages = 0;
 	agg->nr_threads = 0;
 }
+
+uint64_t blocked_evidence__total(const struct blocked_evidence *b)
+{
+	uint64_t t = 0;
+	size_t i;
+
+	for (i = 0; i < BLOCK_CAUSES; i++)
+		t += b->ns[i];
+	return t;
+}

@@ -303,6 +303,50 @@ struct span_hardware {
 
 #define SPAN_METRIC_ID_MAX 64
 
+/*
+ * khbpf addition: time off-CPU and not runnable (blocked), by cause, and who
+ * ended it. Causes are indexed as KHBPF_BLOCK_* (include/khbpf/sched.h).
+ */
+#define BLOCK_CAUSES 5
+#define WAKER_COMM_MAX 16
+
+/* Who ended a blocked stretch: the values of KHBPF_WAKER_* (include/khbpf/sched.h). */
+enum waker_kind {
+	WAKER_THREAD = 1,
+	WAKER_INTERRUPT = 2,
+	WAKER_TIMER = 3,
+};
+
+struct waker_row {
+	uint32_t kind; /* enum waker_kind */
+	uint32_t tid; /* KHBPF_WAKER_TASK: the waking thread and its process */
+	uint32_t pid;
+	char comm[WAKER_COMM_MAX];
+	uint64_t ns; /* blocked time its wakeups ended */
+	uint64_t count;
+};
+
+struct blocked_evidence {
+	bool recorded;
+	enum ev_gap reason;
+	uint64_t ns[BLOCK_CAUSES];
+	uint64_t count[BLOCK_CAUSES]; /* stretches that began (threads) or ended (spans) */
+	/*
+	 * Off-CPU time neither the kernel's run_delay nor a blocked stretch
+	 * explains: queued migrations' clock skew; signed.
+	 */
+	int64_t unattributed_ns;
+	bool has_unseen;
+	uint64_t offcpu_unseen; /* threads: switch-ins whose switch-out was not seen */
+	bool has_wakers;
+	const struct waker_row *wakers; /* the top ones, by ns */
+	size_t nr_wakers;
+	uint64_t other_wakers_ns, other_wakers_count; /* the wakers beyond those */
+	uint64_t without_waker_ns; /* blocked time no waker is known for */
+};
+
+uint64_t blocked_evidence__total(const struct blocked_evidence *b);
+
 /* khbpf addition: what the scheduler did while spans were open. */
 struct span_ledger {
 	struct ev_u64 on_cpu_ns; /* a gap when a switch-in was missed in between */
@@ -310,6 +354,7 @@ struct span_ledger {
 	uint64_t voluntary_switches;
 	uint64_t involuntary_switches;
 	uint64_t migrations;
+	struct blocked_evidence blocked;
 };
 
 struct span_record {

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "blockcause.h"
 #include "evjson.h"
 
 /* Length of the well-formed UTF-8 sequence at s (Unicode 15, table 3-7), or 0. */
@@ -408,6 +409,61 @@ struct json_object *evjson__span_record(const struct span_record *s)
 	return finish(obj, err);
 }
 
+static struct json_object *waker_json(const struct waker_row *w, int *err)
+{
+	struct json_object *obj = json_object_new_object();
+
+	add(obj, "kind", json_object_new_string(blockcause__waker_kind(w->kind) ?: "unknown"), err);
+	if (w->kind == WAKER_THREAD) {
+		add(obj, "tid", evjson__u64(w->tid), err);
+		add(obj, "pid", evjson__u64(w->pid), err);
+		add(obj, "comm", evjson__string(w->comm), err);
+	}
+	add(obj, "ns", evjson__u64(w->ns), err);
+	add(obj, "count", evjson__u64(w->count), err);
+	return obj;
+}
+
+struct json_object *evjson__blocked(const struct blocked_evidence *b)
+{
+	struct json_object *obj, *by, *c, *wk, *other;
+	int err = 0;
+	size_t i;
+
+	if (!b->recorded)
+		return evjson__gap(b->reason);
+	obj = version_object(&err);
+	add(obj, "blocked_ns", evjson__u64(blocked_evidence__total(b)), &err);
+	by = json_object_new_array();
+	for (i = 0; by && i < BLOCK_CAUSES; i++) {
+		if (!b->ns[i] && !b->count[i])
+			continue;
+		c = json_object_new_object();
+		add(c, "cause", json_object_new_string(blockcause__name((uint32_t)i)), &err);
+		add(c, "ns", evjson__u64(b->ns[i]), &err);
+		add(c, "count", evjson__u64(b->count[i]), &err);
+		if (json_object_array_add(by, c))
+			err = -ENOMEM;
+	}
+	add(obj, "blocked_by", by, &err);
+	add(obj, "unattributed_ns", json_object_new_int64(b->unattributed_ns), &err);
+	if (b->has_unseen)
+		add(obj, "offcpu_unseen", evjson__u64(b->offcpu_unseen), &err);
+	if (b->has_wakers) {
+		wk = json_object_new_array();
+		for (i = 0; wk && i < b->nr_wakers; i++)
+			if (json_object_array_add(wk, waker_json(&b->wakers[i], &err)))
+				err = -ENOMEM;
+		add(obj, "wakers", wk, &err);
+		other = json_object_new_object();
+		add(other, "ns", evjson__u64(b->other_wakers_ns), &err);
+		add(other, "count", evjson__u64(b->other_wakers_count), &err);
+		add(obj, "other_wakers", other, &err);
+		add(obj, "without_waker_ns", evjson__u64(b->without_waker_ns), &err);
+	}
+	return evjson__recorded(finish(obj, err));
+}
+
 struct json_object *evjson__span_ledger(const struct span_ledger *l)
 {
 	int err = 0;
@@ -419,6 +475,7 @@ struct json_object *evjson__span_ledger(const struct span_ledger *l)
 	add(obj, "voluntary_context_switches", evjson__u64(l->voluntary_switches), &err);
 	add(obj, "involuntary_context_switches", evjson__u64(l->involuntary_switches), &err);
 	add(obj, "cpu_migrations", evjson__u64(l->migrations), &err);
+	add(obj, "blocked", evjson__blocked(&l->blocked), &err);
 	return finish(obj, err);
 }
 

@@ -45,6 +45,8 @@ struct json_object *evjson__span_hw_aggregation(const struct span_hw_aggregation
 struct json_object *evjson__span_record(const struct span_record *s);
 /* A span's (or a metric's summed) scheduler ledger, source bpf-uprobe. */
 struct json_object *evjson__span_ledger(const struct span_ledger *l);
+/* Evidence<Blocked>: blocked time by cause, what is unattributed, and the wakers. */
+struct json_object *evjson__blocked(const struct blocked_evidence *b);
 struct json_object *evjson__hardware_run(const struct hardware_run *h);
 /*
  * khbpf's pressure scope: path, start and end (keyhog-profile's

@@ -304,10 +304,15 @@ void report_doc__free(struct report_doc *d)
 
 	if (!d)
 		return;
-	for (i = 0; i < d->nr_threads; i++)
+	for (i = 0; i < d->nr_threads; i++) {
 		free(d->threads[i].rq.buckets);
-	for (i = 0; i < d->nr_metrics; i++)
+		free(d->threads[i].blocked.wakers);
+	}
+	for (i = 0; i < d->nr_metrics; i++) {
 		free(d->metrics[i].hist);
+		free(d->metrics[i].blocked.wakers);
+	}
+	free(d->blocked.wakers);
 	for (i = 0; i < d->nr_gaps; i++) {
 		free(d->gaps[i].path);
 		free(d->gaps[i].pattern);

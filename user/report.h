@@ -45,6 +45,23 @@ struct report_rq {
 	uint64_t mig_unseen;
 };
 
+/*
+ * Blocked time by cause, unattributed time and the wakers listed (a thread's
+ * bpf_detail.blocked, the process's scheduler_detail.blocked, a metric's
+ * scheduler.blocked); present false in documents without it.
+ */
+struct report_blocked {
+	bool present;
+	bool recorded;
+	enum ev_gap reason; /* when !recorded */
+	uint64_t ns[BLOCK_CAUSES];
+	uint64_t count[BLOCK_CAUSES];
+	int64_t unattributed_ns;
+	struct waker_row *wakers; /* malloc'd */
+	size_t nr_wakers;
+	uint64_t without_waker_ns;
+};
+
 struct report_thread {
 	uint64_t tid;
 	const char *comm;
@@ -54,6 +71,7 @@ struct report_thread {
 	struct scheduler_evidence sched;
 	struct sev_u64 on_cpu_ns;
 	struct report_rq rq;
+	struct report_blocked blocked;
 	/* The thread's spans: doc->spans[first_span .. first_span + nr_spans) when kept. */
 	size_t first_span;
 	size_t nr_spans;
@@ -88,6 +106,11 @@ struct report_metric {
 	struct report_bucket *hist;
 	size_t nr_hist;
 	size_t color; /* rank of id in sorted order: a stable color per metric */
+	/* The sums of its calls' ledgers (span_metrics[].scheduler), when given. */
+	bool has_ledger;
+	struct ev_u64 on_cpu_ns;
+	uint64_t run_delay_ns;
+	struct report_blocked blocked;
 };
 
 struct report_collector {
@@ -153,6 +176,7 @@ struct report_doc {
 	struct report_freq *freq;
 	size_t nr_freq;
 	struct report_rq rq; /* all threads */
+	struct report_blocked blocked; /* scheduler_detail.blocked: the process's */
 
 	struct report_collector *collectors;
 	size_t nr_collectors;

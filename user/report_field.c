@@ -352,3 +352,106 @@ int loader__nomem(struct loader *ld)
 	}
 	return -ENOMEM;
 }
+
+static uint32_t waker_kind_of(const char *s)
+{
+	if (s && !strcmp(s, "thread"))
+		return WAKER_THREAD;
+	if (s && !strcmp(s, "interrupt"))
+		return WAKER_INTERRUPT;
+	if (s && !strcmp(s, "timer"))
+		return WAKER_TIMER;
+	return 0;
+}
+
+static void load_wakers(struct loader *ld, struct json_object *arr, const char *where,
+			struct report_blocked *b)
+{
+	size_t i, n = json_object_array_length(arr);
+	char w[320];
+
+	b->wakers = calloc(n ? n : 1, sizeof(*b->wakers));
+	if (!b->wakers) {
+		loader__nomem(ld);
+		return;
+	}
+	for (i = 0; i < n && !ld->failed; i++) {
+		struct json_object *o = json_object_array_get_idx(arr, i);
+		struct waker_row *r = &b->wakers[i];
+		const char *kind, *comm;
+
+		snprintf(w, sizeof(w), "%s.wakers[%zu]", where, i);
+		if (!json_object_is_type(o, json_type_object)) {
+			loader__fail(ld, "%s: expected an object", w);
+			return;
+		}
+		kind = loader__get_str(ld, o, w, "kind", true);
+		r->kind = waker_kind_of(kind);
+		if (!r->kind && kind) {
+			loader__fail(ld, "%s.kind: not a waker kind", w);
+			return;
+		}
+		if (r->kind == WAKER_THREAD) {
+			r->tid = (uint32_t)loader__get_u64(ld, o, w, "tid");
+			r->pid = (uint32_t)loader__get_u64(ld, o, w, "pid");
+			comm = loader__get_str(ld, o, w, "comm", true);
+			snprintf(r->comm, sizeof(r->comm), "%s", comm ? comm : "");
+		}
+		r->ns = loader__get_u64(ld, o, w, "ns");
+		r->count = loader__get_u64(ld, o, w, "count");
+		b->nr_wakers++;
+	}
+}
+
+void loader__get_blocked(struct loader *ld, struct json_object *obj, const char *where,
+			 const char *key, struct report_blocked *b)
+{
+	static const char *const causes[BLOCK_CAUSES] = { "lock", "io", "sleep", "fault", "other" };
+	struct json_object *v, *by, *m;
+	char w[256], wc[300];
+	size_t i, j, n;
+
+	memset(b, 0, sizeof(*b));
+	b->reason = EV_GAP_UNAVAILABLE;
+	if (!obj || !json_object_object_get_ex(obj, key, &m))
+		return;
+	b->present = true;
+	v = loader__get_ev(ld, obj, where, key, &b->recorded, &b->reason);
+	if (!v)
+		return;
+	snprintf(w, sizeof(w), "%s%s%s.value", where, *where ? "." : "", key);
+	if (!json_object_is_type(v, json_type_object)) {
+		loader__fail(ld, "%s: expected an object", w);
+		b->recorded = false;
+		return;
+	}
+	by = loader__member(ld, v, w, "blocked_by", json_type_array, true);
+	n = by ? json_object_array_length(by) : 0;
+	for (i = 0; i < n && !ld->failed; i++) {
+		struct json_object *c = json_object_array_get_idx(by, i);
+		const char *name;
+
+		snprintf(wc, sizeof(wc), "%s.blocked_by[%zu]", w, i);
+		name = loader__get_str(ld, c, wc, "cause", true);
+		for (j = 0; name && j < BLOCK_CAUSES && strcmp(name, causes[j]); j++)
+			;
+		if (!name || j == BLOCK_CAUSES) {
+			loader__fail(ld, "%s.cause: not a cause", wc);
+			return;
+		}
+		b->ns[j] = loader__get_u64(ld, c, wc, "ns");
+		b->count[j] = loader__get_u64(ld, c, wc, "count");
+	}
+	if (json_object_object_get_ex(v, "unattributed_ns", &m)) {
+		if (!json_object_is_type(m, json_type_int)) {
+			loader__fail(ld, "%s.unattributed_ns: expected an integer", w);
+			return;
+		}
+		b->unattributed_ns = json_object_get_int64(m);
+	}
+	m = loader__member(ld, v, w, "wakers", json_type_array, false);
+	if (m)
+		load_wakers(ld, m, w, b);
+	if (json_object_object_get_ex(v, "without_waker_ns", NULL))
+		b->without_waker_ns = loader__get_u64(ld, v, w, "without_waker_ns");
+}

@@ -166,6 +166,13 @@ struct report_bucket *loader__get_buckets(struct loader *ld, struct json_object 
 void loader__get_rq(struct loader *ld, struct json_object *obj, const char *where, const char *key,
 		    struct report_rq *rq);
 
+/*
+ * Evidence<Blocked> at obj.key (docs/evidence.md 6.6.1), absent in older
+ * documents (b->present false); the wakers into a malloc'd b->wakers.
+ */
+void loader__get_blocked(struct loader *ld, struct json_object *obj, const char *where,
+			 const char *key, struct report_blocked *b);
+
 /* ---- report_sections.c ---- */
 
 /* Every section of root into ld->doc: run, collectors, hardware, threads, spans, loss... */

@@ -153,6 +153,16 @@ static void load_thread(struct loader *ld, struct json_object *t, size_t i, void
 	loader__get_sched(ld, t, w, &th->sched);
 	th->on_cpu_ns = loader__get_sev_u64(ld, t, w, "on_cpu_ns");
 	loader__get_rq(ld, t, w, "bpf_detail", &th->rq);
+	if (th->rq.recorded) {
+		struct json_object *v =
+			loader__member(ld, t, w, "bpf_detail", json_type_object, false);
+		char wb[96];
+
+		snprintf(wb, sizeof(wb), "%s.bpf_detail", w);
+		v = v ? loader__member(ld, v, wb, "value", json_type_object, false) : NULL;
+		snprintf(wb, sizeof(wb), "%s.bpf_detail.value", w);
+		loader__get_blocked(ld, v, wb, "blocked", &th->blocked);
+	}
 	d->nr_threads++;
 }
 
@@ -211,7 +221,7 @@ static void load_metrics(struct loader *ld, struct json_object *root)
 	char w[64], wh[80];
 
 	for (i = 0; i < n && !ld->failed; i++) {
-		struct json_object *o = json_object_array_get_idx(arr, i);
+		struct json_object *o = json_object_array_get_idx(arr, i), *l;
 		struct report_metric *m;
 		const char *id;
 		size_t k;
@@ -237,6 +247,14 @@ static void load_metrics(struct loader *ld, struct json_object *root)
 		m->hist = loader__get_buckets(
 			ld, loader__member(ld, o, w, "histogram", json_type_array, false), wh,
 			&m->nr_hist);
+		l = loader__member(ld, o, w, "scheduler", json_type_object, false);
+		if (l) {
+			snprintf(wh, sizeof(wh), "%s.scheduler", w);
+			m->has_ledger = true;
+			m->on_cpu_ns = loader__get_ev_u64(ld, l, wh, "on_cpu_ns");
+			m->run_delay_ns = loader__get_u64(ld, l, wh, "run_delay_ns");
+			loader__get_blocked(ld, l, wh, "blocked", &m->blocked);
+		}
 	}
 }
 
@@ -475,6 +493,15 @@ void loader__load_sections(struct loader *ld, struct json_object *root)
 	load_collectors(ld, root);
 	load_hardware(ld, root);
 	loader__get_rq(ld, root, "", "scheduler_detail", &ld->doc->rq);
+	if (ld->doc->rq.recorded) {
+		struct json_object *v =
+			loader__member(ld, root, "", "scheduler_detail", json_type_object, false);
+
+		v = v ? loader__member(ld, v, "scheduler_detail", "value", json_type_object,
+				       false) :
+			NULL;
+		loader__get_blocked(ld, v, "scheduler_detail.value", "blocked", &ld->doc->blocked);
+	}
 	load_threads(ld, root);
 	load_metrics(ld, root);
 	load_spans(ld, root);

@@ -88,6 +88,106 @@ static void print_run(const struct report_doc *d, FILE *f)
 			d->logical_cpus);
 }
 
+static const char *const cause_names[BLOCK_CAUSES] = { "lock", "io", "sleep", "fault", "other" };
+
+/* "lock 98.2%, sleep 1.8%": each cause with time, as a share of the blocked time. */
+static void put_causes(const struct report_blocked *b, FILE *f)
+{
+	uint64_t total = 0, pm;
+	bool any = false;
+	int i;
+
+	for (i = 0; i < BLOCK_CAUSES; i++)
+		total += b->ns[i];
+	for (i = 0; i < BLOCK_CAUSES; i++) {
+		if (!b->ns[i])
+			continue;
+		pm = (uint64_t)((unsigned __int128)b->ns[i] * 1000 / total);
+		fprintf(f, "%s%s %" PRIu64 ".%" PRIu64 "%%", any ? ", " : "", cause_names[i],
+			pm / 10, pm % 10);
+		any = true;
+	}
+}
+
+static uint64_t blocked_total(const struct report_blocked *b)
+{
+	uint64_t t = 0;
+	int i;
+
+	for (i = 0; i < BLOCK_CAUSES; i++)
+		t += b->ns[i];
+	return t;
+}
+
+/* The first `max` wakers: "w-holder (1234) 58.1 ms x3, a timer 20.0 ms x2". */
+static void put_wakers(const struct report_blocked *b, size_t max, FILE *f)
+{
+	char ns[24];
+	size_t i;
+
+	for (i = 0; i < b->nr_wakers && i < max; i++) {
+		const struct waker_row *w = &b->wakers[i];
+
+		report__fmt_ns(ns, sizeof(ns), w->ns);
+		fputs(i ? ", " : "", f);
+		if (w->kind == WAKER_THREAD) {
+			put_name(f, "%s", w->comm);
+			fprintf(f, " (%" PRIu32 ")", w->tid);
+		} else {
+			fputs(w->kind == WAKER_TIMER ? "a timer" : "an interrupt", f);
+		}
+		fprintf(f, " %s x%" PRIu64, ns, w->count);
+	}
+	if (b->nr_wakers > max)
+		fprintf(f, ", %zu more", b->nr_wakers - max);
+}
+
+/* Blocked time by cause and the wakers of each thread that was blocked at all. */
+static void print_blocked(const struct report_doc *d, FILE *f)
+{
+	char tot[24], un[24];
+	size_t i;
+
+	if (!d->blocked.present)
+		return;
+	if (!d->blocked.recorded) {
+		fprintf(f, "\nBlocked (off-CPU, not runnable): %s — %s\n",
+			ev_gap__name(d->blocked.reason),
+			report__gap_hint("scheduler_detail.value.blocked", d->blocked.reason));
+		return;
+	}
+	report__fmt_ns(tot, sizeof(tot), blocked_total(&d->blocked));
+	fprintf(f, "\nBlocked (off-CPU, not runnable), all threads: %s", tot);
+	if (blocked_total(&d->blocked)) {
+		fputs(": ", f);
+		put_causes(&d->blocked, f);
+	}
+	if (d->blocked.unattributed_ns) {
+		report__fmt_ns(un, sizeof(un),
+			       (uint64_t)(d->blocked.unattributed_ns < 0 ?
+						  -d->blocked.unattributed_ns :
+						  d->blocked.unattributed_ns));
+		fprintf(f, "; unattributed %s%s", d->blocked.unattributed_ns < 0 ? "-" : "", un);
+	}
+	fputc('\n', f);
+	for (i = 0; i < d->nr_listed; i++) {
+		const struct report_thread *th = &d->threads[i];
+		uint64_t t = blocked_total(&th->blocked);
+
+		if (!th->blocked.recorded || !t)
+			continue;
+		report__fmt_ns(tot, sizeof(tot), t);
+		put_name(f, "  %s", th->comm);
+		fprintf(f, " (%" PRIu64 "): %s, ", th->tid, tot);
+		put_causes(&th->blocked, f);
+		if (th->blocked.nr_wakers) {
+			fputs("; woken by ", f);
+			put_wakers(&th->blocked, 3, f);
+		}
+		fputc('\n', f);
+	}
+}
+
 static void print_threads(const struct report_doc *d, FILE *f)
 {
 	struct sched_cols c;
@@ -216,6 +316,38 @@ static void print_metric(const struct report_metric *m, uint64_t total, FILE *f)
 		m->has_totals ? " " : "*", inc, exc, share, mean, p50, p99, m->unfinished);
 }
 
+/* inclusive = on-CPU + runqueue + blocked (+ unattributed), for a metric with the sums. */
+static void print_metric_time(const struct report_metric *m, FILE *f)
+{
+	char inc[24], on[24], rq[24], bl[24], un[24];
+	int64_t u = m->blocked.unattributed_ns;
+
+	if (!m->has_ledger || !m->calls || !m->blocked.present)
+		return;
+	put_name(f, "  %-26s", m->id);
+	if (!m->blocked.recorded || !m->on_cpu_ns.recorded) {
+		fprintf(f, " blocked time %s\n",
+			ev_gap__name(m->blocked.recorded ? m->on_cpu_ns.reason :
+							   m->blocked.reason));
+		return;
+	}
+	report__fmt_ns(inc, sizeof(inc), m->inclusive_ns);
+	report__fmt_ns(on, sizeof(on), m->on_cpu_ns.value);
+	report__fmt_ns(rq, sizeof(rq), m->run_delay_ns);
+	report__fmt_ns(bl, sizeof(bl), blocked_total(&m->blocked));
+	fprintf(f, " %s = %s on-CPU + %s runqueue + %s blocked", inc, on, rq, bl);
+	if (blocked_total(&m->blocked)) {
+		fputs(" (", f);
+		put_causes(&m->blocked, f);
+		fputc(')', f);
+	}
+	if (u) {
+		report__fmt_ns(un, sizeof(un), (uint64_t)(u < 0 ? -u : u));
+		fprintf(f, " %c %s unattributed", u < 0 ? '-' : '+', un);
+	}
+	fputc('\n', f);
+}
+
 static int print_spans(const struct report_doc *d, FILE *f)
 {
 	const struct report_metric **v;
@@ -260,6 +392,14 @@ static int print_spans(const struct report_doc *d, FILE *f)
 	if (partial)
 		fprintf(f,
 			"  * not in span_metrics: from the span records kept, not exact totals\n");
+	for (i = 0; i < d->nr_metrics && !v[i]->blocked.present; i++)
+		;
+	if (i < d->nr_metrics) {
+		fprintf(f, "  %-26s %s\n", "METRIC (where the time went)",
+			"INCLUSIVE = ON-CPU + RUNQUEUE + BLOCKED (by cause)");
+		for (i = 0; i < d->nr_metrics; i++)
+			print_metric_time(v[i], f);
+	}
 	free(v);
 	return 0;
 }
@@ -356,6 +496,7 @@ int report__text(const struct report_doc *d, FILE *f)
 		return -ENOMEM;
 	print_run(d, m);
 	print_threads(d, m);
+	print_blocked(d, m);
 	print_rq(d, m);
 	print_migrations(d, m);
 	err = print_spans(d, m) ? -ENOMEM : 0;

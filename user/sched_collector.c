@@ -18,6 +18,7 @@
 #include "linkset.h"
 #include "perfcount.h"
 #include "sched.skel.h"
+#include "blockcause.h"
 #include "sched_collector.h"
 #include "sched_collector_priv.h"
 #include "topology.h"
@@ -103,25 +104,36 @@ static void counters_close(struct sched_collector *c)
 	c->counter_fds = NULL;
 }
 
-/* CONFIG_SCHED_INFO: does task_struct have sched_info (run_delay, pcount)? */
-static void kernel_btf_facts(bool *sched_info)
+/* Is member `name` in struct `type` of this BTF? */
+static bool btf_has_member(const struct btf *btf, const char *type, const char *name)
+{
+	int id = btf__find_by_name_kind(btf, type, BTF_KIND_STRUCT);
+	const struct btf_type *t = id > 0 ? btf__type_by_id(btf, id) : NULL;
+	const struct btf_member *m;
+	int i;
+
+	for (i = 0, m = t ? btf_members(t) : NULL; t && i < btf_vlen(t); i++, m++)
+		if (!strcmp(btf__name_by_offset(btf, m->name_off), name))
+			return true;
+	return false;
+}
+
+/*
+ * CONFIG_SCHED_INFO: does task_struct have sched_info (run_delay, pcount)?
+ * And can a task's runqueue clock be reached, through its CFS runqueue
+ * (CONFIG_FAIR_GROUP_SCHED: sched_entity.cfs_rq, cfs_rq.rq)?
+ */
+static void kernel_btf_facts(bool *sched_info, bool *rq_clock)
 {
 	struct btf *btf = btf__load_vmlinux_btf();
-	const struct btf_member *m;
-	const struct btf_type *t;
-	int id, i;
 
 	*sched_info = false;
+	*rq_clock = false;
 	if (libbpf_get_error(btf))
 		return;
-	id = btf__find_by_name_kind(btf, "task_struct", BTF_KIND_STRUCT);
-	t = id > 0 ? btf__type_by_id(btf, id) : NULL;
-	for (i = 0, m = t ? btf_members(t) : NULL; t && i < btf_vlen(t); i++, m++) {
-		if (!strcmp(btf__name_by_offset(btf, m->name_off), "sched_info")) {
-			*sched_info = true;
-			break;
-		}
-	}
+	*sched_info = btf_has_member(btf, "task_struct", "sched_info");
+	*rq_clock = btf_has_member(btf, "sched_entity", "cfs_rq") &&
+		    btf_has_member(btf, "cfs_rq", "rq");
 	btf__free(btf);
 }
 
@@ -166,6 +178,24 @@ static int span_ring_configure(struct sched_collector *c, uint32_t bytes)
 	c->skel->rodata->span_wakeup_mask = n - 1;
 	c->span_ringbuf_bytes = bytes;
 	return bpf_map__set_max_entries(c->skel->maps.span_events, bytes);
+}
+
+/* The blocking cause of each system call (user/blockcause.c), for block_cause(). */
+static int syscall_causes_fill(struct sched_collector *c)
+{
+	uint32_t nr, v;
+	int err;
+
+	if (!c->blocked)
+		return 0;
+	for (nr = 0; nr < KHBPF_SYSCALL_NR_MAX; nr++) {
+		v = blockcause__syscall(nr);
+		err = bpf_map__update_elem(c->skel->maps.syscall_cause, &nr, sizeof(nr), &v,
+					   sizeof(v), BPF_ANY);
+		if (err)
+			return err;
+	}
+	return 0;
 }
 
 /* Program variants and fallbacks for this kernel: one of each pair is loaded. */
@@ -255,7 +285,7 @@ int sched_collector__open(struct sched_collector **out, const struct sched_colle
 {
 	struct sched_collector *c;
 	uint32_t nr_cpus = 1;
-	bool kernel_waits, mem_alloc;
+	bool kernel_waits, mem_alloc, rq_clock;
 	int err;
 
 	*out = NULL;
@@ -272,13 +302,42 @@ int sched_collector__open(struct sched_collector **out, const struct sched_colle
 		goto cleanup;
 	}
 	c->skel->rodata->trace_all = opts && opts->trace_all;
-	kernel_btf_facts(&c->sched_info);
+	kernel_btf_facts(&c->sched_info, &rq_clock);
 	err = configure_variant(c, opts);
 	if (err)
 		goto cleanup;
 	mem_alloc = c->mem_alloc;
 	kernel_waits = c->sched_info && !(opts && opts->bpf_timed_waits);
 	c->skel->rodata->kernel_queue_ts = kernel_waits;
+	/*
+	 * Blocked time needs the kernel's run_delay and the runqueue clock it
+	 * is kept on; serve sums it per group, without wakers.
+	 */
+	c->blocked = kernel_waits && rq_clock && !(opts && opts->no_blocked);
+	c->skel->rodata->blocked_enabled = c->blocked;
+	bpf_program__set_autoload(c->skel->progs.khbpf_sched_waking, c->blocked);
+	bpf_program__set_autoload(c->skel->progs.khbpf_hrtimer_expire_entry, c->blocked);
+	bpf_program__set_autoload(c->skel->progs.khbpf_hrtimer_expire_exit, c->blocked);
+	bpf_program__set_autoload(c->skel->progs.khbpf_timer_expire_entry, c->blocked);
+	bpf_program__set_autoload(c->skel->progs.khbpf_timer_expire_exit, c->blocked);
+	bpf_program__set_autoload(c->skel->progs.khbpf_irq_handler_entry, c->blocked);
+	bpf_program__set_autoload(c->skel->progs.khbpf_irq_handler_exit, c->blocked);
+	bpf_program__set_autoload(c->skel->progs.khbpf_softirq_entry, c->blocked);
+	bpf_program__set_autoload(c->skel->progs.khbpf_softirq_exit, c->blocked);
+	if (!c->blocked || (opts && opts->group_by)) {
+		err = bpf_map__set_max_entries(c->skel->maps.wakers, 1);
+	} else {
+		err = bpf_map__set_max_entries(c->skel->maps.wakers,
+					       opts && opts->max_wakers ? opts->max_wakers :
+									  KHBPF_DEFAULT_MAX_WAKERS);
+		/* Allocated as wakers are seen, where the kernel allows it. */
+		if (mem_alloc)
+			err = err   ?:
+				      bpf_map__set_map_flags(c->skel->maps.wakers,
+							     BPF_F_NO_PREALLOC);
+	}
+	if (err)
+		goto cleanup;
 	/* The kernel times every wait itself: no wakeup program needed. */
 	bpf_program__set_autoattach(c->skel->progs.khbpf_sched_wakeup, !kernel_waits);
 	bpf_program__set_autoattach(c->skel->progs.khbpf_sched_wakeup_new, !kernel_waits);
@@ -388,6 +447,7 @@ int sched_collector__open(struct sched_collector **out, const struct sched_colle
 		return err;
 	}
 	err = err ?: counters_fill(c);
+	err = err ?: syscall_causes_fill(c);
 	if (err)
 		goto cleanup;
 

@@ -84,6 +84,9 @@ struct sched_collector_opts {
 	 * kernel memory, measurable on any kernel.
 	 */
 	bool prealloc;
+	/* No blocked time or wakers (khbpf_sched_waking and the timer programs not loaded). */
+	bool no_blocked;
+	uint32_t max_wakers; /* (thread, waker) entries; 0 → KHBPF_DEFAULT_MAX_WAKERS */
 	/* Span probes: keep per-thread on-CPU clocks and take span records. */
 	bool spans;
 	uint64_t max_spans; /* records through the ring buffer; 0 → default */
@@ -115,7 +118,7 @@ struct thread_table {
 	size_t nr;
 };
 
-#define SCHED_PROG_MAX 10
+#define SCHED_PROG_MAX 16
 struct sched_prog_stats {
 	char name[32];
 	uint64_t run_cnt;
@@ -160,6 +163,9 @@ struct sched_collector_stats {
 	uint32_t max_exited;
 	bool sched_info; /* the kernel has sched_info (run_delay, pcount) */
 	uint64_t span_site_unresolved; /* no cookies: span entries at a site not in the map */
+	bool blocked; /* blocked time and wakers timed */
+	uint64_t wakers_overflow; /* blocked stretches the wakers map had no room for */
+	uint64_t wakeups_unseen; /* blocked stretches that ended without a sched_waking seen */
 	struct sched_variant variant;
 	/* Span counters requested, but the kernel's verifier refused those programs. */
 	bool counters_refused;
@@ -193,6 +199,11 @@ struct group_entry {
 	struct khbpf_group_acc acc;
 };
 
+struct waker_entry {
+	struct khbpf_waker_key key;
+	struct khbpf_waker_val val;
+};
+
 struct span_agg_entry {
 	struct khbpf_span_key key;
 	struct khbpf_span_agg agg;
@@ -212,6 +223,12 @@ void sched_collector__detach(struct sched_collector *c);
  * starts here. Call it after add_target and before attach.
  */
 int sched_collector__baseline(struct sched_collector *c, struct thread_table *out);
+/*
+ * run, where the window has no baseline: each target thread off-CPU now
+ * gets its off-CPU stretch from now, so its blocked time until it runs is
+ * in the window. Call it after add_target and before attach.
+ */
+int sched_collector__mark_stretches(struct sched_collector *c);
 /* Every live target thread now, from the task iterator. */
 int sched_collector__snapshot(struct sched_collector *c, struct thread_table *out);
 /* Exit records of target threads that exited since attach. */
@@ -244,6 +261,8 @@ struct sched_span_site {
  */
 int sched_collector__attach_spans(struct sched_collector *c, struct sched_span_site *sites,
 				  size_t nr, pid_t pid);
+/* Blocked time and wakers are timed (decided at open). */
+bool sched_collector__blocked(const struct sched_collector *c);
 /* Span sites go in uprobe_multi links (decided at open, from the kernel and the opts). */
 bool sched_collector__span_multi(const struct sched_collector *c);
 /* Span links held now. */
@@ -257,6 +276,8 @@ void sched_collector__detach_spans(struct sched_collector *c);
 int sched_collector__span_fd(struct sched_collector *c);
 /* Deliver pending span records to on_span; returns how many or -errno. */
 int sched_collector__drain_spans(struct sched_collector *c);
+/* Who woke each thread, sorted by (tid, start_time); *out malloc'd. */
+int sched_collector__wakers(struct sched_collector *c, struct waker_entry **out, size_t *nr);
 /* Exact per (thread, metric) aggregates; *out malloc'd. */
 int sched_collector__span_aggs(struct sched_collector *c, struct span_agg_entry **out, size_t *nr);
 /* Spans still open now (inclusive_ns unset), from the task iterator. */

@@ -5,6 +5,7 @@
  * statistics. See sched_collector.h.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,6 +71,20 @@ int sched_collector__baseline(struct sched_collector *c, struct thread_table *ou
 	c->skel->bss->iter_init_state = 1;
 	err = sched_collector__snapshot(c, out);
 	c->skel->bss->iter_init_state = 0;
+	return err;
+}
+
+int sched_collector__mark_stretches(struct sched_collector *c)
+{
+	struct thread_table t = { 0 };
+	int err;
+
+	if (!c->blocked)
+		return 0;
+	c->skel->bss->iter_init_state = 2;
+	err = sched_collector__snapshot(c, &t);
+	c->skel->bss->iter_init_state = 0;
+	thread_table__free(&t);
 	return err;
 }
 
@@ -351,6 +366,9 @@ int sched_collector__stats(struct sched_collector *c, struct sched_collector_sta
 	out->max_exited = c->max_exited;
 	out->sched_info = c->sched_info;
 	out->span_site_unresolved = c->skel->bss->span_site_unresolved;
+	out->blocked = c->blocked;
+	out->wakers_overflow = c->skel->bss->wakers_overflow;
+	out->wakeups_unseen = c->skel->bss->wakeups_unseen;
 	sched_collector__select(&c->feat, &out->variant);
 	out->variant.uprobe_multi = c->span_multi;
 	out->variant.task_storage = c->task_storage;
@@ -399,4 +417,43 @@ int sched_collector__prog_ids(struct sched_collector *c, uint32_t *ids, int max,
 		ids[(*nr)++] = info.id;
 	}
 	return 0;
+}
+
+static int waker_cmp(const void *a, const void *b)
+{
+	const struct khbpf_waker_key *x = &((const struct waker_entry *)a)->key;
+	const struct khbpf_waker_key *y = &((const struct waker_entry *)b)->key;
+
+	if (x->tid != y->tid)
+		return x->tid < y->tid ? -1 : 1;
+	if (x->start_time != y->start_time)
+		return x->start_time < y->start_time ? -1 : 1;
+	if (x->kind != y->kind)
+		return x->kind < y->kind ? -1 : 1;
+	return x->waker_tid < y->waker_tid ? -1 : x->waker_tid > y->waker_tid;
+}
+
+int sched_collector__wakers(struct sched_collector *c, struct waker_entry **out, size_t *nr)
+{
+	void *v = NULL;
+	int err;
+
+	*out = NULL;
+	*nr = 0;
+	if (!c->blocked)
+		return 0;
+	err = sched_collector__map_dump(bpf_map__fd(c->skel->maps.wakers),
+					sizeof(struct khbpf_waker_key),
+					offsetof(struct waker_entry, val), sizeof(**out), &v, nr);
+	if (err)
+		return err;
+	if (*nr)
+		qsort(v, *nr, sizeof(**out), waker_cmp);
+	*out = v;
+	return 0;
+}
+
+bool sched_collector__blocked(const struct sched_collector *c)
+{
+	return c->blocked;
 }

@@ -50,6 +50,12 @@ static void bpf_add(struct khbpf_task_bpf *t, const struct khbpf_task_bpf *b)
 		t->mig_class[i] = add_sat(t->mig_class[i], b->mig_class[i]);
 	for (i = 0; i < KHBPF_RQ_SLOTS; i++)
 		t->wait_hist[i] = add_sat(t->wait_hist[i], b->wait_hist[i]);
+	for (i = 0; i < KHBPF_BLOCK_CAUSES; i++) {
+		t->blocked.ns[i] = add_sat(t->blocked.ns[i], b->blocked.ns[i]);
+		t->blocked.count[i] = add_sat(t->blocked.count[i], b->blocked.count[i]);
+	}
+	t->offcpu_unattributed_ns += b->offcpu_unattributed_ns;
+	t->offcpu_unseen = add_sat(t->offcpu_unseen, b->offcpu_unseen);
 }
 
 /*
@@ -74,6 +80,12 @@ static void bpf_delta(struct khbpf_task_bpf *d, const struct khbpf_task_bpf *end
 		d->mig_class[i] = sub_sat(end->mig_class[i], start->mig_class[i]);
 	for (i = 0; i < KHBPF_RQ_SLOTS; i++)
 		d->wait_hist[i] = sub_sat(end->wait_hist[i], start->wait_hist[i]);
+	for (i = 0; i < KHBPF_BLOCK_CAUSES; i++) {
+		d->blocked.ns[i] = sub_sat(end->blocked.ns[i], start->blocked.ns[i]);
+		d->blocked.count[i] = sub_sat(end->blocked.count[i], start->blocked.count[i]);
+	}
+	d->offcpu_unattributed_ns = end->offcpu_unattributed_ns - start->offcpu_unattributed_ns;
+	d->offcpu_unseen = sub_sat(end->offcpu_unseen, start->offcpu_unseen);
 }
 
 static int push(struct sched_window *w, size_t *cap, const struct window_thread *t,

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <json-c/json.h>
 
+#include "blockcause.h"
 #include "cglabels.h"
 #include "cpufreq.h"
 #include "promtext.h"
@@ -135,6 +136,22 @@ int serve_metrics__rows(struct promtext *p, const struct serve_metrics_src *s,
 		for (j = 0; j < KHBPF_MIG_CLASSES && !err; j++) {
 			n = row_labels(s, &rows[i], cg_of(cgs, i), l, "distance", mig_names[j]);
 			err = promtext__u64(p, l, n, rows[i].acc.b.mig_class[j]);
+		}
+	}
+	/* Blocked time: where the kernel lets BPF time it (sched_collector__blocked). */
+	if (s->coll && sched_collector__blocked(s->coll)) {
+		err = err   ?:
+			      promtext__family(
+				      p, "khbpf_blocked_seconds", PROM_COUNTER, "seconds",
+				      "Time off-CPU and not runnable, by cause (lock, io, "
+				      "sleep, fault, other): each off-CPU stretch on the "
+				      "runqueue clock less the kernel's run_delay over it");
+		for (i = 0; i < nr && !err; i++) {
+			for (j = 0; j < KHBPF_BLOCK_CAUSES && !err; j++) {
+				n = row_labels(s, &rows[i], cg_of(cgs, i), l, "cause",
+					       blockcause__name((uint32_t)j));
+				err = promtext__ns_as_seconds(p, l, n, rows[i].acc.b.blocked.ns[j]);
+			}
 		}
 	}
 	err = err   ?:

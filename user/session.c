@@ -200,6 +200,8 @@ int session__build_document(struct session *s)
 		.bpf_detail = s->bpf_detail,
 		.win = s->win,
 		.stats = s->stats,
+		.wakers = s->wakers,
+		.nr_wakers = s->nr_wakers,
 		.proc_read_errors = s->proc_read_errors,
 		.fb = s->fb,
 		.census = { s->census[0], s->census[1] },
@@ -439,6 +441,7 @@ void session__destroy(struct session *s)
 	thread_table__free(&s->base);
 	thread_table__free(&s->end);
 	thread_table__free(&s->exited);
+	free(s->wakers);
 	sched_collector__destroy(s->coll);
 	perfcount__destroy(s->perf);
 	host_topology__free(&s->topo);

@@ -248,6 +248,11 @@ int session__start_collecting(struct session *s)
 		err = sched_collector__baseline(s->coll, &s->base);
 		if (err)
 			return err;
+	} else if (s->use_bpf) {
+		/* The held command: its wait for release is in the window. */
+		err = sched_collector__mark_stretches(s->coll);
+		if (err)
+			return err;
 	}
 	if (s->use_bpf) {
 		err = sched_collector__attach(s->coll);
@@ -363,6 +368,10 @@ int session__finish_window(struct session *s)
 		if (err)
 			return err;
 		sched_collector__detach(s->coll);
+		free(s->wakers);
+		err = sched_collector__wakers(s->coll, &s->wakers, &s->nr_wakers);
+		if (err)
+			return err;
 		err = sched_collector__stats(s->coll, &s->stats);
 		/*
 		 * Everything the window needs is read (its end was taken above):

@@ -50,6 +50,8 @@ struct session {
 	int signal_seen;
 
 	struct thread_table base, end, exited;
+	struct waker_entry *wakers; /* who woke the threads (run, attach) */
+	size_t nr_wakers;
 	struct sched_window win;
 	struct sched_collector_stats stats;
 	uint64_t proc_read_errors;

@@ -236,6 +236,7 @@ int span_run__finish(struct span_run *r, struct sched_collector *c)
 	} while (n > 0);
 	if (n < 0)
 		return n;
+	r->blocked = sched_collector__blocked(c);
 	err = sched_collector__span_aggs(c, &r->aggs, &r->nr_aggs);
 	err = err ?: sched_collector__open_spans(c, &r->open, &r->nr_open);
 	if (err || !r->nr_exit_open)
@@ -284,14 +285,35 @@ static void span_hw_field(const struct khbpf_span_hw *h, struct ev_u64 *begin, s
 	*end = ev_u64__recorded(h->end);
 }
 
-static void ledger_from(struct span_ledger *out, const struct khbpf_span_ledger *l, bool clock_gap)
+/*
+ * A span's (or the sum over a metric's calls') ledger. Blocked time is a
+ * gap where it was not timed, and where a switch-in was missed (its
+ * off-CPU stretch is then unknown); what the stretches' time leaves after
+ * run_delay and blocked time is unattributed.
+ */
+static void ledger_from(struct span_ledger *out, const struct khbpf_span_ledger *l, bool clock_gap,
+			bool blocked)
 {
+	struct blocked_evidence *b = &out->blocked;
+	int i;
+
 	out->on_cpu_ns =
 		clock_gap ? ev_u64__gap(EV_GAP_UNAVAILABLE) : ev_u64__recorded(l->on_cpu_ns);
 	out->run_delay_ns = l->run_delay_ns;
 	out->voluntary_switches = l->nvcsw;
 	out->involuntary_switches = l->nivcsw;
 	out->migrations = l->migrations;
+	memset(b, 0, sizeof(*b));
+	if (!blocked || clock_gap) {
+		b->reason = blocked ? EV_GAP_UNAVAILABLE : EV_GAP_UNSUPPORTED;
+		return;
+	}
+	b->recorded = true;
+	for (i = 0; i < BLOCK_CAUSES; i++) {
+		b->ns[i] = l->blocked.ns[i];
+		b->count[i] = l->blocked.count[i];
+	}
+	b->unattributed_ns = (int64_t)(l->offcpu_ns - l->run_delay_ns - blocked_evidence__total(b));
 }
 
 void span_run__record(const void *ctx, size_t i, struct span_record *s)
@@ -320,7 +342,7 @@ void span_run__record(const void *ctx, size_t i, struct span_record *s)
 			      &s->hardware.instructions_end);
 	}
 	s->has_ledger = true;
-	ledger_from(&s->ledger, &e->ledger, e->flags & KHBPF_SPAN_F_CLOCK_GAP);
+	ledger_from(&s->ledger, &e->ledger, e->flags & KHBPF_SPAN_F_CLOCK_GAP, r->blocked);
 }
 
 /* The exact hardware aggregation, from the in-kernel totals. */
@@ -412,11 +434,16 @@ int span_run__document(struct span_run *r, uint64_t start_mono_ns, bool counters
 			l.nvcsw += a->agg.ledger.nvcsw;
 			l.nivcsw += a->agg.ledger.nivcsw;
 			l.migrations += a->agg.ledger.migrations;
+			l.offcpu_ns += a->agg.ledger.offcpu_ns;
+			for (k = 0; k < KHBPF_BLOCK_CAUSES; k++) {
+				l.blocked.ns[k] += a->agg.ledger.blocked.ns[k];
+				l.blocked.count[k] += a->agg.ledger.blocked.count[k];
+			}
 			gaps += a->agg.clock_gap_calls;
 			for (k = 0; k < KHBPF_RQ_SLOTS; k++)
 				hist[k] += a->agg.hist[k];
 		}
-		ledger_from(&m->ledger, &l, gaps > 0);
+		ledger_from(&m->ledger, &l, gaps > 0, r->blocked);
 		for (j = 0; j < r->nr_open; j++)
 			m->unfinished += r->open[j].metric == i;
 		m->histogram = &r->buckets[nb];

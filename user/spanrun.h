@@ -26,6 +26,7 @@ struct span_run {
 	uint64_t events_over_cap; /* delivered beyond max_records: counted, not kept */
 	struct span_agg_entry *aggs;
 	size_t nr_aggs;
+	bool blocked; /* the collector timed blocked time (the ledgers' `blocked`) */
 	struct khbpf_span_event *open; /* still open at the end */
 	size_t nr_open;
 	struct khbpf_span_event *exit_open; /* open when their thread exited (delivered) */

@@ -67,6 +67,37 @@ struct khbpf_cpu_topo {
 	__s32 pad;
 };
 
+/*
+ * Why a thread was off-CPU and not runnable (blocked): the cause, taken at
+ * its switch-out from the task's state and the system call it is in.
+ */
+#define KHBPF_BLOCK_LOCK 0 /* futex waits: mutexes, condition variables, joins */
+#define KHBPF_BLOCK_IO 1 /* file, pipe and socket I/O, poll/select/epoll, io_uring, iowait */
+#define KHBPF_BLOCK_SLEEP 2 /* nanosleep, clock_nanosleep, timed waits on no fd */
+#define KHBPF_BLOCK_FAULT 3 /* blocked inside a page fault (not in a system call) */
+#define KHBPF_BLOCK_OTHER 4
+#define KHBPF_BLOCK_CAUSES 5
+/*
+ * syscall_cause (a BPF array the loader fills from this host's system call
+ * numbers): the cause of blocking in system call nr, optionally "sleep
+ * when argument 0 (or 1) is zero": poll or select on no file descriptor.
+ */
+#define KHBPF_SYSCALL_NR_MAX 512
+#define KHBPF_SYSCALL_CAUSE_MASK 0xf
+#define KHBPF_SYSCALL_SLEEP_IF_ARG0_ZERO 0x10
+#define KHBPF_SYSCALL_SLEEP_IF_ARG1_ZERO 0x20
+
+/* Who ended a blocked stretch (khbpf_waker_key.kind). */
+#define KHBPF_WAKER_TASK 1 /* a thread, in task context: waker_tid */
+#define KHBPF_WAKER_INTERRUPT 2 /* interrupt context (hard or soft), not a timer */
+#define KHBPF_WAKER_TIMER 3 /* an expiring hrtimer or timer_list */
+
+/* Blocked time by cause: ns summed at wakeups, count at the switch-outs. */
+struct khbpf_blocked {
+	__u64 ns[KHBPF_BLOCK_CAUSES];
+	__u64 count[KHBPF_BLOCK_CAUSES];
+};
+
 /* The kernel's own per-task counters, read with CO-RE. */
 struct khbpf_task_counters {
 	__u64 nvcsw;
@@ -87,7 +118,23 @@ struct khbpf_task_bpf {
 	__u64 migrations; /* sched_migrate_task with a real CPU change */
 	__u64 mig_class[KHBPF_MIG_CLASSES];
 	__u64 wait_hist[KHBPF_RQ_SLOTS];
+	/*
+	 * Off-CPU stretches (switch-out to switch-in) on the runqueue clock
+	 * that sched_info uses: each one's time less the kernel's run_delay
+	 * over it is its blocked time when it began with the thread not
+	 * runnable, by cause. Otherwise (preempted) that difference is zero
+	 * but for a queued migration's clock skew: offcpu_unattributed_ns,
+	 * signed.
+	 */
+	struct khbpf_blocked blocked;
+	__s64 offcpu_unattributed_ns;
+	__u64 offcpu_unseen; /* switch-ins without the switch-out seen: their blocked time unknown */
 };
+
+/* khbpf_task_state.ep_flags: the thread's current off-CPU stretch. */
+#define KHBPF_EP_OPEN 0x1 /* switched out (or found off-CPU at the baseline) */
+#define KHBPF_EP_BLOCKED 0x2 /* not runnable then: ep_cause is why */
+#define KHBPF_EP_KTIME 0x4 /* found at the baseline: its start is ep_out_ktime only */
 
 /* Task storage value: hot-path state of one target thread. */
 struct khbpf_task_state {
@@ -99,8 +146,41 @@ struct khbpf_task_state {
 	__u64 last_nivcsw;
 	__u64 last_migrations;
 	__u64 last_runtime;
+	/* The open off-CPU stretch (KHBPF_EP_*), and who woke the thread last. */
+	__u64 ep_out_clock; /* the runqueue clock at the switch-out */
+	__u64 ep_out_ktime; /* bpf_ktime_get_ns() then */
+	__u64 ep_out_run_delay; /* sched_info.run_delay then */
+	__u64 ep_pre_ns; /* blocked before the window (baseline): not the waker's */
+	__u32 ep_flags;
+	__u32 ep_cause;
+	__u32 waker_tid;
+	__u32 waker_tgid;
+	__u32 waker_kind; /* KHBPF_WAKER_*, 0: none since the last switch-in */
+	__u32 ep_pad;
+	char waker_comm[16];
 	struct khbpf_task_bpf b;
 };
+
+/*
+ * Who woke a target thread, and for how long it had been blocked: summed
+ * per (woken thread, waker) over the stretches that ended in the window.
+ */
+struct khbpf_waker_key {
+	__u32 tid; /* the woken thread */
+	__u32 waker_tid; /* KHBPF_WAKER_TASK; 0 otherwise */
+	__u64 start_time; /* the woken thread's */
+	__u32 kind; /* KHBPF_WAKER_* */
+	__u32 pad;
+};
+
+struct khbpf_waker_val {
+	__u64 ns;
+	__u64 count;
+	__u32 waker_tgid;
+	__u32 pad;
+	char comm[16]; /* the waker's, at its last wakeup of this thread */
+};
+#define KHBPF_DEFAULT_MAX_WAKERS 16384
 
 /*
  * serve: scheduler totals per group (a cgroup v2, or a process), summed in
@@ -153,8 +233,12 @@ struct khbpf_thread_rec {
 #ifndef __BPF__
 _Static_assert(sizeof(struct khbpf_cpu_topo) == 16, "khbpf_cpu_topo layout");
 _Static_assert(sizeof(struct khbpf_task_counters) == 48, "khbpf_task_counters layout");
-_Static_assert(sizeof(struct khbpf_task_bpf) == 8 * (6 + KHBPF_MIG_CLASSES + KHBPF_RQ_SLOTS),
+_Static_assert(sizeof(struct khbpf_blocked) == 16 * KHBPF_BLOCK_CAUSES, "khbpf_blocked layout");
+_Static_assert(sizeof(struct khbpf_task_bpf) == 8 * (6 + KHBPF_MIG_CLASSES + KHBPF_RQ_SLOTS + 2) +
+							sizeof(struct khbpf_blocked),
 	       "khbpf_task_bpf layout");
+_Static_assert(sizeof(struct khbpf_waker_key) == 24, "khbpf_waker_key layout");
+_Static_assert(sizeof(struct khbpf_waker_val) == 40, "khbpf_waker_val layout");
 _Static_assert(sizeof(struct khbpf_thread_key) == 16, "khbpf_thread_key layout");
 _Static_assert(sizeof(struct khbpf_group_key) == 32, "khbpf_group_key layout");
 _Static_assert(sizeof(struct khbpf_group_acc) ==

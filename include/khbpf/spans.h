@@ -57,6 +57,12 @@ struct khbpf_span_clock {
 	 * on-CPU time of a span across one is unknown, so it is a gap.
 	 */
 	__u64 clock_gaps;
+	/*
+	 * Off-CPU time (runqueue clock) and blocked time by cause, summed at
+	 * each switch-in while spans are open (sched.bpf.c).
+	 */
+	__u64 offcpu_ns;
+	struct khbpf_blocked blocked;
 	struct khbpf_vctr ctr[KHBPF_NR_COUNTERS];
 };
 
@@ -67,6 +73,12 @@ struct khbpf_span_ledger {
 	__u64 nvcsw;
 	__u64 nivcsw;
 	__u64 migrations;
+	/*
+	 * Off-CPU time on the runqueue clock: run_delay_ns + blocked (the sum
+	 * of blocked.ns) + what neither explains (a queued migration's skew).
+	 */
+	__u64 offcpu_ns;
+	struct khbpf_blocked blocked;
 };
 
 struct khbpf_span_frame {
@@ -145,17 +157,21 @@ struct khbpf_span_agg {
 };
 
 #ifndef __BPF__
-_Static_assert(sizeof(struct khbpf_span_ledger) == 40, "khbpf_span_ledger layout");
-_Static_assert(sizeof(struct khbpf_span_clock) == 40 + 56 * KHBPF_NR_COUNTERS,
+_Static_assert(sizeof(struct khbpf_span_ledger) == 48 + sizeof(struct khbpf_blocked),
+	       "khbpf_span_ledger layout");
+_Static_assert(sizeof(struct khbpf_span_clock) ==
+		       48 + sizeof(struct khbpf_blocked) + 56 * KHBPF_NR_COUNTERS,
 	       "khbpf_span_clock layout");
-_Static_assert(sizeof(struct khbpf_span_frame) == 80 + 32 * KHBPF_NR_COUNTERS,
+_Static_assert(sizeof(struct khbpf_span_frame) ==
+		       40 + sizeof(struct khbpf_span_ledger) + 32 * KHBPF_NR_COUNTERS,
 	       "khbpf_span_frame layout");
 _Static_assert(sizeof(struct khbpf_span_hw) == 24, "khbpf_span_hw layout");
 _Static_assert(sizeof(struct khbpf_site_key) == 16, "khbpf_site_key layout");
-_Static_assert(sizeof(struct khbpf_span_event) == 56 + 40 + 24 * KHBPF_NR_COUNTERS,
+_Static_assert(sizeof(struct khbpf_span_event) ==
+		       56 + sizeof(struct khbpf_span_ledger) + 24 * KHBPF_NR_COUNTERS,
 	       "khbpf_span_event layout");
-_Static_assert(sizeof(struct khbpf_span_agg) ==
-		       24 + 40 + 16 + 8 * KHBPF_NR_COUNTERS + 8 * KHBPF_RQ_SLOTS,
+_Static_assert(sizeof(struct khbpf_span_agg) == 24 + sizeof(struct khbpf_span_ledger) + 16 +
+							8 * KHBPF_NR_COUNTERS + 8 * KHBPF_RQ_SLOTS,
 	       "khbpf_span_agg layout");
 #endif
 
