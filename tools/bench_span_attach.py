@@ -315,7 +315,8 @@ def main():
         for i in range(ROUNDS):
             for c, (fn, args) in configs.items():
                 runs[c].append(fn(*args, tmp))
-            load.append(os.getloadavg())
+                load.append(os.getloadavg())  # after every run: a busy host shows
+                runs[c][-1]["loadavg_1min"] = load[-1][0]
             print(f"round {i + 1}/{ROUNDS} done ({time.time() - t0:.0f} s, load average "
                   f"{load[-1][0]:.2f})", file=sys.stderr)
     finally:
@@ -330,7 +331,7 @@ def main():
              f"`uprobe:` and `uretprobe:` on GLOB counting `@c[probe]`; on manyfuncs (two "
              f"threads, each site's calls checked). Kernel {os.uname().release}, uprobe-multi "
              f"{feat['use']}; median of {ROUNDS} interleaved rounds, seconds; load average "
-             f"(1 min) {min(ones):.1f}-{max(ones):.1f} over the run.", "",
+             f"(1 min, after each run) {min(ones):.1f}-{max(ones):.1f}.", "",
              "| tool | links | sites | links held | attach | document after the window "
              "(bpftrace: map printed) | exit after the window (all detached) | exit per link |",
              "| --- | --- | --- | --- | --- | --- | --- | --- |"]
