@@ -265,12 +265,15 @@ soak: $(KHBPF)
 	$(Q)/usr/bin/python3 tools/soak_serve.py
 
 # The span part of `make bench` alone: cost per span, then attach and detach
-# of 1000 sites (tools/bench_span_attach.py; `make bench-span-attach` alone).
+# of 10 to 1000 sites (tools/bench_span_attach.py; `make bench-span-attach` alone).
 bench-spans: $(BENCH_SPANS_DEPS)
 	$(Q)tools/install-deps.sh --with-bench
 	$(Q)tools/bench-spans.sh
 	$(Q)/usr/bin/python3 tools/bench_span_attach.py
 
+# Attach and detach of 10, 100 and 1000 span sites, khbpf's uprobe_multi and
+# per-site links next to bpftrace's (BENCH_ATTACH_PER_SITE=1000 and
+# BENCH_ATTACH_BPFTRACE=1000 add the slow 1000-site rows; BENCHMARKS.md).
 bench-span-attach: $(KHBPF) build/workloads/manyfuncs
 	$(Q)/usr/bin/python3 tools/bench_span_attach.py
 

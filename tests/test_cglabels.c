@@ -364,6 +364,9 @@ static void test_cglabels__names_file_errors(void **state)
 	expect_bad_file(root, "[\"web\"]", -EINVAL, "is not a JSON object");
 	expect_bad_file(root, "{\"4b1f0a7c2e9d\": \"web\"}", -EINVAL,
 			"key \"4b1f0a7c2e9d\" is not a container id");
+	/* A control byte in a key is shown as '?': the message stays one line. */
+	expect_bad_file(root, "{\"4b\\n1f\": \"web\"}", -EINVAL,
+			"key \"4b?1f\" is not a container id");
 	expect_bad_file(root, "{\"" ID1 "\": 7}", -EINVAL, "is not a string of 1 to 255 bytes");
 	expect_bad_file(root, "{\"" ID1 "\": \"\"}", -EINVAL, "is not a string");
 	expect_bad_file(root, "{\"" ID1 "\": null}", -EINVAL, "is not a string");

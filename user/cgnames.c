@@ -122,6 +122,16 @@ static int parse_text(const char *text, size_t len, struct json_object **root, c
 }
 
 /* {"id": "name", ...} into a sorted table; err says what is wrong with it. */
+/* s cut to size - 1 bytes, each control byte (and DEL) as '?'. */
+static void printable(char *out, size_t size, const char *s)
+{
+	size_t i;
+
+	for (i = 0; i + 1 < size && s[i]; i++)
+		out[i] = (unsigned char)s[i] < 0x20 || s[i] == 0x7f ? '?' : s[i];
+	out[i] = 0;
+}
+
 static int names_from_json(struct json_object *root, struct cname **out, size_t *nr, char *err,
 			   size_t errlen)
 {
@@ -144,18 +154,21 @@ static int names_from_json(struct json_object *root, struct cname **out, size_t 
 	}
 	json_object_object_foreach(root, key, val) {
 		const char *name = json_object_get_string(val);
+		char shown[81];
 
+		/* The key as one printable line: the message is one line on stderr. */
+		printable(shown, sizeof(shown), key);
 		if (!is_id(key)) {
 			snprintf(err, errlen,
-				 "key \"%.80s\" is not a container id (64 lowercase hex digits)",
-				 key);
+				 "key \"%s\" is not a container id (64 lowercase hex digits)",
+				 shown);
 			ret = -EINVAL;
 			break;
 		}
 		if (!json_object_is_type(val, json_type_string) || !name[0] ||
 		    strlen(name) >= CGNAMES_NAME_MAX) {
 			snprintf(err, errlen, "the name of %.12s is not a string of 1 to %d bytes",
-				 key, CGNAMES_NAME_MAX - 1);
+				 shown, CGNAMES_NAME_MAX - 1);
 			ret = -EINVAL;
 			break;
 		}

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cglabels.h"
 #include "cgroup.h"
 #include "fsutil.h"
 #include "pressure.h"
@@ -17,15 +18,25 @@
 #define NS_PER_US 1000ULL
 #define MILLI_AS_NANO 1000000ULL
 
-/* The recorded totals of one scope; cgroup NULL for the host. */
-static int stall_series(struct promtext *p, const char *cgroup, const struct pressure_sample *s)
+/*
+ * The recorded totals of one scope; cgroup NULL for the host. A cgroup's
+ * series carry the labels --labels finds in its path, as its groups' do.
+ */
+static int stall_series(struct promtext *p, const char *cgroup, const struct cglabels *labels,
+			const struct pressure_sample *s)
 {
-	struct prom_label l[3];
-	size_t n = 0;
+	struct prom_label l[3 + CGLABELS_MAX_LABELS];
+	struct cgpath_labels cv;
+	size_t n = 0, nc;
 	int r, k, err = 0;
 
-	if (cgroup)
+	if (cgroup) {
 		l[n++] = (struct prom_label){ "cgroup", cgroup };
+		if (labels) {
+			nc = cglabels__for_path(labels, cgroup, &cv, &l[n]);
+			n += nc;
+		}
+	}
 	for (r = 0; r < PSI__RESOURCES && !err; r++) {
 		for (k = 0; k < PSI__KINDS && !err; k++) {
 			struct ev_u64 v = s->total_us[r][k].ev;
@@ -63,7 +74,7 @@ static int cgroup_stalls(struct promtext *p, const struct serve_metrics_src *src
 			    (int)sizeof(dir))
 			continue;
 		pressure__sample(dir, true, !strcmp(path, "/"), &s, NULL, 0);
-		err = stall_series(p, path, &s);
+		err = stall_series(p, path, src->labels, &s);
 	}
 	free(rows);
 	return err;
@@ -111,7 +122,7 @@ int serve_pressure__render(struct promtext *p, const struct serve_metrics_src *s
 			       "Time tasks were stalled on a resource (PSI total=): kind some = at "
 			       "least one task, full = all non-idle tasks; without a cgroup label, "
 			       "the host");
-	err = err ?: stall_series(p, NULL, &host.end);
+	err = err ?: stall_series(p, NULL, NULL, &host.end);
 	err = err ?: cgroup_stalls(p, src);
 	return err ?: thermal_series(p, src);
 }

@@ -135,7 +135,7 @@ curl -sf -H 'Accept: application/openmetrics-text; version=1.0.0' \
 	"http://127.0.0.1:$PORT/metrics" >"$TMP/metrics.om" || fail "GET /metrics (OpenMetrics)"
 [ "$(tail -n1 "$TMP/metrics.om")" = "# EOF" ] || fail "OpenMetrics output does not end with # EOF"
 
-"$PYTHON" - "$TMP/members" "/$TOP" "$PORT" "$PPORT" <<'PY' || fail "labels or totals wrong"
+"$PYTHON" - "$TMP/members" "/$TOP" "$PORT" "$PPORT" "$CGROOT" <<'PY' || fail "labels or totals wrong"
 import json, os, re, sys, time, urllib.parse, urllib.request
 members_file, top, port, pport = sys.argv[1:5]
 names = ("unit", "container_id", "container_name", "pod_uid", "qos")
@@ -175,6 +175,9 @@ for line in text.splitlines():
         continue
     labels.pop("le", None)
     labels.pop("distance", None)
+    if name == "khbpf_pressure_stalled_seconds_total":
+        labels.pop("resource", None)
+        labels.pop("kind", None)
     cg = labels.pop("cgroup")
     seen.setdefault(cg, set()).add(name)
     want = next((m[2] for m in members if m[0] == cg), None)
@@ -188,8 +191,12 @@ families = {"khbpf_oncpu_seconds_total", "khbpf_voluntary_switches_total",
             "khbpf_migrations_by_distance_total", "khbpf_runqueue_unbinned_waits_total",
             "khbpf_runqueue_unbinned_delay_seconds_total", "khbpf_runqueue_delay_seconds_bucket",
             "khbpf_runqueue_delay_seconds_sum", "khbpf_runqueue_delay_seconds_count"}
+# Each cgroup's PSI stall counters too, where the kernel keeps them (cpu.pressure).
+cgroot = sys.argv[5]
 for cg, _, _ in members:
-    if seen.get(cg) != families:
+    want_families = families | ({"khbpf_pressure_stalled_seconds_total"}
+                                if os.path.exists(f"{cgroot}{cg}/cpu.pressure") else set())
+    if seen.get(cg) != want_families:
         bad.append(f"{cg}: families {sorted(seen.get(cg, ()))}")
 
 # 2. Through Prometheus: each label value's totals are its members' /proc sums.
