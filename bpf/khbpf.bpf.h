@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * What the scheduler collector's BPF programs share. sched.bpf.c (the
- * scheduler programs and task iterators) and span.bpf.c (the uprobe span
- * programs) are compiled apart and linked into one object, one skeleton
- * (sched_bpf). Each map and global variable is declared here and defined
- * once, in sched.bpf.c; the static linker resolves span.bpf.o's externs to
- * those definitions, so both use the same maps. Helpers both use are here,
+ * scheduler programs and task iterators), span.bpf.c (the uprobe span
+ * programs) and wake.bpf.c (who woke a thread) are compiled apart and
+ * linked into one object, one skeleton (sched_bpf). Each map and global
+ * variable is declared here and defined once, in sched.bpf.c; the static
+ * linker resolves the other objects' externs to those definitions, so all
+ * use the same maps. Helpers both use are here,
  * static as they were: each object gets its own copy, inlined or (the two
  * __noinline ones) a static subprogram, so the verifier sees the programs
  * it saw when they were one file.
@@ -20,6 +21,9 @@
 
 #include "khbpf/sched.h"
 #include "khbpf/spans.h"
+
+/* x86-64 without KASAN: the kernel stack's size (THREAD_SIZE). */
+#define KHBPF_THREAD_SIZE 16384
 
 #define TASK_RUNNING 0
 #define TASK_DEAD 0x80
@@ -470,6 +474,18 @@ static __always_inline int counter_read(__u32 slot, struct khbpf_ctr_read *r)
 static __always_inline bool read_skewed(__u64 t0)
 {
 	return nr_counters && bpf_ktime_get_ns() - t0 > READ_SKEW_NS;
+}
+
+struct task_struct___pre514 {
+	long state;
+} __attribute__((preserve_access_index));
+
+/* The task's state: __state, or state before 5.14. */
+static __always_inline unsigned int task_state_now(struct task_struct *p)
+{
+	if (bpf_core_field_exists(p->__state))
+		return BPF_CORE_READ(p, __state);
+	return BPF_CORE_READ((struct task_struct___pre514 *)p, state);
 }
 
 #endif /* KHBPF_BPF_H */

@@ -1,0 +1,273 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Blocked time (sched.bpf.c's part): each off-CPU stretch of a target
+ * thread, from its switch-out to its next switch-in, timed on the runqueue
+ * clock that sched_info keeps run_delay on, and its cause. Who woke the
+ * thread is taken by the programs in wake.bpf.c. Included once, by
+ * sched.bpf.c, after khbpf.bpf.h and group.bpf.h.
+ */
+#ifndef KHBPF_BLOCKED_BPF_H
+#define KHBPF_BLOCKED_BPF_H
+
+#define __TASK_STOPPED 0x4
+#define __TASK_TRACED 0x8
+
+/* A cause as an index the verifier can bound. */
+static __always_inline __u32 cause_idx(__u32 c)
+{
+	return c < KHBPF_BLOCK_CAUSES ? c : KHBPF_BLOCK_OTHER;
+}
+
+/*
+ * The runqueue clock of p's CPU, p being switched on this CPU: what
+ * sched_info_depart() and sched_info_arrive() read there (rq_clock(),
+ * updated by __schedule() before the tracepoint). Reached through the
+ * task's CFS runqueue (CONFIG_FAIR_GROUP_SCHED): the per-CPU `runqueues`
+ * is a ksym only with CONFIG_KALLSYMS_ALL.
+ */
+static __always_inline __u64 rq_clock_of(struct task_struct *p)
+{
+	return BPF_CORE_READ(p, se.cfs_rq, rq, clock);
+}
+
+/* The task's user registers, saved at its kernel entry. */
+static __always_inline struct pt_regs *task_regs(struct task_struct *p)
+{
+	void *stack;
+
+	if (bpf_core_enum_value_exists(enum bpf_func_id, BPF_FUNC_task_pt_regs))
+		return (struct pt_regs *)bpf_task_pt_regs(p);
+	stack = BPF_CORE_READ(p, stack);
+	return stack ? (struct pt_regs *)(stack + KHBPF_THREAD_SIZE) - 1 : NULL;
+}
+
+/*
+ * Why a thread that is not runnable blocked. orig_ax is the system call's
+ * number, or -1 in an exception (the entry code moves a page fault's error
+ * code out of it), so a thread blocked outside a system call is in a fault.
+ */
+static __always_inline __u32 block_cause(struct task_struct *p, unsigned int state)
+{
+	struct pt_regs *regs;
+	__u32 *c, v, nr;
+	long orig;
+
+	if (state & (__TASK_STOPPED | __TASK_TRACED))
+		return KHBPF_BLOCK_OTHER;
+	regs = task_regs(p);
+	if (!regs)
+		return KHBPF_BLOCK_OTHER;
+	orig = (long)BPF_CORE_READ(regs, orig_ax);
+	if (orig < 0)
+		return KHBPF_BLOCK_FAULT;
+	/* io_schedule(): a disk wait, whatever the call. */
+	if (BPF_CORE_READ_BITFIELD_PROBED(p, in_iowait))
+		return KHBPF_BLOCK_IO;
+	nr = (__u32)orig;
+	if (nr >= KHBPF_SYSCALL_NR_MAX)
+		return KHBPF_BLOCK_OTHER;
+	c = bpf_map_lookup_elem(&syscall_cause, &nr);
+	if (!c)
+		return KHBPF_BLOCK_OTHER;
+	v = *c;
+	if ((v & KHBPF_SYSCALL_SLEEP_IF_ARG0_ZERO) && !BPF_CORE_READ(regs, di))
+		return KHBPF_BLOCK_SLEEP;
+	if ((v & KHBPF_SYSCALL_SLEEP_IF_ARG1_ZERO) && !BPF_CORE_READ(regs, si))
+		return KHBPF_BLOCK_SLEEP;
+	v &= KHBPF_SYSCALL_CAUSE_MASK;
+	return v < KHBPF_BLOCK_CAUSES ? v : KHBPF_BLOCK_OTHER;
+}
+
+/*
+ * The blocked time so far of an open blocked stretch, for a look from
+ * outside it (the task iterator): up to its enqueue when it has been
+ * woken (sched_info.last_queued, runqueue clock), else up to now.
+ */
+static __always_inline __u64 open_blocked_ns(struct task_struct *p,
+					     const struct khbpf_task_state *st)
+{
+	__u64 rd, queued, end, start;
+
+	if ((st->ep_flags & (KHBPF_EP_OPEN | KHBPF_EP_BLOCKED)) !=
+	    (KHBPF_EP_OPEN | KHBPF_EP_BLOCKED))
+		return 0;
+	rd = p->sched_info.run_delay - st->ep_out_run_delay;
+	queued = p->sched_info.last_queued;
+	if (queued && !(st->ep_flags & KHBPF_EP_KTIME)) {
+		end = queued;
+		start = st->ep_out_clock;
+	} else {
+		/* (Found at the baseline and queued now: its wait so far counts as blocked.) */
+		end = bpf_ktime_get_ns();
+		start = st->ep_out_ktime;
+	}
+	return end > start + rd ? end - start - rd : 0;
+}
+
+/* prev leaves the CPU: its off-CPU stretch starts, blocked or preempted. */
+static __always_inline void stretch_out(struct task_struct *prev, struct khbpf_task_state *st,
+					__u64 now)
+{
+	unsigned int state = task_state_now(prev);
+	__u32 cause;
+
+	if (st->ep_flags & KHBPF_EP_OPEN)
+		st->b.offcpu_unseen++; /* out twice: the switch-in between was missed */
+	st->ep_out_clock = rq_clock_of(prev);
+	st->ep_out_ktime = now ?: bpf_ktime_get_ns();
+	st->ep_out_run_delay = prev->sched_info.run_delay;
+	st->ep_pre_ns = 0;
+	if (state == TASK_RUNNING) {
+		st->ep_flags = KHBPF_EP_OPEN;
+		st->ep_cause = 0;
+		return;
+	}
+	cause = block_cause(prev, state);
+	st->ep_flags = KHBPF_EP_OPEN | KHBPF_EP_BLOCKED;
+	st->ep_cause = cause;
+	st->b.blocked.count[cause_idx(cause)]++;
+	if (group_by) {
+		struct khbpf_group_acc *a = group_of(prev);
+
+		if (a)
+			__sync_fetch_and_add(&a->b.blocked.count[cause_idx(cause)], 1);
+	}
+}
+
+/* The stretch's blocked time to the thread's waker (run and attach). */
+static __always_inline void waker_add(struct task_struct *next, struct khbpf_task_state *st,
+				      __u64 ns)
+{
+	struct khbpf_waker_key key = {
+		.tid = next->pid,
+		.start_time = next->start_time,
+		.kind = st->waker_kind,
+	};
+	struct khbpf_waker_val *v, zero = {};
+
+	if (key.kind == KHBPF_WAKER_TASK)
+		key.waker_tid = st->waker_tid;
+	v = bpf_map_lookup_elem(&wakers, &key);
+	if (!v) {
+		bpf_map_update_elem(&wakers, &key, &zero, BPF_NOEXIST);
+		v = bpf_map_lookup_elem(&wakers, &key);
+		if (!v) {
+			__sync_fetch_and_add(&wakers_overflow, 1);
+			return;
+		}
+	}
+	/* One writer per key: the woken thread's own switch-in. */
+	v->ns += ns;
+	v->count++;
+	v->waker_tgid = st->waker_tgid;
+	__builtin_memcpy(v->comm, st->waker_comm, sizeof(v->comm));
+}
+
+/*
+ * next comes back: its stretch's time less the kernel's run_delay over it
+ * (including the wait sched_info_arrive() is about to add) is blocked time,
+ * or, for a preempted stretch, unattributed (zero on one runqueue clock).
+ */
+static __always_inline void stretch_in(struct task_struct *next, struct khbpf_task_state *st,
+				       struct khbpf_span_clock *ck, __u64 now)
+{
+	__u64 clock = rq_clock_of(next), queued, rd, off;
+	__s64 gap;
+	__u32 cause;
+
+	if (!(st->ep_flags & KHBPF_EP_OPEN)) {
+		/* A thread's first run has no stretch before it; anything else was missed. */
+		if (next->se.sum_exec_runtime)
+			st->b.offcpu_unseen++;
+		if (ck) {
+			ck->clock_gaps++;
+			__sync_fetch_and_add(&span_clock_gaps, 1);
+		}
+		goto out;
+	}
+	queued = next->sched_info.last_queued;
+	rd = next->sched_info.run_delay - st->ep_out_run_delay + (queued ? clock - queued : 0);
+	if (st->ep_flags & KHBPF_EP_KTIME) {
+		/* Found off-CPU at the baseline: its start is known on the other clock. */
+		now = now ?: bpf_ktime_get_ns();
+		off = now - st->ep_out_ktime;
+		if (!(st->ep_flags & KHBPF_EP_BLOCKED))
+			goto out; /* queued at the baseline: its wait began before */
+	} else {
+		off = clock - st->ep_out_clock;
+	}
+	gap = (__s64)(off - rd);
+	if (ck)
+		ck->offcpu_ns += off;
+	if (!(st->ep_flags & KHBPF_EP_BLOCKED) || gap < 0) {
+		st->b.offcpu_unattributed_ns += gap;
+		if (ck && (st->ep_flags & KHBPF_EP_BLOCKED))
+			ck->blocked.count[cause_idx(st->ep_cause)]++;
+		goto out;
+	}
+	cause = cause_idx(st->ep_cause);
+	st->b.blocked.ns[cause] += gap;
+	if (ck) {
+		ck->blocked.ns[cause] += gap;
+		ck->blocked.count[cause]++;
+	}
+	if (group_by) {
+		struct khbpf_group_acc *a = group_of(next);
+
+		if (a)
+			__sync_fetch_and_add(&a->b.blocked.ns[cause], gap);
+	} else if (!st->waker_kind) {
+		__sync_fetch_and_add(&wakeups_unseen, 1);
+	} else if ((__u64)gap > st->ep_pre_ns) {
+		waker_add(next, st, gap - st->ep_pre_ns);
+	}
+out:
+	st->ep_flags = 0;
+	st->waker_kind = 0;
+	st->ep_pre_ns = 0;
+}
+
+/*
+ * Is p on a CPU now? task_struct.on_cpu, where there is one (7.x has none):
+ * else whether it is its runqueue's current task.
+ */
+static __always_inline bool task_running_now(struct task_struct *p)
+{
+	if (bpf_core_field_exists(p->on_cpu))
+		return BPF_CORE_READ(p, on_cpu);
+	return (void *)BPF_CORE_READ(p, se.cfs_rq, rq, curr) == (void *)p;
+}
+
+/*
+ * At the baseline, a thread off-CPU since before the programs attached gets
+ * its stretch from now (bpf_ktime_get_ns(): the runqueue clock of its
+ * switch-out is gone), counted in the baseline so the window does not
+ * count it; one already open keeps what it had before as ep_pre_ns.
+ */
+static __always_inline void baseline_stretch(struct task_struct *task, struct khbpf_task_state *st)
+{
+	unsigned int state;
+	__u32 cause;
+
+	if (st->ep_flags & KHBPF_EP_OPEN) {
+		st->ep_pre_ns = open_blocked_ns(task, st);
+		return;
+	}
+	if (task_running_now(task))
+		return;
+	state = task_state_now(task);
+	st->ep_out_ktime = bpf_ktime_get_ns();
+	st->ep_out_clock = 0;
+	st->ep_out_run_delay = task->sched_info.run_delay;
+	st->ep_pre_ns = 0;
+	st->ep_flags = KHBPF_EP_OPEN | KHBPF_EP_KTIME;
+	st->ep_cause = 0;
+	if (state == TASK_RUNNING)
+		return;
+	cause = block_cause(task, state);
+	st->ep_flags |= KHBPF_EP_BLOCKED;
+	st->ep_cause = cause;
+	st->b.blocked.count[cause_idx(cause)]++;
+}
+
+#endif /* KHBPF_BLOCKED_BPF_H */
