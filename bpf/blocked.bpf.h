@@ -27,18 +27,38 @@ static __always_inline __u32 cause_idx(__u32 c)
  */
 static __always_inline __u64 rq_clock_of(struct task_struct *p)
 {
-	return BPF_CORE_READ(p, se.cfs_rq, rq, clock);
+	/* Plain loads: p is a tracepoint's or the iterator's task (a BTF pointer). */
+	return p->se.cfs_rq->rq->clock;
 }
 
-/* The task's user registers, saved at its kernel entry. */
-static __always_inline struct pt_regs *task_regs(struct task_struct *p)
+/* The user registers p saved at its kernel entry that block_cause() reads. */
+struct entry_regs {
+	long orig_ax;
+	unsigned long di, si;
+};
+
+static __always_inline bool entry_regs_of(struct task_struct *p, struct entry_regs *r)
 {
+	struct pt_regs *regs;
 	void *stack;
 
-	if (bpf_core_enum_value_exists(enum bpf_func_id, BPF_FUNC_task_pt_regs))
-		return (struct pt_regs *)bpf_task_pt_regs(p);
+	if (bpf_core_enum_value_exists(enum bpf_func_id, BPF_FUNC_task_pt_regs)) {
+		/* A BTF pointer: plain loads. */
+		regs = (struct pt_regs *)bpf_task_pt_regs(p);
+		r->orig_ax = (long)regs->orig_ax;
+		r->di = regs->di;
+		r->si = regs->si;
+		return true;
+	}
+	/* Before bpf_task_pt_regs() (5.15): task_pt_regs() by hand, probe reads. */
 	stack = BPF_CORE_READ(p, stack);
-	return stack ? (struct pt_regs *)(stack + KHBPF_THREAD_SIZE) - 1 : NULL;
+	if (!stack)
+		return false;
+	regs = (struct pt_regs *)(stack + KHBPF_THREAD_SIZE) - 1;
+	r->orig_ax = (long)BPF_CORE_READ(regs, orig_ax);
+	r->di = BPF_CORE_READ(regs, di);
+	r->si = BPF_CORE_READ(regs, si);
+	return true;
 }
 
 /*
@@ -48,31 +68,28 @@ static __always_inline struct pt_regs *task_regs(struct task_struct *p)
  */
 static __always_inline __u32 block_cause(struct task_struct *p, unsigned int state)
 {
-	struct pt_regs *regs;
+	struct entry_regs r;
 	__u32 *c, v, nr;
-	long orig;
 
 	if (state & (__TASK_STOPPED | __TASK_TRACED))
 		return KHBPF_BLOCK_OTHER;
-	regs = task_regs(p);
-	if (!regs)
+	if (!entry_regs_of(p, &r))
 		return KHBPF_BLOCK_OTHER;
-	orig = (long)BPF_CORE_READ(regs, orig_ax);
-	if (orig < 0)
+	if (r.orig_ax < 0)
 		return KHBPF_BLOCK_FAULT;
 	/* io_schedule(): a disk wait, whatever the call. */
 	if (BPF_CORE_READ_BITFIELD_PROBED(p, in_iowait))
 		return KHBPF_BLOCK_IO;
-	nr = (__u32)orig;
+	nr = (__u32)r.orig_ax;
 	if (nr >= KHBPF_SYSCALL_NR_MAX)
 		return KHBPF_BLOCK_OTHER;
 	c = bpf_map_lookup_elem(&syscall_cause, &nr);
 	if (!c)
 		return KHBPF_BLOCK_OTHER;
 	v = *c;
-	if ((v & KHBPF_SYSCALL_SLEEP_IF_ARG0_ZERO) && !BPF_CORE_READ(regs, di))
+	if ((v & KHBPF_SYSCALL_SLEEP_IF_ARG0_ZERO) && !r.di)
 		return KHBPF_BLOCK_SLEEP;
-	if ((v & KHBPF_SYSCALL_SLEEP_IF_ARG1_ZERO) && !BPF_CORE_READ(regs, si))
+	if ((v & KHBPF_SYSCALL_SLEEP_IF_ARG1_ZERO) && !r.si)
 		return KHBPF_BLOCK_SLEEP;
 	v &= KHBPF_SYSCALL_CAUSE_MASK;
 	return v < KHBPF_BLOCK_CAUSES ? v : KHBPF_BLOCK_OTHER;
@@ -216,6 +233,7 @@ static __always_inline void stretch_in(struct task_struct *next, struct khbpf_ta
 
 		if (a)
 			__sync_fetch_and_add(&a->b.blocked.ns[cause], gap);
+	} else if (!wakers_enabled) {
 	} else if (!st->waker_kind) {
 		__sync_fetch_and_add(&wakeups_unseen, 1);
 	} else if ((__u64)gap > st->ep_pre_ns) {
@@ -235,7 +253,7 @@ static __always_inline bool task_running_now(struct task_struct *p)
 {
 	if (bpf_core_field_exists(p->on_cpu))
 		return BPF_CORE_READ(p, on_cpu);
-	return (void *)BPF_CORE_READ(p, se.cfs_rq, rq, curr) == (void *)p;
+	return (void *)p->se.cfs_rq->rq->curr == (void *)p;
 }
 
 /*

@@ -42,6 +42,7 @@ extern const volatile bool have_cookie;
 extern const volatile bool have_preempt_kfuncs;
 extern const volatile __u32 nr_slot_cpus;
 extern const volatile bool blocked_enabled;
+extern const volatile bool wakers_enabled;
 extern const volatile __u32 group_by;
 extern const volatile __u32 nr_cgroup_filters;
 extern const volatile __u64 cgroup_filter_id[KHBPF_MAX_CGROUP_FILTERS];

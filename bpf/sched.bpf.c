@@ -92,6 +92,8 @@ const volatile __u32 nr_slot_cpus = 1;
  * time the thread was not runnable.
  */
 const volatile bool blocked_enabled = false;
+/* ... and who woke each thread (wake.bpf.c's programs loaded; run and attach only). */
+const volatile bool wakers_enabled = false;
 /* serve: KHBPF_GROUP_*, and the --cgroup filters (kernfs id at its level). */
 const volatile __u32 group_by = KHBPF_GROUP_NONE;
 const volatile __u32 nr_cgroup_filters = 0;

@@ -38,8 +38,14 @@ int BPF_PROG(khbpf_sched_waking, struct task_struct *p)
 	if (!st)
 		return 0;
 	ic = bpf_map_lookup_elem(&irq_ctx, &zero);
-	cur = (struct task_struct *)bpf_get_current_task();
-	lo = (__u64)BPF_CORE_READ(cur, stack);
+	if (have_task_btf) {
+		/* A BTF pointer: plain loads. */
+		cur = bpf_get_current_task_btf();
+		lo = (__u64)cur->stack;
+	} else {
+		cur = (struct task_struct *)bpf_get_current_task();
+		lo = (__u64)BPF_CORE_READ(cur, stack);
+	}
 	st->waker_tid = 0;
 	st->waker_tgid = 0;
 	__builtin_memset(st->waker_comm, 0, sizeof(st->waker_comm));
@@ -51,8 +57,13 @@ int BPF_PROG(khbpf_sched_waking, struct task_struct *p)
 		st->waker_kind = KHBPF_WAKER_INTERRUPT;
 	} else {
 		st->waker_kind = KHBPF_WAKER_TASK;
-		st->waker_tid = BPF_CORE_READ(cur, pid);
-		st->waker_tgid = BPF_CORE_READ(cur, tgid);
+		if (have_task_btf) {
+			st->waker_tid = cur->pid;
+			st->waker_tgid = cur->tgid;
+		} else {
+			st->waker_tid = BPF_CORE_READ(cur, pid);
+			st->waker_tgid = BPF_CORE_READ(cur, tgid);
+		}
 		bpf_get_current_comm(st->waker_comm, sizeof(st->waker_comm));
 	}
 	return 0;

@@ -15,6 +15,8 @@ of figures measured in this run:
   H  with libbpf-tools `runqslower` (threshold 1 s: it traces every switch)
   I  with a bpftrace script keeping per-thread counters (switches, on-CPU
      time, runqueue-wait histogram)
+  J  under `khbpf run --wakers` (blocked time, and who woke each thread)
+  K  under `khbpf run --blocked` (blocked time by cause)
 
 BPF program costs come from run-time stats (BPF_ENABLE_STATS held for the
 round): khbpf reports its own; the peers' and the empty program's are read
@@ -35,8 +37,8 @@ LOOPS = int(os.environ.get("BENCH_LOOPS", "200000"))
 OUT = "build/bench"
 KHBPF = "build/khbpf"
 EMPTY = "build/tools/bench-empty"
-CONFIGS = "ABCDEFGHI"
-TRACED = "BCDEGHI"  # the configurations with a sched_switch program
+CONFIGS = "ABCDEFGHIJK"
+TRACED = "BCDEGHIKJ"  # the configurations with a sched_switch program
 PIPE = ["taskset", "-c", "0", "perf", "bench", "sched", "pipe", "-T", "-l", str(LOOPS)]
 SYSCALL = ["taskset", "-c", "0", "perf", "bench", "syscall", "basic", "-l", "2000000"]
 
@@ -83,14 +85,26 @@ def round_a():
     return {"usecs_op": usecs_per_op(run(PIPE).stdout)}
 
 
-def round_b():
+def round_b(extra=()):
     doc_path = f"{OUT}/b.json"
-    r = run([KHBPF, "run", "--bpf-stats", "-o", doc_path, "--"] + PIPE)
+    r = run([KHBPF, "run", "--bpf-stats", *extra, "-o", doc_path, "--"] + PIPE)
     doc = json.load(open(doc_path))
     ov = doc["overhead"]
-    return {"usecs_op": usecs_per_op(r.stdout),
-            "switch_cnt": ov["khbpf_sched_switch_run_cnt"]["value"],
-            "switch_ns": ov["khbpf_sched_switch_run_time_ns"]["value"]}
+    out = {"usecs_op": usecs_per_op(r.stdout),
+           "switch_cnt": ov["khbpf_sched_switch_run_cnt"]["value"],
+           "switch_ns": ov["khbpf_sched_switch_run_time_ns"]["value"]}
+    if "khbpf_sched_waking_run_cnt" in ov:
+        out["waking_cnt"] = ov["khbpf_sched_waking_run_cnt"]["value"]
+        out["waking_ns"] = ov["khbpf_sched_waking_run_time_ns"]["value"]
+    return out
+
+
+def round_j():
+    return round_b(("--wakers",))
+
+
+def round_k():
+    return round_b(("--blocked",))
 
 
 # bpftrace keeping per-thread counters like khbpf's: switches in and out,
@@ -274,7 +288,8 @@ def main():
         run(["mount", "-t", "tracefs", "nodev", "/sys/kernel/tracing"])
     rounds = {k: [] for k in CONFIGS}
     fns = {"A": round_a, "B": round_b, "C": round_c, "D": round_d, "E": round_e, "F": round_f,
-           "G": round_g, "H": round_h, "I": round_i}
+           "G": round_g, "H": round_h, "I": round_i, "J": round_j,
+           "K": round_k}
     t0 = time.time()
     for i in range(ROUNDS):
         for k in CONFIGS:
@@ -315,7 +330,8 @@ def main():
     sc = summary["empty_syscall_ns"][0]
     names = {"B": "khbpf run (target)", "C": "runqlat -L", "D": "khbpf attach (non-target)",
              "E": "empty tp_btf program", "G": "khbpf serve (every task, by cgroup)",
-             "H": "runqslower", "I": "bpftrace, per-thread counters"}
+             "H": "runqslower", "I": "bpftrace, per-thread counters",
+             "J": "khbpf run --wakers (target)", "K": "khbpf run --blocked (target)"}
     lines = [
         f"`perf bench sched pipe -T -l {LOOPS}` pinned to CPU 0; median (IQR) of {ROUNDS} "
         "interleaved rounds; one empty syscall (`perf bench syscall basic`) = "
@@ -346,6 +362,11 @@ def main():
         f"| khbpf sched_switch ns/run / runqlat's | {r2[0]:.2f} ({r2[1]:.2f}) | <= 0.6 |",
         f"| non-target switch / empty program | {r3[0]:.2f} ({r3[1]:.2f}) | <= 1.3 |",
     ]
+    waking = [r["waking_ns"] / r["waking_cnt"] for r in rounds["J"] if r.get("waking_cnt")]
+    if waking:
+        w, wi = med_iqr(waking)
+        lines += ["", f"With `--wakers`, khbpf_sched_waking: {w:.0f} ({wi:.0f}) ns per run "
+                  "(one per wakeup of a target thread), beside its sched_switch program above."]
     lines += [
         "",
         f"Loader (`khbpf attach` on a process of 1000 threads each waking every 100 ms, "

@@ -26,6 +26,12 @@
 	"                        1G (default 1M); records it has no room for are\n"         \
 	"                        counted in loss.span_records_dropped_ringbuf\n"            \
 	"      --private         create the -o file with mode 0600 (default 0644)\n"        \
+	"      --blocked         time each thread's and span's blocked time (off-CPU,\n"    \
+	"                        not runnable) by cause: lock, io, sleep, fault,\n"         \
+	"                        other; about triples the scheduler program's cost\n"       \
+	"                        per switch of a target (see BENCHMARKS.md)\n"              \
+	"      --wakers          --blocked, and who woke each thread (blocked.wakers):\n"   \
+	"                        a sched_waking program and a hash update per stretch\n"    \
 	"      --bpf-stats       time khbpf's BPF programs (BPF_ENABLE_STATS for the\n"     \
 	"                        window: every BPF program on the host then pays two\n"     \
 	"                        clock reads per run); without it `overhead` holds gaps\n"  \
@@ -125,6 +131,8 @@ int collect_args__parse(const char *cmd, int argc, char **argv, enum target_mode
 		{ "counter-events", required_argument, NULL, 'C' },
 		{ "span-links", required_argument, NULL, 'L' },
 		{ "bpf-stats", no_argument, NULL, 'B' },
+		{ "wakers", no_argument, NULL, 'W' },
+		{ "blocked", no_argument, NULL, 'K' },
 		{ "private", no_argument, NULL, 'P' },
 		{ "html", required_argument, NULL, 'H' },
 		{ "perfetto", required_argument, NULL, 'F' },
@@ -246,6 +254,13 @@ int collect_args__parse(const char *cmd, int argc, char **argv, enum target_mode
 			break;
 		case 'B':
 			so->bpf_stats = true;
+			break;
+		case 'W':
+			so->wakers = true;
+			so->blocked = true;
+			break;
+		case 'K':
+			so->blocked = true;
 			break;
 		case 'P':
 			a->private_out = true;

@@ -54,6 +54,8 @@ void cmd_serve_help(FILE *f)
 		"      --max-groups N    groups the kernel keeps (default %d); the least\n"
 		"                        recently active are evicted past 9/10, and counted\n"
 		"      --max-age S       drop groups idle this long (default 300)\n"
+		"      --blocked         also export khbpf_blocked_seconds_total{cause} per group\n"
+		"                        (about triples the scheduler program's cost per switch)\n"
 		"      --bpf-stats       also export khbpf's BPF program run time (every BPF\n"
 		"                        program on the host then pays two clock reads per run)\n"
 		"      --max-exited N    exited-thread records per window (default 65536)\n"
@@ -82,6 +84,7 @@ int serve_args__parse(int argc, char **argv, struct serve_args *a)
 		{ "max-groups", required_argument, NULL, 'G' },
 		{ "max-age", required_argument, NULL, 'A' },
 		{ "bpf-stats", no_argument, NULL, 'S' },
+		{ "blocked", no_argument, NULL, 'K' },
 		{ "max-exited", required_argument, NULL, 'E' },
 		{ "max-threads", required_argument, NULL, 'T' },
 		{ "labels", required_argument, NULL, 'L' },
@@ -187,6 +190,9 @@ int serve_args__parse(int argc, char **argv, struct serve_args *a)
 			break;
 		case 'S':
 			so->bpf_stats = true;
+			break;
+		case 'K':
+			so->blocked = true;
 			break;
 		case 'E':
 		case 'T':

@@ -94,7 +94,8 @@ static void fill_blocked(struct blocked_evidence *e, const struct khbpf_task_bpf
 {
 	memset(e, 0, sizeof(*e));
 	if (!s->stats.blocked) {
-		e->reason = EV_GAP_UNSUPPORTED;
+		/* Not asked for (--blocked, --wakers), or the kernel cannot give it. */
+		e->reason = s->stats.blocked_asked ? EV_GAP_UNSUPPORTED : EV_GAP_COLLECTOR_DISABLED;
 		return;
 	}
 	e->recorded = true;
@@ -121,7 +122,8 @@ static int fill_wakers(struct docbuild *b, const struct docbuild_opts *s)
 	size_t n = s->nr_wakers, i, j = 0, first;
 	struct waker_row *rows;
 
-	if (!s->stats.blocked)
+	/* Without --wakers the blocked objects have no wakers at all, not an empty list. */
+	if (!s->stats.wakers)
 		return 0;
 	rows = calloc(2 * n + 1, sizeof(*rows));
 	if (!rows)

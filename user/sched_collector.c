@@ -313,23 +313,27 @@ int sched_collector__open(struct sched_collector **out, const struct sched_colle
 	 * Blocked time needs the kernel's run_delay and the runqueue clock it
 	 * is kept on; serve sums it per group, without wakers.
 	 */
-	c->blocked = kernel_waits && rq_clock && !(opts && opts->no_blocked);
+	c->blocked_asked = opts && (opts->blocked || opts->wakers);
+	c->blocked = kernel_waits && rq_clock && c->blocked_asked;
+	/* Serve sums blocked time per group, without wakers. */
+	c->wakers = c->blocked && opts->wakers && !opts->group_by;
 	c->skel->rodata->blocked_enabled = c->blocked;
-	bpf_program__set_autoload(c->skel->progs.khbpf_sched_waking, c->blocked);
-	bpf_program__set_autoload(c->skel->progs.khbpf_hrtimer_expire_entry, c->blocked);
-	bpf_program__set_autoload(c->skel->progs.khbpf_hrtimer_expire_exit, c->blocked);
-	bpf_program__set_autoload(c->skel->progs.khbpf_timer_expire_entry, c->blocked);
-	bpf_program__set_autoload(c->skel->progs.khbpf_timer_expire_exit, c->blocked);
-	bpf_program__set_autoload(c->skel->progs.khbpf_irq_handler_entry, c->blocked);
-	bpf_program__set_autoload(c->skel->progs.khbpf_irq_handler_exit, c->blocked);
-	bpf_program__set_autoload(c->skel->progs.khbpf_softirq_entry, c->blocked);
-	bpf_program__set_autoload(c->skel->progs.khbpf_softirq_exit, c->blocked);
-	if (!c->blocked || (opts && opts->group_by)) {
+	c->skel->rodata->wakers_enabled = c->wakers;
+	bpf_program__set_autoload(c->skel->progs.khbpf_sched_waking, c->wakers);
+	bpf_program__set_autoload(c->skel->progs.khbpf_hrtimer_expire_entry, c->wakers);
+	bpf_program__set_autoload(c->skel->progs.khbpf_hrtimer_expire_exit, c->wakers);
+	bpf_program__set_autoload(c->skel->progs.khbpf_timer_expire_entry, c->wakers);
+	bpf_program__set_autoload(c->skel->progs.khbpf_timer_expire_exit, c->wakers);
+	bpf_program__set_autoload(c->skel->progs.khbpf_irq_handler_entry, c->wakers);
+	bpf_program__set_autoload(c->skel->progs.khbpf_irq_handler_exit, c->wakers);
+	bpf_program__set_autoload(c->skel->progs.khbpf_softirq_entry, c->wakers);
+	bpf_program__set_autoload(c->skel->progs.khbpf_softirq_exit, c->wakers);
+	if (!c->wakers) {
 		err = bpf_map__set_max_entries(c->skel->maps.wakers, 1);
 	} else {
 		err = bpf_map__set_max_entries(c->skel->maps.wakers,
-					       opts && opts->max_wakers ? opts->max_wakers :
-									  KHBPF_DEFAULT_MAX_WAKERS);
+					       opts->max_wakers ? opts->max_wakers :
+								  KHBPF_DEFAULT_MAX_WAKERS);
 		/* Allocated as wakers are seen, where the kernel allows it. */
 		if (mem_alloc)
 			err = err   ?:

@@ -84,8 +84,17 @@ struct sched_collector_opts {
 	 * kernel memory, measurable on any kernel.
 	 */
 	bool prealloc;
-	/* No blocked time or wakers (khbpf_sched_waking and the timer programs not loaded). */
-	bool no_blocked;
+	/*
+	 * Blocked time by cause (--blocked): each off-CPU stretch of a target
+	 * timed at both its switches, about three times the scheduler
+	 * program's cost per target switch (BENCHMARKS.md); off by default.
+	 */
+	bool blocked;
+	/*
+	 * Who woke each thread (run and attach): sched_waking and the interrupt
+	 * context tracepoints loaded, a hash update per blocked stretch.
+	 */
+	bool wakers;
 	uint32_t max_wakers; /* (thread, waker) entries; 0 → KHBPF_DEFAULT_MAX_WAKERS */
 	/* Span probes: keep per-thread on-CPU clocks and take span records. */
 	bool spans;
@@ -163,7 +172,9 @@ struct sched_collector_stats {
 	uint32_t max_exited;
 	bool sched_info; /* the kernel has sched_info (run_delay, pcount) */
 	uint64_t span_site_unresolved; /* no cookies: span entries at a site not in the map */
-	bool blocked; /* blocked time and wakers timed */
+	bool blocked_asked; /* --blocked or --wakers was given */
+	bool blocked; /* blocked time timed (asked, and the kernel allows it) */
+	bool wakers; /* ... and who woke each thread */
 	uint64_t wakers_overflow; /* blocked stretches the wakers map had no room for */
 	uint64_t wakeups_unseen; /* blocked stretches that ended without a sched_waking seen */
 	struct sched_variant variant;
@@ -261,8 +272,9 @@ struct sched_span_site {
  */
 int sched_collector__attach_spans(struct sched_collector *c, struct sched_span_site *sites,
 				  size_t nr, pid_t pid);
-/* Blocked time and wakers are timed (decided at open). */
+/* Blocked time is timed (decided at open), and whether it was asked for. */
 bool sched_collector__blocked(const struct sched_collector *c);
+bool sched_collector__blocked_asked(const struct sched_collector *c);
 /* Span sites go in uprobe_multi links (decided at open, from the kernel and the opts). */
 bool sched_collector__span_multi(const struct sched_collector *c);
 /* Span links held now. */

@@ -48,7 +48,9 @@ struct sched_collector {
 	uint32_t nr_targets; /* tgids in target_slots (at most KHBPF_MAX_TARGETS) */
 	uint32_t span_ringbuf_bytes; /* 0 without spans */
 	bool sched_info;
-	bool blocked; /* blocked time and wakers timed (blocked_enabled) */
+	bool blocked_asked; /* opts.blocked or opts.wakers */
+	bool blocked; /* blocked time timed (blocked_enabled) */
+	bool wakers; /* ... and who woke each thread (wakers_enabled) */
 	uint64_t not_final;
 	int *counter_fds; /* nr_counter_cpus * KHBPF_NR_COUNTERS; -1 where not open */
 	uint32_t nr_counter_cpus;

@@ -366,7 +366,9 @@ int sched_collector__stats(struct sched_collector *c, struct sched_collector_sta
 	out->max_exited = c->max_exited;
 	out->sched_info = c->sched_info;
 	out->span_site_unresolved = c->skel->bss->span_site_unresolved;
+	out->blocked_asked = c->blocked_asked;
 	out->blocked = c->blocked;
+	out->wakers = c->wakers;
 	out->wakers_overflow = c->skel->bss->wakers_overflow;
 	out->wakeups_unseen = c->skel->bss->wakeups_unseen;
 	sched_collector__select(&c->feat, &out->variant);
@@ -440,7 +442,7 @@ int sched_collector__wakers(struct sched_collector *c, struct waker_entry **out,
 
 	*out = NULL;
 	*nr = 0;
-	if (!c->blocked)
+	if (!c->wakers)
 		return 0;
 	err = sched_collector__map_dump(bpf_map__fd(c->skel->maps.wakers),
 					sizeof(struct khbpf_waker_key),
@@ -456,4 +458,9 @@ int sched_collector__wakers(struct sched_collector *c, struct waker_entry **out,
 bool sched_collector__blocked(const struct sched_collector *c)
 {
 	return c->blocked;
+}
+
+bool sched_collector__blocked_asked(const struct sched_collector *c)
+{
+	return c->blocked_asked;
 }

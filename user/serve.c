@@ -322,6 +322,7 @@ int serve__run(const struct serve_opts *opts, char *errbuf, size_t errlen)
 	so.group_by = s->o.group_by;
 	so.max_groups = s->o.max_groups;
 	so.bpf_stats = s->o.bpf_stats;
+	so.blocked = s->o.blocked;
 	so.max_exited = s->o.max_exited;
 	so.max_threads = s->o.max_threads;
 	so.root = s->o.root;

@@ -33,6 +33,7 @@ struct serve_opts {
 	const char *ndjson; /* one document per window: a path, "-" (stdout), or NULL */
 	bool ndjson_private; /* a new --ndjson file gets mode 0600, not 0644 */
 	bool bpf_stats;
+	bool blocked; /* --blocked: khbpf_blocked_seconds_total */
 	uint32_t max_exited;
 	uint32_t max_threads;
 	const char *root; /* procfs/sysfs root; NULL → "/" */

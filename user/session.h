@@ -41,6 +41,8 @@ struct session_opts {
 	uint32_t span_buffer; /* the span ring buffer's bytes (--span-buffer); 0 → default */
 	enum sched_counters span_counters; /* per-span counter readings */
 	bool bpf_stats; /* BPF run-time stats (system-wide) for the window */
+	bool blocked; /* --blocked: blocked time by cause */
+	bool wakers; /* --wakers: and who woke each thread */
 	enum sched_span_links span_links; /* --span-links */
 	/* serve: the processes (none: every task), cgroup filters and grouping. */
 	const pid_t *pids;

@@ -173,6 +173,8 @@ void session__setup_collector(struct session *s)
 		.max_tasks = s->opts.max_threads,
 		.topo = &s->topo,
 		.run_stats = s->opts.bpf_stats,
+		.blocked = s->opts.blocked,
+		.wakers = s->opts.wakers,
 	};
 	int err;
 

@@ -237,6 +237,8 @@ int span_run__finish(struct span_run *r, struct sched_collector *c)
 	if (n < 0)
 		return n;
 	r->blocked = sched_collector__blocked(c);
+	r->blocked_gap =
+		sched_collector__blocked_asked(c) ? EV_GAP_UNSUPPORTED : EV_GAP_COLLECTOR_DISABLED;
 	err = sched_collector__span_aggs(c, &r->aggs, &r->nr_aggs);
 	err = err ?: sched_collector__open_spans(c, &r->open, &r->nr_open);
 	if (err || !r->nr_exit_open)
@@ -292,7 +294,7 @@ static void span_hw_field(const struct khbpf_span_hw *h, struct ev_u64 *begin, s
  * run_delay and blocked time is unattributed.
  */
 static void ledger_from(struct span_ledger *out, const struct khbpf_span_ledger *l, bool clock_gap,
-			bool blocked)
+			bool blocked, enum ev_gap blocked_gap)
 {
 	struct blocked_evidence *b = &out->blocked;
 	int i;
@@ -305,7 +307,7 @@ static void ledger_from(struct span_ledger *out, const struct khbpf_span_ledger 
 	out->migrations = l->migrations;
 	memset(b, 0, sizeof(*b));
 	if (!blocked || clock_gap) {
-		b->reason = blocked ? EV_GAP_UNAVAILABLE : EV_GAP_UNSUPPORTED;
+		b->reason = blocked ? EV_GAP_UNAVAILABLE : blocked_gap;
 		return;
 	}
 	b->recorded = true;
@@ -342,7 +344,8 @@ void span_run__record(const void *ctx, size_t i, struct span_record *s)
 			      &s->hardware.instructions_end);
 	}
 	s->has_ledger = true;
-	ledger_from(&s->ledger, &e->ledger, e->flags & KHBPF_SPAN_F_CLOCK_GAP, r->blocked);
+	ledger_from(&s->ledger, &e->ledger, e->flags & KHBPF_SPAN_F_CLOCK_GAP, r->blocked,
+		    r->blocked_gap);
 }
 
 /* The exact hardware aggregation, from the in-kernel totals. */
@@ -443,7 +446,7 @@ int span_run__document(struct span_run *r, uint64_t start_mono_ns, bool counters
 			for (k = 0; k < KHBPF_RQ_SLOTS; k++)
 				hist[k] += a->agg.hist[k];
 		}
-		ledger_from(&m->ledger, &l, gaps > 0, r->blocked);
+		ledger_from(&m->ledger, &l, gaps > 0, r->blocked, r->blocked_gap);
 		for (j = 0; j < r->nr_open; j++)
 			m->unfinished += r->open[j].metric == i;
 		m->histogram = &r->buckets[nb];

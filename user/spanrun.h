@@ -27,6 +27,7 @@ struct span_run {
 	struct span_agg_entry *aggs;
 	size_t nr_aggs;
 	bool blocked; /* the collector timed blocked time (the ledgers' `blocked`) */
+	enum ev_gap blocked_gap; /* why not, when it did not */
 	struct khbpf_span_event *open; /* still open at the end */
 	size_t nr_open;
 	struct khbpf_span_event *exit_open; /* open when their thread exited (delivered) */

@@ -35,6 +35,7 @@
 #include <semaphore.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 
@@ -188,11 +189,16 @@ static void pin(const cpu_set_t *s)
 	sched_setaffinity(0, sizeof(*s), s);
 }
 
+/* Every thread named, pinned and warm before any round starts. */
+static pthread_barrier_t started;
+
 static void name(const char *n)
 {
 	prctl(PR_SET_NAME, n);
 	if (strcmp(n, "w-spinner") && strcmp(n, "w-preempt"))
 		pin(&other_cpus);
+	warm();
+	pthread_barrier_wait(&started);
 }
 
 /* ---- wait-mutex ---- */
@@ -234,7 +240,6 @@ static void *mutex_main(void *arg)
 
 	(void)arg;
 	name("w-mutex");
-	warm();
 	for (i = 0; i < rounds; i++) {
 		sem_wait(&mutex_pair.go);
 		/* The holder is asleep holding it by the time we try. */
@@ -286,7 +291,6 @@ static void *pipe_main(void *arg)
 
 	(void)arg;
 	name("w-pipe");
-	warm();
 	for (i = 0; i < rounds; i++) {
 		sem_post(&pipe_pair.go);
 		r += wait_pipe();
@@ -341,7 +345,6 @@ static void *cond_main(void *arg)
 
 	(void)arg;
 	name("w-cond");
-	warm();
 	for (i = 0; i < rounds; i++) {
 		r += wait_cond();
 		KEEP(r);
@@ -371,7 +374,6 @@ static void *sleep_main(void *arg)
 
 	(void)arg;
 	name("w-sleep");
-	warm();
 	for (i = 0; i < rounds; i++) {
 		r += wait_sleep();
 		KEEP(r);
@@ -413,7 +415,6 @@ static void *nest_main(void *arg)
 
 	(void)arg;
 	name("w-nest");
-	warm();
 	for (i = 0; i < rounds; i++) {
 		r += wait_outer();
 		KEEP(r);
@@ -454,7 +455,6 @@ static void *preempt_main(void *arg)
 
 	(void)arg;
 	name("w-preempt");
-	warm();
 	pin(&spin_cpu);
 	for (i = 0; i < rounds; i++) {
 		r += wait_preempt();
@@ -501,6 +501,13 @@ int main(int argc, char **argv)
 			return 1;
 	}
 	if (pipe(pipe_pair.pipe))
+		return 1;
+	/*
+	 * Every page in memory from the start, the threads' stacks too: a
+	 * span's only wait is then the one it makes, not a page fault's.
+	 */
+	mlockall(MCL_CURRENT | MCL_FUTURE);
+	if (pthread_barrier_init(&started, NULL, sizeof(mains) / sizeof(mains[0])))
 		return 1;
 	if (sched_getaffinity(0, sizeof(other_cpus), &other_cpus))
 		return 1;
