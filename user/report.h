@@ -78,6 +78,18 @@ struct report_thread {
 	unsigned int depth; /* nesting levels of its spans (0: none) */
 };
 
+/*
+ * A span record's scheduler ledger as the reports use it: what they show of
+ * span_ledger, without its blocked time (a million of these are held).
+ */
+struct report_ledger {
+	struct ev_u64 on_cpu_ns;
+	uint64_t run_delay_ns;
+	uint64_t voluntary_switches;
+	uint64_t involuntary_switches;
+	uint64_t migrations;
+};
+
 struct report_span {
 	uint64_t span_id;
 	uint64_t thread_id;
@@ -91,7 +103,7 @@ struct report_span {
 	bool has_hw;
 	struct span_hardware hw; /* when has_hw; a gapped `hardware` gaps all four */
 	bool has_ledger;
-	struct span_ledger ledger;
+	struct report_ledger ledger;
 	unsigned int depth; /* 0 for a span no other span on its thread encloses */
 	bool overlaps; /* crosses a span it does not nest in: not drawn */
 };
