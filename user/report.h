@@ -88,6 +88,8 @@ struct report_ledger {
 	uint64_t voluntary_switches;
 	uint64_t involuntary_switches;
 	uint64_t migrations;
+	bool blocked_recorded; /* scheduler.blocked, with --blocked */
+	uint64_t blocked_ns;
 };
 
 struct report_span {

@@ -259,6 +259,41 @@ struct pending {
 	const struct report_span *first;
 };
 
+/* A finished span whose ledger has its blocked time (--blocked): its parts can be drawn. */
+static bool parts_known(const struct report_span *s)
+{
+	return !s->open && s->has_ledger && s->ledger.on_cpu_ns.recorded &&
+	       s->ledger.blocked_recorded && s->inclusive_ns;
+}
+
+/*
+ * Along the bottom of a span's mark, its time in the thread's shades: on a
+ * CPU, waiting for one, blocked (the rest, unattributed, is not drawn), each
+ * as its share of the span; the order of the parts in time is not known.
+ */
+static void parts(struct page *pg, const struct report_span *s, int64_t x0, int64_t width, int y)
+{
+	const char *colors[3] = { ON_CPU, RUNQUEUE, OFF_CPU };
+	uint64_t ns[3] = { s->ledger.on_cpu_ns.value, s->ledger.run_delay_ns,
+			   s->ledger.blocked_ns };
+	int64_t x = x0, w;
+	char xs[24], ws[24];
+	int i;
+
+	for (i = 0; i < 3; i++) {
+		w = (int64_t)((unsigned __int128)(ns[i] > s->inclusive_ns ? s->inclusive_ns :
+									    ns[i]) *
+			      (uint64_t)width / s->inclusive_ns);
+		if (w <= 0)
+			continue;
+		px(xs, sizeof(xs), PLOT_X * 100 + x);
+		px(ws, sizeof(ws), w);
+		fprintf(pg->f, "<rect x=\"%s\" y=\"%d\" width=\"%s\" height=\"3\" fill=\"%s\"/>\n",
+			xs, y + ROW_H - 5, ws, colors[i]);
+		x += w;
+	}
+}
+
 static void flush(struct page *pg, struct pending *p, int y)
 {
 	const struct report_doc *d = pg->doc;
@@ -286,6 +321,14 @@ static void flush(struct page *pg, struct pending *p, int y)
 			fprintf(pg->f, ": from %s, still open when the window ended", a);
 		else
 			fprintf(pg->f, ": from %s, %s inclusive, %s exclusive", a, b, c);
+		if (parts_known(p->first)) {
+			const struct report_ledger *l = &p->first->ledger;
+
+			dur(a, sizeof(a), l->on_cpu_ns.value);
+			dur(b, sizeof(b), l->run_delay_ns);
+			dur(c, sizeof(c), l->blocked_ns);
+			fprintf(pg->f, "; %s on a CPU, %s waiting for one, %s blocked", a, b, c);
+		}
 		fprintf(pg->f, " (span %" PRIu64 ")</title>", p->first->span_id);
 	} else {
 		dur(b, sizeof(b), p->end);
@@ -294,6 +337,8 @@ static void flush(struct page *pg, struct pending *p, int y)
 			p->count, a, b);
 	}
 	fprintf(pg->f, "</rect>\n");
+	if (p->count == 1 && parts_known(p->first))
+		parts(pg, p->first, p->x0, width, y);
 	/* A label where it fits: about 7 px a character at 11 px. */
 	if (width / 100 >= (int64_t)strlen(m->id) * 7 + 8) {
 		px(x, sizeof(x), PLOT_X * 100 + p->x0 + 300);
@@ -381,7 +426,17 @@ static void timeline(struct page *pg)
 	}
 	fprintf(pg->f,
 		"<p class=\"note\">Each thread's spans over the window, nested callee below caller, "
-		"colored by metric. Hover for times. Dashed: still open at the end.</p>\n");
+		"colored by metric. Hover for times. Dashed: still open at the end.");
+	for (i = 0; i < d->nr_spans && !parts_known(&d->spans[i]); i++)
+		;
+	if (i < d->nr_spans)
+		fprintf(pg->f,
+			" Along each span (with --blocked), its shares of time: "
+			"<span class=\"sw\" style=\"background:" ON_CPU "\"></span>on a CPU, "
+			"<span class=\"sw\" style=\"background:" RUNQUEUE
+			"\"></span>waiting for one, "
+			"<span class=\"sw\" style=\"background:" OFF_CPU "\"></span>blocked.");
+	fprintf(pg->f, "</p>\n");
 	fprintf(pg->f,
 		"<svg id=\"timeline-svg\" width=\"%d\" height=\"%d\" "
 		"viewBox=\"0 0 %d %d\">\n",

@@ -300,6 +300,16 @@ static void load_ledger(struct loader *ld, struct json_object *o, const char *w,
 	s->ledger.voluntary_switches = loader__get_u64(ld, l, wl, "voluntary_context_switches");
 	s->ledger.involuntary_switches = loader__get_u64(ld, l, wl, "involuntary_context_switches");
 	s->ledger.migrations = loader__get_u64(ld, l, wl, "cpu_migrations");
+	if (json_object_object_get_ex(l, "blocked", NULL)) {
+		struct report_blocked b;
+		int i;
+
+		loader__get_blocked(ld, l, wl, "blocked", &b);
+		s->ledger.blocked_recorded = b.recorded;
+		for (i = 0; i < BLOCK_CAUSES; i++)
+			s->ledger.blocked_ns += b.ns[i];
+		free(b.wakers);
+	}
 }
 
 static void load_span(struct loader *ld, struct json_object *o, const char *w,

@@ -12,7 +12,8 @@
 #    condition variable, io for a pipe, sleep for nanosleep, none while
 #    preempted); nested spans both decomposed;
 #  - each waiter thread's wakers: the partner thread (tid and comm) for the
-#    mutex, the pipe and the condition variable, a timer for the sleeps.
+#    mutex, the pipe and the condition variable, a timer for the sleeps;
+#  - the HTML timeline draws and names each span's parts.
 # And the process's blocked time is the sum of its threads'.
 . "$(dirname "$0")/common.bash"
 require_root "BPF needs root"
@@ -135,6 +136,11 @@ expect_exit 0 timeout 60 "$KHBPF" run --wakers -o "$TMP/run.json" -- "$W" --roun
 cp "$TMP/out" "$TMP/run.truth"
 "$PYTHON" tests/validate_schema.py "$SCHEMA" "$TMP/run.json" >/dev/null || fail "schema (run)"
 check "$TMP/run.json" "$TMP/run.truth"
+# The HTML timeline draws each span's shares of time (every call here is
+# wide enough to be a mark of its own), and says them on hover.
+"$KHBPF" report "$TMP/run.json" --html "$TMP/run.html" || fail "khbpf report --html"
+n=$(grep -c ' waiting for one, [^<]* blocked (span [0-9]*)</title>' "$TMP/run.html")
+[ "$n" -eq $((7 * ROUNDS)) ] || fail "HTML: $n spans with their on-CPU, waiting and blocked parts, expected $((7 * ROUNDS))"
 
 # attach to a process that waits for it, then runs its rounds
 mkfifo "$TMP/go"
