@@ -4,14 +4,13 @@
 
 #include "blockcause.h"
 
-static const char *const cause_names[KHBPF_BLOCK_CAUSES] = {
-	[KHBPF_BLOCK_LOCK] = "lock",   [KHBPF_BLOCK_IO] = "io",	      [KHBPF_BLOCK_SLEEP] = "sleep",
-	[KHBPF_BLOCK_FAULT] = "fault", [KHBPF_BLOCK_OTHER] = "other",
-};
+_Static_assert(KHBPF_BLOCK_CAUSES == BLOCK_CAUSES && KHBPF_BLOCK_LOCK == 0 && KHBPF_BLOCK_IO == 1 &&
+		       KHBPF_BLOCK_SLEEP == 2 && KHBPF_BLOCK_FAULT == 3 && KHBPF_BLOCK_OTHER == 4,
+	       "blocked_cause__name()'s order");
 
 const char *blockcause__name(uint32_t cause)
 {
-	return cause < KHBPF_BLOCK_CAUSES ? cause_names[cause] : NULL;
+	return blocked_cause__name(cause);
 }
 
 const char *blockcause__waker_kind(uint32_t kind)

@@ -8,6 +8,7 @@
 
 #include <stdint.h>
 
+#include "evidence.h"
 #include "khbpf/sched.h"
 
 /* "lock", "io", "sleep", "fault", "other"; NULL out of range. */

@@ -28,7 +28,7 @@
 	"      --private         create the -o file with mode 0600 (default 0644)\n"        \
 	"      --blocked         time each thread's and span's blocked time (off-CPU,\n"    \
 	"                        not runnable) by cause: lock, io, sleep, fault,\n"         \
-	"                        other; about triples the scheduler program's cost\n"       \
+	"                        other; about 1.5 times the scheduler program's cost\n"     \
 	"                        per switch of a target (see BENCHMARKS.md)\n"              \
 	"      --wakers          --blocked, and who woke each thread (blocked.wakers):\n"   \
 	"                        a sched_waking program and a hash update per stretch\n"    \

@@ -55,7 +55,7 @@ void cmd_serve_help(FILE *f)
 		"                        recently active are evicted past 9/10, and counted\n"
 		"      --max-age S       drop groups idle this long (default 300)\n"
 		"      --blocked         also export khbpf_blocked_seconds_total{cause} per group\n"
-		"                        (about triples the scheduler program's cost per switch)\n"
+		"                        (about 1.5 times the scheduler program's cost per switch)\n"
 		"      --bpf-stats       also export khbpf's BPF program run time (every BPF\n"
 		"                        program on the host then pays two clock reads per run)\n"
 		"      --max-exited N    exited-thread records per window (default 65536)\n"

@@ -527,3 +527,10 @@ uint64_t blocked_evidence__total(const struct blocked_evidence *b)
 		t += b->ns[i];
 	return t;
 }
+
+const char *blocked_cause__name(size_t i)
+{
+	static const char *const names[BLOCK_CAUSES] = { "lock", "io", "sleep", "fault", "other" };
+
+	return i < BLOCK_CAUSES ? names[i] : NULL;
+}

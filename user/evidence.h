@@ -346,6 +346,8 @@ struct blocked_evidence {
 };
 
 uint64_t blocked_evidence__total(const struct blocked_evidence *b);
+/* The document's name of cause i (KHBPF_BLOCK_* order): "lock" ... "other"; NULL past them. */
+const char *blocked_cause__name(size_t i);
 
 /* khbpf addition: what the scheduler did while spans were open. */
 struct span_ledger {

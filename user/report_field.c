@@ -406,7 +406,6 @@ static void load_wakers(struct loader *ld, struct json_object *arr, const char *
 void loader__get_blocked(struct loader *ld, struct json_object *obj, const char *where,
 			 const char *key, struct report_blocked *b)
 {
-	static const char *const causes[BLOCK_CAUSES] = { "lock", "io", "sleep", "fault", "other" };
 	struct json_object *v, *by, *m;
 	char w[256], wc[300];
 	size_t i, j, n;
@@ -433,7 +432,7 @@ void loader__get_blocked(struct loader *ld, struct json_object *obj, const char 
 
 		snprintf(wc, sizeof(wc), "%s.blocked_by[%zu]", w, i);
 		name = loader__get_str(ld, c, wc, "cause", true);
-		for (j = 0; name && j < BLOCK_CAUSES && strcmp(name, causes[j]); j++)
+		for (j = 0; name && j < BLOCK_CAUSES && strcmp(name, blocked_cause__name(j)); j++)
 			;
 		if (!name || j == BLOCK_CAUSES) {
 			loader__fail(ld, "%s.cause: not a cause", wc);

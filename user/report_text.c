@@ -88,8 +88,6 @@ static void print_run(const struct report_doc *d, FILE *f)
 			d->logical_cpus);
 }
 
-static const char *const cause_names[BLOCK_CAUSES] = { "lock", "io", "sleep", "fault", "other" };
-
 /* "lock 98.2%, sleep 1.8%": each cause with time, as a share of the blocked time. */
 static void put_causes(const struct report_blocked *b, FILE *f)
 {
@@ -103,8 +101,8 @@ static void put_causes(const struct report_blocked *b, FILE *f)
 		if (!b->ns[i])
 			continue;
 		pm = (uint64_t)((unsigned __int128)b->ns[i] * 1000 / total);
-		fprintf(f, "%s%s %" PRIu64 ".%" PRIu64 "%%", any ? ", " : "", cause_names[i],
-			pm / 10, pm % 10);
+		fprintf(f, "%s%s %" PRIu64 ".%" PRIu64 "%%", any ? ", " : "",
+			blocked_cause__name((size_t)i), pm / 10, pm % 10);
 		any = true;
 	}
 }

@@ -86,7 +86,7 @@ struct sched_collector_opts {
 	bool prealloc;
 	/*
 	 * Blocked time by cause (--blocked): each off-CPU stretch of a target
-	 * timed at both its switches, about three times the scheduler
+	 * timed at both its switches, about 1.5 times the scheduler
 	 * program's cost per target switch (BENCHMARKS.md); off by default.
 	 */
 	bool blocked;

@@ -175,15 +175,7 @@ cleanup_serve() {
 	keep_failed "$rc"
 }
 trap cleanup_serve EXIT
-PORT=$("$PYTHON" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-"$KHBPF" serve --blocked --listen "127.0.0.1:$PORT" --interval 1 --cgroup "/$CG" --by process \
-	2>"$TMP/serve.err" &
-SERVE_PID=$!
-for _ in $(seq 100); do
-	curl -sf "http://127.0.0.1:$PORT/healthz" >/dev/null && break
-	kill -0 "$SERVE_PID" 2>/dev/null || fail "serve exited: $(cat "$TMP/serve.err")"
-	sleep 0.1
-done
+start_serve --blocked --interval 1 --cgroup "/$CG" --by process
 (echo "$BASHPID" >"$CGROOT/$CG/cgroup.procs" && exec "$W" --rounds "$ROUNDS") >"$TMP/serve.truth" ||
 	fail "the workload failed under serve"
 sleep 2.5

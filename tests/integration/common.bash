@@ -167,3 +167,18 @@ trace_final() {
 	"$FINALCOUNT" --pid "$pid" --dir "$2" --timeout-ms 300000 &
 	FINALCOUNT_PID=$!
 }
+
+# start_serve ARGS...: `khbpf serve ARGS` on a free local port, its stderr in
+# $TMP/serve.err, until /healthz answers; sets PORT and SERVE_PID (the
+# caller's EXIT trap stops it).
+start_serve() {
+	PORT=$("$PYTHON" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+	"$KHBPF" serve --listen "127.0.0.1:$PORT" "$@" 2>"$TMP/serve.err" &
+	SERVE_PID=$!
+	for _ in $(seq 100); do
+		curl -sf "http://127.0.0.1:$PORT/healthz" >/dev/null && return 0
+		kill -0 "$SERVE_PID" 2>/dev/null || fail "serve exited: $(cat "$TMP/serve.err")"
+		sleep 0.1
+	done
+	fail "serve did not start: $(cat "$TMP/serve.err")"
+}

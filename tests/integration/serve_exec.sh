@@ -21,18 +21,7 @@ cleanup() {
 }
 trap cleanup EXIT
 mkdir "$CGROOT/$CG" || fail "cannot make cgroup $CGROOT/$CG"
-PORT=$("$PYTHON" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-
-: >"$TMP/serve.err"
-"$KHBPF" serve --listen "127.0.0.1:$PORT" --interval 1 --cgroup "/$CG" --by process \
-	2>"$TMP/serve.err" &
-SERVE_PID=$!
-for _ in $(seq 100); do
-	curl -sf "http://127.0.0.1:$PORT/healthz" >/dev/null && break
-	kill -0 "$SERVE_PID" 2>/dev/null || fail "serve exited: $(cat "$TMP/serve.err")"
-	sleep 0.1
-done
-curl -sf "http://127.0.0.1:$PORT/healthz" >/dev/null || fail "serve did not start: $(cat "$TMP/serve.err")"
+start_serve --interval 1 --cgroup "/$CG" --by process
 
 # The process: a bash subshell joins the cgroup, sleeps 0.3 s (a builtin
 # read timing out: no child, so it is the cgroup's only process), then
