@@ -94,7 +94,8 @@ static bool container_component(const char *s, size_t n, char *id)
 /*
  * A pod UID as the kubelet wrote it into the path: a UUID, its '-' written
  * '_' by the systemd driver (back to '-' in out), or a static pod's 32 hex
- * digit hash.
+ * digit hash. One driver wrote the whole UID, so its four separators are
+ * the same character: a mixed one is some other name.
  */
 static bool pod_uid(const char *s, size_t n, char *out)
 {
@@ -105,11 +106,11 @@ static bool pod_uid(const char *s, size_t n, char *out)
 		out[n] = '\0';
 		return true;
 	}
-	if (n != 36)
+	if (n != 36 || (s[8] != '-' && s[8] != '_'))
 		return false;
 	for (i = 0; i < n; i++) {
 		if (i == 8 || i == 13 || i == 18 || i == 23) {
-			if (s[i] != '-' && s[i] != '_')
+			if (s[i] != s[8])
 				return false;
 			out[i] = '-';
 		} else {
