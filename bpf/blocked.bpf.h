@@ -180,6 +180,20 @@ static __always_inline void waker_add(struct task_struct *next, struct khbpf_tas
 	__builtin_memcpy(v->comm, st->waker_comm, sizeof(v->comm));
 }
 
+/* ... and to the thread's open spans: the span clock's ring of wakeups (KHBPF_WAKE_LOG). */
+static __always_inline void wake_log_add(struct khbpf_span_clock *ck, struct khbpf_task_state *st,
+					 __u64 ns)
+{
+	struct khbpf_span_wake *w = &ck->wake_log[ck->wake_seq & (KHBPF_WAKE_LOG - 1)];
+
+	w->ns = ns;
+	w->wake_ns = st->waker_ns;
+	w->kind = st->waker_kind;
+	w->tid = st->waker_kind == KHBPF_WAKER_TASK ? st->waker_tid : 0;
+	w->tgid = st->waker_kind == KHBPF_WAKER_TASK ? st->waker_tgid : 0;
+	ck->wake_seq++;
+}
+
 /*
  * next comes back: its stretch's time less the kernel's run_delay over it
  * (including the wait sched_info_arrive() is about to add) is blocked time,
@@ -238,6 +252,8 @@ static __always_inline void stretch_in(struct task_struct *next, struct khbpf_ta
 		__sync_fetch_and_add(&wakeups_unseen, 1);
 	} else if ((__u64)gap > st->ep_pre_ns) {
 		waker_add(next, st, gap - st->ep_pre_ns);
+		if (ck)
+			wake_log_add(ck, st, gap - st->ep_pre_ns);
 	}
 out:
 	st->ep_flags = 0;

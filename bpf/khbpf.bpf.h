@@ -71,6 +71,8 @@ extern __u64 group_overflow;
 extern __u64 span_site_unresolved;
 extern __u64 wakers_overflow;
 extern __u64 wakeups_unseen;
+extern __u64 span_wakes_unlisted;
+extern __u64 span_wakers_overflow;
 
 /* sched.bpf.c defines KHBPF_DEFINE_MAPS before including this: the maps are made there. */
 #ifdef KHBPF_DEFINE_MAPS
@@ -213,6 +215,17 @@ KHBPF_MAP struct {
 	__type(key, __u32);
 	__type(value, __u32);
 } syscall_cause SEC(".maps");
+
+/*
+ * Who ended the blocked time of each span metric's calls (span.bpf.c, from
+ * the span clock's wake_log); full: counted in span_wakers_overflow.
+ */
+KHBPF_MAP struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, KHBPF_DEFAULT_SPAN_WAKERS);
+	__type(key, struct khbpf_span_waker_key);
+	__type(value, struct khbpf_span_waker_val);
+} span_wakers SEC(".maps");
 
 /* Who woke each target thread (sched.bpf.c); full: counted in wakers_overflow. */
 KHBPF_MAP struct {

@@ -132,6 +132,9 @@ __u64 group_overflow = 0; /* switch-outs of a group `groups` had no room for (in
 __u64 span_site_unresolved = 0; /* no cookie: a span probe hit at a site not in span_site_metric */
 __u64 wakers_overflow = 0; /* blocked stretches `wakers` had no room for */
 __u64 wakeups_unseen = 0; /* blocked stretches ended with no sched_waking seen */
+/* a span's stretches with a waker that its clock's wake_log no longer held at its exit */
+__u64 span_wakes_unlisted = 0;
+__u64 span_wakers_overflow = 0; /* span stretches `span_wakers` had no room for */
 
 /* Before thread_info.cpu (x86-64 until 5.15), the CPU is task_struct.cpu. */
 struct task_struct___pre516 {

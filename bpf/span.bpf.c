@@ -242,6 +242,7 @@ static __always_inline int span_enter(struct pt_regs *ctx, bool fetch)
 	f->metric = metric;
 	f->start_ns = ledger_now(task, ck, &f->at_start, f->hw, start);
 	f->clock_gaps = ck->clock_gaps;
+	f->wake_seq = ck->wake_seq;
 	ss->depth = depth + 1;
 	return 0;
 }
@@ -296,6 +297,46 @@ static __always_inline void span_aggregate(__u32 tid, __u32 metric, __u64 incl, 
 	a->hist[khbpf_rq_slot(incl)]++;
 }
 
+/*
+ * The span's wakeups (those since its entry the clock's ring still holds,
+ * newest first) to its metric's wakers; returns how many there are.
+ */
+static __always_inline __u32 span_wakers_add(struct khbpf_span_clock *ck, __u64 seq, __u64 since,
+					     __u32 metric)
+{
+	__u64 n = seq - since;
+	struct khbpf_span_waker_key key = { .metric = metric };
+	struct khbpf_span_waker_val *v, zero = {};
+	struct khbpf_span_wake *w;
+	__u32 i;
+
+	if (n > KHBPF_WAKE_LOG) {
+		__sync_fetch_and_add(&span_wakes_unlisted, n - KHBPF_WAKE_LOG);
+		n = KHBPF_WAKE_LOG;
+	}
+	for (i = 0; i < KHBPF_WAKE_LOG; i++) {
+		if (i >= n)
+			break;
+		w = &ck->wake_log[(seq - 1 - i) & (KHBPF_WAKE_LOG - 1)];
+		key.kind = w->kind;
+		key.waker_tid = w->tid;
+		v = bpf_map_lookup_elem(&span_wakers, &key);
+		if (!v) {
+			bpf_map_update_elem(&span_wakers, &key, &zero, BPF_NOEXIST);
+			v = bpf_map_lookup_elem(&span_wakers, &key);
+			if (!v) {
+				__sync_fetch_and_add(&span_wakers_overflow, 1);
+				continue;
+			}
+		}
+		/* A metric's calls run on many threads at once. */
+		__sync_fetch_and_add(&v->ns, w->ns);
+		__sync_fetch_and_add(&v->count, 1);
+		v->waker_tgid = w->tgid;
+	}
+	return (__u32)n;
+}
+
 static __always_inline int span_exit(struct pt_regs *ctx, bool fetch)
 {
 	struct task_struct *task = current_task();
@@ -307,8 +348,8 @@ static __always_inline int span_exit(struct pt_regs *ctx, bool fetch)
 	struct khbpf_span_clock *ck;
 	struct khbpf_span_state *ss;
 	struct khbpf_span_frame *f;
-	__u64 now, incl, excl, parent_id = 0;
-	__u32 depth, idx, i, flags = 0;
+	__u64 now, incl, excl, parent_id = 0, wake_since, wake_seq;
+	__u32 depth, idx, i, flags = 0, wakes = 0;
 	__u64 rec;
 
 	ss = span_state_get(task, false);
@@ -390,6 +431,11 @@ static __always_inline int span_exit(struct pt_regs *ctx, bool fetch)
 		ck->switched_in = 0;
 
 	span_aggregate(CUR_READ(task, pid), metric, incl, excl, &l, flags, hw);
+	/* One look at the ring's end: a preemption in between may add to it. */
+	wake_since = f->wake_seq;
+	wake_seq = ck->wake_seq;
+	if (wakers_enabled && wake_seq != wake_since)
+		wakes = span_wakers_add(ck, wake_seq, wake_since, metric);
 
 	if (fetch) {
 		rec = __sync_fetch_and_add(&span_records, 1);
@@ -402,8 +448,16 @@ static __always_inline int span_exit(struct pt_regs *ctx, bool fetch)
 		__sync_fetch_and_add(&span_sampled_out, 1);
 		return 0;
 	}
-	e = bpf_ringbuf_reserve(&span_events, nr_counters ? sizeof(*e) : KHBPF_SPAN_EVENT_NOHW_SIZE,
-				0);
+	/* Each size a constant, as the verifier wants it. */
+	if (wakes)
+		e = bpf_ringbuf_reserve(&span_events,
+					nr_counters ? sizeof(*e) + sizeof(struct khbpf_span_wakes) :
+						      KHBPF_SPAN_EVENT_NOHW_SIZE +
+							      sizeof(struct khbpf_span_wakes),
+					0);
+	else
+		e = bpf_ringbuf_reserve(&span_events,
+					nr_counters ? sizeof(*e) : KHBPF_SPAN_EVENT_NOHW_SIZE, 0);
 	if (!e) {
 		__sync_fetch_and_add(&span_ringbuf_drops, 1);
 		return 0;
@@ -420,6 +474,21 @@ static __always_inline int span_exit(struct pt_regs *ctx, bool fetch)
 	e->ledger = l;
 	if (nr_counters)
 		__builtin_memcpy(e->hw, hw, sizeof(hw));
+	if (wakes) {
+		struct khbpf_span_wakes *wk =
+			(void *)e + (nr_counters ? sizeof(*e) : KHBPF_SPAN_EVENT_NOHW_SIZE);
+
+		wk->nr = wakes;
+		wk->pad = 0;
+		wk->unlisted = wake_seq - wake_since - wakes;
+		for (i = 0; i < KHBPF_WAKE_LOG; i++) {
+			if (i < wakes)
+				wk->wake[i] =
+					ck->wake_log[(wake_seq - 1 - i) & (KHBPF_WAKE_LOG - 1)];
+			else
+				__builtin_memset(&wk->wake[i], 0, sizeof(wk->wake[i]));
+		}
+	}
 	/*
 	 * Waking the reader costs more than the rest of the span (an irq_work
 	 * and a wakeup per record); wake it every span_wakeup_mask + 1 records

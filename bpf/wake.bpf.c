@@ -46,6 +46,7 @@ int BPF_PROG(khbpf_sched_waking, struct task_struct *p)
 		cur = (struct task_struct *)bpf_get_current_task();
 		lo = (__u64)BPF_CORE_READ(cur, stack);
 	}
+	st->waker_ns = bpf_ktime_get_ns();
 	st->waker_tid = 0;
 	st->waker_tgid = 0;
 	__builtin_memset(st->waker_comm, 0, sizeof(st->waker_comm));

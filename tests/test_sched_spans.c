@@ -32,10 +32,12 @@ struct events {
 	size_t nr;
 };
 
-static void on_span(void *ctx, const struct khbpf_span_event *e)
+static void on_span(void *ctx, const struct khbpf_span_event *e,
+		    const struct khbpf_span_wakes *wakes)
 {
 	struct events *ev = ctx;
 
+	(void)wakes;
 	if (ev->nr < MAX_EVENTS)
 		ev->v[ev->nr++] = *e;
 }

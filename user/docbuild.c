@@ -21,7 +21,7 @@ struct docbuild {
 	size_t nr_threads;
 	struct waker_row *waker_rows; /* every thread's, then the process's */
 	struct collector_capability caps[6];
-	struct named_u64 loss[34 + SCHED_PROG_MAX];
+	struct named_u64 loss[40 + SCHED_PROG_MAX];
 	char loss_names[SCHED_PROG_MAX][48];
 	size_t nr_loss;
 	struct named_u64 overhead[2 * SCHED_PROG_MAX + 4];
@@ -382,6 +382,9 @@ static int build_document(struct docbuild *b)
 				 "per-CPU perf_event_open failed: %s",
 				 strerror(-s->stats.counters_err));
 		}
+		err = span_run__name_wakers(s->spans, s->wakers, s->nr_wakers);
+		if (err)
+			return err;
 		err = span_run__document(s->spans, s->start_mono, s->stats.nr_counters > 0, hw_gap,
 					 doc, &hw->span_aggregation);
 		if (err)
@@ -437,6 +440,9 @@ static int build_document(struct docbuild *b)
 	     s->stats.span_open_at_exit_drops + s->spans->exit_open_lost);
 	LOSS("blocked_wakers_overflow", s->stats.wakers_overflow);
 	LOSS("blocked_wakeups_unseen", s->stats.wakeups_unseen);
+	LOSS("span_wakeups_unlisted", s->stats.span_wakes_unlisted);
+	LOSS("span_wakers_overflow", s->stats.span_wakers_overflow);
+	LOSS("span_wakers_not_kept", s->spans->wakes_lost);
 	LOSS("offcpu_stretches_unseen", s->win.total_bpf.offcpu_unseen);
 	/* A run the kernel skipped (the program was busy on that CPU) may miss an event. */
 	for (i = 0; i < s->stats.nr_progs; i++) {

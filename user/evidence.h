@@ -324,7 +324,13 @@ struct waker_row {
 	char comm[WAKER_COMM_MAX];
 	uint64_t ns; /* blocked time its wakeups ended */
 	uint64_t count;
+	/* Span records: when it last woke the span's thread, from the window's start. */
+	bool has_last_wakeup;
+	uint64_t last_wakeup_ns;
 };
+
+/* Wakers a span record lists (the document's `wakers` of a span's ledger). */
+#define SPAN_RECORD_WAKERS 4
 
 struct blocked_evidence {
 	bool recorded;
@@ -374,6 +380,7 @@ struct span_record {
 	struct span_hardware hardware;
 	bool has_ledger;
 	struct span_ledger ledger;
+	struct waker_row waker_rows[SPAN_RECORD_WAKERS]; /* ledger.blocked.wakers, when any */
 };
 
 /* Inclusive deltas of one span's readings; gaps propagate like ev_u64__delta. */

@@ -421,6 +421,8 @@ static struct json_object *waker_json(const struct waker_row *w, int *err)
 	}
 	add(obj, "ns", evjson__u64(w->ns), err);
 	add(obj, "count", evjson__u64(w->count), err);
+	if (w->has_last_wakeup)
+		add(obj, "last_wakeup_ns", evjson__u64(w->last_wakeup_ns), err);
 	return obj;
 }
 

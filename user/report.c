@@ -313,6 +313,8 @@ void report_doc__free(struct report_doc *d)
 		free(d->metrics[i].blocked.wakers);
 	}
 	free(d->blocked.wakers);
+	for (i = 0; d->spans && i < d->nr_spans; i++)
+		free(d->spans[i].ledger.wakers);
 	for (i = 0; i < d->nr_gaps; i++) {
 		free(d->gaps[i].path);
 		free(d->gaps[i].pattern);

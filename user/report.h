@@ -90,6 +90,8 @@ struct report_ledger {
 	uint64_t migrations;
 	bool blocked_recorded; /* scheduler.blocked, with --blocked */
 	uint64_t blocked_ns;
+	struct waker_row *wakers; /* with --wakers, when any (malloc'd) */
+	size_t nr_wakers;
 };
 
 struct report_span {

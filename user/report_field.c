@@ -399,6 +399,10 @@ static void load_wakers(struct loader *ld, struct json_object *arr, const char *
 		}
 		r->ns = loader__get_u64(ld, o, w, "ns");
 		r->count = loader__get_u64(ld, o, w, "count");
+		if (json_object_object_get_ex(o, "last_wakeup_ns", NULL)) {
+			r->has_last_wakeup = true;
+			r->last_wakeup_ns = loader__get_u64(ld, o, w, "last_wakeup_ns");
+		}
 		b->nr_wakers++;
 	}
 }

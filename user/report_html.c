@@ -259,6 +259,27 @@ struct pending {
 	const struct report_span *first;
 };
 
+/* "; woken by w-holder (1234) 58.1 ms x3, a timer 2.0 ms x1": a span's wakers (--wakers). */
+static void put_span_wakers(struct page *pg, const struct report_ledger *l)
+{
+	char ns[32];
+	size_t i;
+
+	for (i = 0; i < l->nr_wakers; i++) {
+		const struct waker_row *w = &l->wakers[i];
+
+		fputs(i ? ", " : "; woken by ", pg->f);
+		if (w->kind == WAKER_THREAD) {
+			esc(pg, "%s", w->comm);
+			fprintf(pg->f, " (%" PRIu32 ")", w->tid);
+		} else {
+			fputs(w->kind == WAKER_TIMER ? "a timer" : "an interrupt", pg->f);
+		}
+		dur(ns, sizeof(ns), w->ns);
+		fprintf(pg->f, " %s x%" PRIu64, ns, w->count);
+	}
+}
+
 /* A finished span whose ledger has its blocked time (--blocked): its parts can be drawn. */
 static bool parts_known(const struct report_span *s)
 {
@@ -328,6 +349,7 @@ static void flush(struct page *pg, struct pending *p, int y)
 			dur(b, sizeof(b), l->run_delay_ns);
 			dur(c, sizeof(c), l->blocked_ns);
 			fprintf(pg->f, "; %s on a CPU, %s waiting for one, %s blocked", a, b, c);
+			put_span_wakers(pg, l);
 		}
 		fprintf(pg->f, " (span %" PRIu64 ")</title>", p->first->span_id);
 	} else {
@@ -435,7 +457,8 @@ static void timeline(struct page *pg)
 			"<span class=\"sw\" style=\"background:" ON_CPU "\"></span>on a CPU, "
 			"<span class=\"sw\" style=\"background:" RUNQUEUE
 			"\"></span>waiting for one, "
-			"<span class=\"sw\" style=\"background:" OFF_CPU "\"></span>blocked.");
+			"<span class=\"sw\" style=\"background:" OFF_CPU
+			"\"></span>blocked (with --wakers, who woke it on hover).");
 	fprintf(pg->f, "</p>\n");
 	fprintf(pg->f,
 		"<svg id=\"timeline-svg\" width=\"%d\" height=\"%d\" "

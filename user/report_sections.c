@@ -308,7 +308,12 @@ static void load_ledger(struct loader *ld, struct json_object *o, const char *w,
 		s->ledger.blocked_recorded = b.recorded;
 		for (i = 0; i < BLOCK_CAUSES; i++)
 			s->ledger.blocked_ns += b.ns[i];
-		free(b.wakers);
+		if (b.nr_wakers) {
+			s->ledger.wakers = b.wakers;
+			s->ledger.nr_wakers = b.nr_wakers;
+		} else {
+			free(b.wakers);
+		}
 	}
 }
 
@@ -374,6 +379,7 @@ static void add_span(struct loader *ld, struct json_object *o, const char *w, bo
 	}
 	load_span(ld, o, w, &s, open);
 	mark_span(ld, &s);
+	free(s.ledger.wakers);
 }
 
 static void load_record(struct loader *ld, struct json_object *o, size_t i, void *arg)

@@ -344,6 +344,11 @@ static void print_metric_time(const struct report_metric *m, FILE *f)
 		fprintf(f, " %c %s unattributed", u < 0 ? '-' : '+', un);
 	}
 	fputc('\n', f);
+	if (m->blocked.nr_wakers) {
+		fprintf(f, "  %-26s woken by ", "");
+		put_wakers(&m->blocked, 3, f);
+		fputc('\n', f);
+	}
 }
 
 static int print_spans(const struct report_doc *d, FILE *f)

@@ -148,6 +148,112 @@ static void spans(struct tracer *t)
 	}
 }
 
+/* A wakeup that ended a span's blocked time: its latest by one waker (--wakers). */
+struct wakeup {
+	uint64_t ts;
+	uint64_t wakee; /* the span's thread */
+	const struct waker_row *w;
+};
+
+static int wakeup_cmp(const void *a, const void *b)
+{
+	const struct wakeup *x = a, *y = b;
+
+	if (x->wakee != y->wakee)
+		return x->wakee < y->wakee ? -1 : 1;
+	if (x->ts != y->ts)
+		return x->ts < y->ts ? -1 : 1;
+	return x->w->tid < y->w->tid ? -1 : x->w->tid > y->w->tid;
+}
+
+/* A zero-length slice at a wakeup, one end of its flow (flow v2: bind_id). */
+static void wakeup_end(struct tracer *t, const char *name, uint64_t pid, uint64_t tid, uint64_t ts,
+		       uint64_t id, bool out, struct json_object *args)
+{
+	struct json_object *ev = json_object_new_object();
+
+	add(t, ev, "name", evjson__string(name));
+	add(t, ev, "ph", json_object_new_string("X"));
+	add(t, ev, "cat", json_object_new_string("wakeup"));
+	add(t, ev, "pid", evjson__u64(pid));
+	add(t, ev, "tid", evjson__u64(tid));
+	add(t, ev, "ts", us(ts));
+	add(t, ev, "dur", us(0));
+	add(t, ev, "bind_id", evjson__u64(id));
+	add(t, ev, out ? "flow_out" : "flow_in", json_object_new_boolean(1));
+	add(t, ev, "args", args);
+	push(t, ev);
+}
+
+/*
+ * An arrow from each thread that woke a span's thread to it, at the
+ * latest wakeup the span's record lists per waker: a zero-length slice on
+ * the waker's thread (inside what it was running) and one on the woken
+ * thread (inside the span it was blocked in). A wakeup listed by nested
+ * spans is drawn once. Interrupts and timers have no thread to start from.
+ */
+static void wakeups(struct tracer *t)
+{
+	const struct report_doc *d = t->doc;
+	struct wakeup *all;
+	size_t i, j, n = 0;
+	char name[64];
+
+	for (i = 0; i < d->nr_spans; i++)
+		n += d->spans[i].ledger.nr_wakers;
+	if (!n)
+		return;
+	all = calloc(n, sizeof(*all));
+	if (!all) {
+		t->err = -ENOMEM;
+		return;
+	}
+	n = 0;
+	for (i = 0; i < d->nr_spans; i++) {
+		const struct report_span *s = &d->spans[i];
+
+		for (j = 0; j < s->ledger.nr_wakers; j++) {
+			const struct waker_row *w = &s->ledger.wakers[j];
+
+			if (w->kind == WAKER_THREAD && w->has_last_wakeup)
+				all[n++] = (struct wakeup){ w->last_wakeup_ns, s->thread_id, w };
+		}
+	}
+	if (n)
+		qsort(all, n, sizeof(*all), wakeup_cmp);
+	for (i = 0; i < n && !t->err; i++) {
+		const struct waker_row *w = all[i].w;
+		struct json_object *args;
+
+		if (i && !wakeup_cmp(&all[i - 1], &all[i]))
+			continue;
+		/* A thread of another process has no name in the document's threads. */
+		if (w->pid != d->pid) {
+			struct json_object *ev = json_object_new_object();
+
+			args = json_object_new_object();
+			add(t, args, "name", evjson__string(w->comm));
+			add(t, ev, "name", json_object_new_string("thread_name"));
+			add(t, ev, "ph", json_object_new_string("M"));
+			add(t, ev, "pid", evjson__u64(w->pid));
+			add(t, ev, "tid", evjson__u64(w->tid));
+			add(t, ev, "args", args);
+			push(t, ev);
+		}
+		args = json_object_new_object();
+		add(t, args, "woke_tid", evjson__u64(all[i].wakee));
+		snprintf(name, sizeof(name), "wakes %" PRIu64, all[i].wakee);
+		wakeup_end(t, name, w->pid, w->tid, all[i].ts, i + 1, true, args);
+		args = json_object_new_object();
+		add(t, args, "waker_tid", evjson__u64(w->tid));
+		add(t, args, "waker_pid", evjson__u64(w->pid));
+		add(t, args, "waker_comm", evjson__string(w->comm));
+		snprintf(name, sizeof(name), "woken by %.16s", w->comm);
+		wakeup_end(t, name, d->pid, all[i].wakee, all[i].ts, i + 1, false, args);
+	}
+	free(all);
+}
+
 /* A change of the open-spans counter: 16 bytes, two a span. */
 struct step {
 	uint64_t ts;
@@ -323,6 +429,7 @@ int report__trace_write(const struct report_doc *doc, FILE *f)
 	fputs("{\"traceEvents\":[\n", t.f);
 	names(&t);
 	spans(&t);
+	wakeups(&t);
 	counters(&t);
 	other = other_data(&t);
 	text = other && !t.err ? json_object_to_json_string_ext(other, TO_STRING_FLAGS) : NULL;

@@ -402,6 +402,13 @@ int sched_collector__open(struct sched_collector **out, const struct sched_colle
 			err = err   ?:
 				      bpf_map__set_map_flags(c->skel->maps.span_agg,
 							     BPF_F_NO_PREALLOC);
+		/* Who ended span metrics' blocked time: made as seen, where the kernel allows. */
+		if (!c->wakers)
+			err = err ?: bpf_map__set_max_entries(c->skel->maps.span_wakers, 1);
+		else if (mem_alloc)
+			err = err   ?:
+				      bpf_map__set_map_flags(c->skel->maps.span_wakers,
+							     BPF_F_NO_PREALLOC);
 		c->on_span = opts->on_span;
 		c->on_span_ctx = opts->on_span_ctx;
 		/*
@@ -430,6 +437,7 @@ int sched_collector__open(struct sched_collector **out, const struct sched_colle
 	} else {
 		/* Without spans the span maps stay at one entry: no memory. */
 		err = err ?: bpf_map__set_max_entries(c->skel->maps.span_agg, 1);
+		err = err ?: bpf_map__set_max_entries(c->skel->maps.span_wakers, 1);
 		err = err ?: bpf_map__set_max_entries(c->skel->maps.span_events, 4096);
 	}
 	if (err)

@@ -117,7 +117,8 @@ struct sched_collector_opts {
 	uint32_t cgroup_levels[KHBPF_MAX_CGROUP_FILTERS];
 	uint32_t nr_cgroups;
 	/* Called for each span record as it is drained; may be NULL. */
-	void (*on_span)(void *ctx, const struct khbpf_span_event *e);
+	void (*on_span)(void *ctx, const struct khbpf_span_event *e,
+			const struct khbpf_span_wakes *wakes);
 	void *on_span_ctx;
 };
 
@@ -177,6 +178,8 @@ struct sched_collector_stats {
 	bool wakers; /* ... and who woke each thread */
 	uint64_t wakers_overflow; /* blocked stretches the wakers map had no room for */
 	uint64_t wakeups_unseen; /* blocked stretches that ended without a sched_waking seen */
+	uint64_t span_wakes_unlisted; /* span stretches the span clock's wake_log no longer held */
+	uint64_t span_wakers_overflow; /* span stretches the span_wakers map had no room for */
 	struct sched_variant variant;
 	/* Span counters requested, but the kernel's verifier refused those programs. */
 	bool counters_refused;
@@ -213,6 +216,11 @@ struct group_entry {
 struct waker_entry {
 	struct khbpf_waker_key key;
 	struct khbpf_waker_val val;
+};
+
+struct span_waker_entry {
+	struct khbpf_span_waker_key key;
+	struct khbpf_span_waker_val val;
 };
 
 struct span_agg_entry {
@@ -275,6 +283,8 @@ int sched_collector__attach_spans(struct sched_collector *c, struct sched_span_s
 /* Blocked time is timed (decided at open), and whether it was asked for. */
 bool sched_collector__blocked(const struct sched_collector *c);
 bool sched_collector__blocked_asked(const struct sched_collector *c);
+/* Whether it takes who woke the threads (--wakers, not in serve). */
+bool sched_collector__has_wakers(const struct sched_collector *c);
 /* Span sites go in uprobe_multi links (decided at open, from the kernel and the opts). */
 bool sched_collector__span_multi(const struct sched_collector *c);
 /* Span links held now. */
@@ -290,6 +300,9 @@ int sched_collector__span_fd(struct sched_collector *c);
 int sched_collector__drain_spans(struct sched_collector *c);
 /* Who woke each thread, sorted by (tid, start_time); *out malloc'd. */
 int sched_collector__wakers(struct sched_collector *c, struct waker_entry **out, size_t *nr);
+/* Who ended each span metric's blocked time (with wakers and spans); *out malloc'd. */
+int sched_collector__span_wakers(struct sched_collector *c, struct span_waker_entry **out,
+				 size_t *nr);
 /* Exact per (thread, metric) aggregates; *out malloc'd. */
 int sched_collector__span_aggs(struct sched_collector *c, struct span_agg_entry **out, size_t *nr);
 /* Spans still open now (inclusive_ns unset), from the task iterator. */

@@ -40,7 +40,8 @@ struct sched_collector {
 	bool mem_alloc; /* hashes allocated on use (bpf_mem_alloc), else preallocated */
 	uint64_t delivered;
 	uint64_t malformed; /* ring buffer records of an unexpected size */
-	void (*on_span)(void *ctx, const struct khbpf_span_event *e);
+	void (*on_span)(void *ctx, const struct khbpf_span_event *e,
+			const struct khbpf_span_wakes *wakes);
 	void *on_span_ctx;
 	int stats_fd;
 	bool attached;

@@ -371,6 +371,8 @@ int sched_collector__stats(struct sched_collector *c, struct sched_collector_sta
 	out->wakers = c->wakers;
 	out->wakers_overflow = c->skel->bss->wakers_overflow;
 	out->wakeups_unseen = c->skel->bss->wakeups_unseen;
+	out->span_wakes_unlisted = c->skel->bss->span_wakes_unlisted;
+	out->span_wakers_overflow = c->skel->bss->span_wakers_overflow;
 	sched_collector__select(&c->feat, &out->variant);
 	out->variant.uprobe_multi = c->span_multi;
 	out->variant.task_storage = c->task_storage;
@@ -455,9 +457,47 @@ int sched_collector__wakers(struct sched_collector *c, struct waker_entry **out,
 	return 0;
 }
 
+static int span_waker_cmp(const void *a, const void *b)
+{
+	const struct khbpf_span_waker_key *x = &((const struct span_waker_entry *)a)->key;
+	const struct khbpf_span_waker_key *y = &((const struct span_waker_entry *)b)->key;
+
+	if (x->metric != y->metric)
+		return x->metric < y->metric ? -1 : 1;
+	if (x->kind != y->kind)
+		return x->kind < y->kind ? -1 : 1;
+	return x->waker_tid < y->waker_tid ? -1 : x->waker_tid > y->waker_tid;
+}
+
+int sched_collector__span_wakers(struct sched_collector *c, struct span_waker_entry **out,
+				 size_t *nr)
+{
+	void *v = NULL;
+	int err;
+
+	*out = NULL;
+	*nr = 0;
+	if (!c->wakers || !c->skel->rodata->spans_enabled)
+		return 0;
+	err = sched_collector__map_dump(
+		bpf_map__fd(c->skel->maps.span_wakers), sizeof(struct khbpf_span_waker_key),
+		offsetof(struct span_waker_entry, val), sizeof(**out), &v, nr);
+	if (err)
+		return err;
+	if (*nr)
+		qsort(v, *nr, sizeof(**out), span_waker_cmp);
+	*out = v;
+	return 0;
+}
+
 bool sched_collector__blocked(const struct sched_collector *c)
 {
 	return c->blocked;
+}
+
+bool sched_collector__has_wakers(const struct sched_collector *c)
+{
+	return c->wakers;
 }
 
 bool sched_collector__blocked_asked(const struct sched_collector *c)

@@ -21,22 +21,35 @@
 #include "sched_collector_priv.h"
 #include "uprobe_multi.h"
 
+/*
+ * A record: the span, its counter readings when counters are on, and with
+ * wakers, when the span had any, its wakeups (khbpf_span_wakes) after them.
+ */
 static int span_event_cb(void *ctx, void *data, size_t size)
 {
 	struct sched_collector *c = ctx;
+	size_t ev = c->nr_counters ? sizeof(struct khbpf_span_event) : KHBPF_SPAN_EVENT_NOHW_SIZE;
+	struct khbpf_span_wakes wakes;
 	struct khbpf_span_event full;
+	bool with_wakes = c->wakers && size == ev + sizeof(wakes);
 
-	if (size == KHBPF_SPAN_EVENT_NOHW_SIZE && !c->nr_counters) {
-		memcpy(&full, data, size);
-		memset(full.hw, 0, sizeof(full.hw));
-		data = &full;
-	} else if (size != sizeof(full)) {
+	if (size != ev && !with_wakes) {
 		c->malformed++;
 		return 0;
 	}
+	memcpy(&full, data, ev);
+	if (ev < sizeof(full))
+		memset(full.hw, 0, sizeof(full.hw));
+	if (with_wakes) {
+		memcpy(&wakes, (char *)data + ev, sizeof(wakes));
+		if (wakes.nr > KHBPF_WAKE_LOG) {
+			c->malformed++;
+			return 0;
+		}
+	}
 	c->delivered++;
 	if (c->on_span)
-		c->on_span(c->on_span_ctx, data);
+		c->on_span(c->on_span_ctx, &full, with_wakes ? &wakes : NULL);
 	return 0;
 }
 

@@ -206,7 +206,11 @@ static bool metric_attached(const struct span_run *r, uint32_t metric)
 	return false;
 }
 
-void span_run__on_event(void *ctx, const struct khbpf_span_event *e)
+/* A kept record's flag (never the kernel's): its wakers are in r->wakes. */
+#define SPAN_F_WAKES 0x80000000u
+
+void span_run__on_event(void *ctx, const struct khbpf_span_event *e,
+			const struct khbpf_span_wakes *wakes)
 {
 	struct span_run *r = ctx;
 	struct khbpf_span_event *slot;
@@ -222,6 +226,13 @@ void span_run__on_event(void *ctx, const struct khbpf_span_event *e)
 		return;
 	}
 	*slot = *e;
+	slot->flags &= ~SPAN_F_WAKES;
+	if (wakes && wakes->nr) {
+		if (span_wakes__add(&r->wakes, e->span_id, wakes))
+			r->wakes_lost++;
+		else
+			slot->flags |= SPAN_F_WAKES;
+	}
 }
 
 int span_run__finish(struct span_run *r, struct sched_collector *c)
@@ -239,7 +250,9 @@ int span_run__finish(struct span_run *r, struct sched_collector *c)
 	r->blocked = sched_collector__blocked(c);
 	r->blocked_gap =
 		sched_collector__blocked_asked(c) ? EV_GAP_UNSUPPORTED : EV_GAP_COLLECTOR_DISABLED;
-	err = sched_collector__span_aggs(c, &r->aggs, &r->nr_aggs);
+	r->wakers = sched_collector__has_wakers(c);
+	err = sched_collector__span_wakers(c, &r->metric_wakers, &r->nr_metric_wakers);
+	err = err ?: sched_collector__span_aggs(c, &r->aggs, &r->nr_aggs);
 	err = err ?: sched_collector__open_spans(c, &r->open, &r->nr_open);
 	if (err || !r->nr_exit_open)
 		return err;
@@ -346,6 +359,16 @@ void span_run__record(const void *ctx, size_t i, struct span_record *s)
 	s->has_ledger = true;
 	ledger_from(&s->ledger, &e->ledger, e->flags & KHBPF_SPAN_F_CLOCK_GAP, r->blocked,
 		    r->blocked_gap);
+	if (r->wakers && s->ledger.blocked.recorded)
+		span_wakes__evidence(
+			&r->wakes,
+			e->flags & SPAN_F_WAKES ? span_wakes__find(&r->wakes, e->span_id) : NULL,
+			r->start_mono_ns, s->waker_rows, &s->ledger.blocked);
+}
+
+int span_run__name_wakers(struct span_run *r, const struct waker_entry *t, size_t n)
+{
+	return span_wakes__seal(&r->wakes, t, n);
 }
 
 /* The exact hardware aggregation, from the in-kernel totals. */
@@ -386,7 +409,9 @@ int span_run__document(struct span_run *r, uint64_t start_mono_ns, bool counters
 		calloc(r->nr_metrics ? r->nr_metrics * KHBPF_RQ_SLOTS : 1, sizeof(*r->buckets));
 	r->probes = calloc(r->nr_sites ? r->nr_sites : 1, sizeof(*r->probes));
 	r->doc_open = calloc(r->nr_open ? r->nr_open : 1, sizeof(*r->doc_open));
-	if (!r->doc_metrics || !r->buckets || !r->probes || !r->doc_open)
+	r->metric_rows =
+		calloc(r->nr_metric_wakers ? r->nr_metric_wakers : 1, sizeof(*r->metric_rows));
+	if (!r->doc_metrics || !r->buckets || !r->probes || !r->doc_open || !r->metric_rows)
 		return -ENOMEM;
 
 	for (i = 0; i < r->nr_open; i++) {
@@ -447,6 +472,17 @@ int span_run__document(struct span_run *r, uint64_t start_mono_ns, bool counters
 				hist[k] += a->agg.hist[k];
 		}
 		ledger_from(&m->ledger, &l, gaps > 0, r->blocked, r->blocked_gap);
+		if (r->wakers && m->ledger.blocked.recorded) {
+			/* metric_wakers are by metric: this one's are a run of them. */
+			for (j = 0; j < r->nr_metric_wakers && r->metric_wakers[j].key.metric < i;
+			     j++)
+				;
+			for (k = j; k < r->nr_metric_wakers && r->metric_wakers[k].key.metric == i;
+			     k++)
+				;
+			span_wakes__metric(&r->wakes, &r->metric_wakers[j], k - j,
+					   &r->metric_rows[j], &m->ledger.blocked);
+		}
 		for (j = 0; j < r->nr_open; j++)
 			m->unfinished += r->open[j].metric == i;
 		m->histogram = &r->buckets[nb];
@@ -498,5 +534,8 @@ void span_run__free(struct span_run *r)
 	free(r->buckets);
 	free(r->probes);
 	free(r->doc_open);
+	span_wakes__free(&r->wakes);
+	free(r->metric_wakers);
+	free(r->metric_rows);
 	memset(r, 0, sizeof(*r));
 }

@@ -14,6 +14,7 @@
 #include "sched_collector.h"
 #include "spanfind.h"
 #include "spanstore.h"
+#include "spanwakes.h"
 
 struct span_run {
 	struct span_site *sites;
@@ -27,6 +28,12 @@ struct span_run {
 	struct span_agg_entry *aggs;
 	size_t nr_aggs;
 	bool blocked; /* the collector timed blocked time (the ledgers' `blocked`) */
+	bool wakers; /* ... and who woke the threads: records' and metrics' wakers */
+	struct span_wakes wakes; /* the records' wakers, beside those that had any */
+	uint64_t wakes_lost; /* records kept without their wakers: no memory */
+	struct span_waker_entry *metric_wakers; /* by metric (sched_collector__span_wakers) */
+	size_t nr_metric_wakers;
+	struct waker_row *metric_rows;
 	enum ev_gap blocked_gap; /* why not, when it did not */
 	struct khbpf_span_event *open; /* still open at the end */
 	size_t nr_open;
@@ -71,7 +78,8 @@ void span_run__attach(struct span_run *r, struct sched_collector *c, pid_t pid);
  */
 void span_run__unattach(struct span_run *r, const char *why);
 /* sched_collector on_span callback. */
-void span_run__on_event(void *ctx, const struct khbpf_span_event *e);
+void span_run__on_event(void *ctx, const struct khbpf_span_event *e,
+			const struct khbpf_span_wakes *wakes);
 /* At the window's end: drain, read aggregates and the spans still open. */
 int span_run__finish(struct span_run *r, struct sched_collector *c);
 /*
@@ -82,6 +90,11 @@ int span_run__finish(struct span_run *r, struct sched_collector *c);
  * The records are not copied: doc's span_at makes them from r, which must
  * outlive doc's text.
  */
+/*
+ * With wakers: the threads' wakers t[0..n) (sched_collector__wakers) name
+ * the spans' wakers; before span_run__document.
+ */
+int span_run__name_wakers(struct span_run *r, const struct waker_entry *t, size_t n);
 int span_run__document(struct span_run *r, uint64_t start_mono_ns, bool counters,
 		       enum ev_gap hw_reason, struct evidence_doc *doc,
 		       struct span_hw_aggregation *agg);

@@ -157,6 +157,7 @@ struct khbpf_task_state {
 	__u32 waker_tgid;
 	__u32 waker_kind; /* KHBPF_WAKER_*, 0: none since the last switch-in */
 	__u32 ep_pad;
+	__u64 waker_ns; /* bpf_ktime_get_ns() at that wakeup (sched_waking) */
 	char waker_comm[16];
 	struct khbpf_task_bpf b;
 };

@@ -25,7 +25,7 @@
 #define KHBPF_SPAN_RINGBUF_MIN (64u << 10)
 #define KHBPF_SPAN_RINGBUF_MAX (1u << 30)
 /*
- * Without task storage, span state (4.7 KiB each) lives in a preallocated
+ * Without task storage, span state (8.3 KiB each) lives in a preallocated
  * hash of this many threads; a thread beyond it records no spans, counted
  * in span_state_failures.
  */
@@ -39,6 +39,27 @@
  */
 #define KHBPF_SPAN_SEQ_BITS 40
 #define KHBPF_SPAN_MAX_SLOT ((1u << (64 - KHBPF_SPAN_SEQ_BITS)) - 1)
+
+/*
+ * Who ended the blocked stretches inside a thread's open spans (--wakers):
+ * the last KHBPF_WAKE_LOG such stretches with a waker seen, a ring in the
+ * span clock written at the switch-in that ends each. A span's exit
+ * itemises those since its entry, into its record and its metric's
+ * wakers (span_wakers); stretches the ring no longer holds by then are
+ * counted (span_wakes_unlisted) and their time is without a waker.
+ */
+#define KHBPF_WAKE_LOG 16
+/* (metric, waker) entries of span_wakers (--max-span-wakers). */
+#define KHBPF_DEFAULT_SPAN_WAKERS 16384
+
+struct khbpf_span_wake {
+	__u64 ns; /* the blocked time this wakeup ended */
+	__u64 wake_ns; /* bpf_ktime_get_ns() at the wakeup (sched_waking) */
+	__u32 tid; /* KHBPF_WAKER_TASK: the waker, and its process; 0 otherwise */
+	__u32 tgid;
+	__u32 kind; /* KHBPF_WAKER_* */
+	__u32 pad;
+};
 
 /*
  * A thread's on-CPU clock, kept while it has open spans, in the thread's
@@ -64,6 +85,8 @@ struct khbpf_span_clock {
 	__u64 offcpu_ns;
 	struct khbpf_blocked blocked;
 	struct khbpf_vctr ctr[KHBPF_NR_COUNTERS];
+	__u64 wake_seq; /* stretches written to wake_log: the next goes at wake_seq % LOG */
+	struct khbpf_span_wake wake_log[KHBPF_WAKE_LOG];
 };
 
 /* The scheduler ledger of one span: what happened while it was open. */
@@ -88,6 +111,7 @@ struct khbpf_span_frame {
 	__u32 metric;
 	__u32 pad;
 	__u64 clock_gaps; /* the thread's clock_gaps at entry */
+	__u64 wake_seq; /* ... and its clock's wake_seq */
 	struct khbpf_span_ledger at_start; /* absolute readings at entry */
 	struct khbpf_vreading hw[KHBPF_NR_COUNTERS]; /* virtual counters at entry */
 };
@@ -133,6 +157,32 @@ struct khbpf_span_event {
 /* Without counters configured a record stops before hw: less to write per span. */
 #define KHBPF_SPAN_EVENT_NOHW_SIZE __builtin_offsetof(struct khbpf_span_event, hw)
 
+/*
+ * With wakers, a record whose span had blocked stretches with a waker seen
+ * is followed, in the same ring buffer record, by these.
+ */
+struct khbpf_span_wakes {
+	__u32 nr; /* entries of wake[] in use, newest first */
+	__u32 pad;
+	__u64 unlisted; /* the span's stretches with a waker the ring no longer held */
+	struct khbpf_span_wake wake[KHBPF_WAKE_LOG];
+};
+
+/* A metric's blocked time by waker (span_wakers), summed over its calls. */
+struct khbpf_span_waker_key {
+	__u32 metric;
+	__u32 kind; /* KHBPF_WAKER_* */
+	__u32 waker_tid; /* KHBPF_WAKER_TASK; 0 otherwise */
+	__u32 pad;
+};
+
+struct khbpf_span_waker_val {
+	__u64 ns;
+	__u64 count;
+	__u32 waker_tgid;
+	__u32 pad;
+};
+
 /* A span site without attach cookies: the probed file and offset in it. */
 struct khbpf_site_key {
 	__u64 ino; /* the file's inode number */
@@ -159,12 +209,19 @@ struct khbpf_span_agg {
 #ifndef __BPF__
 _Static_assert(sizeof(struct khbpf_span_ledger) == 48 + sizeof(struct khbpf_blocked),
 	       "khbpf_span_ledger layout");
-_Static_assert(sizeof(struct khbpf_span_clock) ==
-		       48 + sizeof(struct khbpf_blocked) + 56 * KHBPF_NR_COUNTERS,
+_Static_assert(sizeof(struct khbpf_span_wake) == 32, "khbpf_span_wake layout");
+_Static_assert(sizeof(struct khbpf_span_clock) == 48 + sizeof(struct khbpf_blocked) +
+							  56 * KHBPF_NR_COUNTERS + 8 +
+							  32 * KHBPF_WAKE_LOG,
 	       "khbpf_span_clock layout");
 _Static_assert(sizeof(struct khbpf_span_frame) ==
-		       40 + sizeof(struct khbpf_span_ledger) + 32 * KHBPF_NR_COUNTERS,
+		       48 + sizeof(struct khbpf_span_ledger) + 32 * KHBPF_NR_COUNTERS,
 	       "khbpf_span_frame layout");
+_Static_assert(!(KHBPF_WAKE_LOG & (KHBPF_WAKE_LOG - 1)), "KHBPF_WAKE_LOG: a power of two");
+_Static_assert(sizeof(struct khbpf_span_wakes) == 16 + 32 * KHBPF_WAKE_LOG,
+	       "khbpf_span_wakes layout");
+_Static_assert(sizeof(struct khbpf_span_waker_key) == 16, "khbpf_span_waker_key layout");
+_Static_assert(sizeof(struct khbpf_span_waker_val) == 24, "khbpf_span_waker_val layout");
 _Static_assert(sizeof(struct khbpf_span_hw) == 24, "khbpf_span_hw layout");
 _Static_assert(sizeof(struct khbpf_site_key) == 16, "khbpf_site_key layout");
 _Static_assert(sizeof(struct khbpf_span_event) ==

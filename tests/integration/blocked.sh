@@ -13,6 +13,10 @@
 #    preempted); nested spans both decomposed;
 #  - each waiter thread's wakers: the partner thread (tid and comm) for the
 #    mutex, the pipe and the condition variable, a timer for the sleeps;
+#    the same as the largest waker of each of its span records (nested
+#    spans both), its latest wakeup inside the span, and of each metric;
+#    every wakers list adds up: listed + others + without a waker = blocked;
+#  - the Perfetto trace draws an arrow from each partner to its waiter;
 #  - the HTML timeline draws and names each span's parts.
 # And the process's blocked time is the sum of its threads'.
 . "$(dirname "$0")/common.bash"
@@ -107,6 +111,56 @@ for t in truth:
         ok = any(w["kind"] == "timer" and w["count"] >= rounds for w in wk)
     if not ok:
         bad.append(f"{t['comm']}: wakers {wk}, expected {t['waker_comm']} ({t['waker_tid']})")
+def is_waker(w, t):
+    if t["waker_tid"]:
+        return w["kind"] == "thread" and w["tid"] == t["waker_tid"] and w["comm"] == t["waker_comm"]
+    return w["kind"] == "timer"
+def adds_up(b, what):
+    listed = sum(w["ns"] for w in b["wakers"]) + b["other_wakers"]["ns"] + b["without_waker_ns"]
+    if listed != b["blocked_ns"]:
+        bad.append(f"{what}: wakers {listed} ns in all, blocked {b['blocked_ns']}")
+# Each span's: the partner (or the timer) ended most of its blocked time.
+seen = {}
+span_wakers = 0
+for t in truth:
+    k = (t["tid"], t["metric"])
+    i = seen.get(k, 0)
+    seen[k] = i + 1
+    if i >= len(by.get(k, [])):
+        continue
+    s = by[k][i]
+    b = s["scheduler"]["blocked"]
+    if b["status"] != "recorded":
+        continue
+    b = b["value"]
+    if "wakers" not in b:
+        bad.append(f"{k}#{i}: no wakers in the span's record")
+        continue
+    adds_up(b, f"{k}#{i}")
+    if not t["waker_comm"]:
+        continue
+    top = b["wakers"][0] if b["wakers"] else None
+    if not top or not is_waker(top, t) or top["ns"] < b["blocked_ns"] // 2:
+        bad.append(f"{k}#{i}: span wakers {b['wakers']}, expected {t['waker_comm']} ({t['waker_tid']}) first")
+        continue
+    span_wakers += 1
+    if not s["start_ns"] <= top["last_wakeup_ns"] <= s["start_ns"] + s["inclusive_ns"]:
+        bad.append(f"{k}#{i}: latest wakeup {top['last_wakeup_ns']} outside the span {s['start_ns']}+{s['inclusive_ns']}")
+if not span_wakers:
+    bad.append("no span record named its waker")
+# Each metric's: its partner among its wakers, for every call.
+for m in d["span_metrics"]:
+    b = m["scheduler"]["blocked"]
+    if b["status"] != "recorded":
+        continue
+    b = b["value"]
+    adds_up(b, m["metric_id"])
+    want = [t for t in truth if t["metric"] == m["metric_id"] and t["waker_comm"]]
+    if want and not any(is_waker(w, want[0]) and w["count"] >= rounds for w in b["wakers"]):
+        bad.append(f"{m['metric_id']}: wakers {b['wakers']}, expected {want[0]['waker_comm']}")
+for k in ("span_wakeups_unlisted", "span_wakers_overflow", "span_wakers_not_kept"):
+    if d["loss"][k]["value"]:
+        bad.append(f"loss {k}: {d['loss'][k]['value']}")
 # The process's: its threads' summed, cause by cause.
 proc = d["scheduler_detail"]["value"]["blocked"]["value"]
 for c in ("lock", "io", "sleep", "fault", "other"):
@@ -139,8 +193,31 @@ check "$TMP/run.json" "$TMP/run.truth"
 # The HTML timeline draws each span's shares of time (every call here is
 # wide enough to be a mark of its own), and says them on hover.
 "$KHBPF" report "$TMP/run.json" --html "$TMP/run.html" || fail "khbpf report --html"
-n=$(grep -c ' waiting for one, [^<]* blocked (span [0-9]*)</title>' "$TMP/run.html")
+n=$(grep -c ' waiting for one, [^<]* blocked[^<]* (span [0-9]*)</title>' "$TMP/run.html")
 [ "$n" -eq $((7 * ROUNDS)) ] || fail "HTML: $n spans with their on-CPU, waiting and blocked parts, expected $((7 * ROUNDS))"
+n=$(grep -c ' blocked; woken by w-holder ([0-9]*) [^<]* (span [0-9]*)</title>' "$TMP/run.html")
+[ "$n" -eq "$ROUNDS" ] || fail "HTML: $n wait-mutex spans name w-holder on hover, expected $ROUNDS"
+# Perfetto: an arrow (flow v2) from each partner's wakeup to its waiter.
+"$KHBPF" report "$TMP/run.json" --perfetto "$TMP/run.trace.json" || fail "khbpf report --perfetto"
+"$PYTHON" - "$TMP/run.trace.json" "$TMP/run.truth" <<'PY' || fail "Perfetto: the wakeup arrows"
+import json, sys
+ev = json.load(open(sys.argv[1]))["traceEvents"]
+truth = [json.loads(l) for l in open(sys.argv[2]) if l.startswith("{")]
+outs = {e["bind_id"]: e for e in ev if e.get("flow_out")}
+ins = {e["bind_id"]: e for e in ev if e.get("flow_in")}
+bad = [i for i in outs if i not in ins] + [i for i in ins if i not in outs]
+pairs = {(outs[i]["tid"], ins[i]["tid"]) for i in outs if i in ins}
+for t in truth:
+    if t["waker_tid"] and (t["waker_tid"], t["tid"]) not in pairs:
+        bad.append(f"no arrow {t['waker_comm']} ({t['waker_tid']}) -> {t['comm']} ({t['tid']})")
+for i in outs:
+    if i in ins and outs[i]["ts"] != ins[i]["ts"]:
+        bad.append(f"arrow {i}: from {outs[i]['ts']} to {ins[i]['ts']}")
+for x in bad:
+    print("  " + str(x), file=sys.stderr)
+print(f"  Perfetto: {len(pairs)} waker -> waiter arrows")
+sys.exit(1 if bad else 0)
+PY
 
 # attach to a process that waits for it, then runs its rounds
 mkfifo "$TMP/go"
