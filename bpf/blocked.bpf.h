@@ -68,6 +68,7 @@ static __always_inline bool entry_regs_of(struct task_struct *p, struct entry_re
  */
 static __always_inline __u32 block_cause(struct task_struct *p, unsigned int state)
 {
+	struct task_struct *tsk = p;
 	struct entry_regs r;
 	__u32 *c, v, nr;
 
@@ -77,8 +78,11 @@ static __always_inline __u32 block_cause(struct task_struct *p, unsigned int sta
 		return KHBPF_BLOCK_OTHER;
 	if (r.orig_ax < 0)
 		return KHBPF_BLOCK_FAULT;
-	/* io_schedule(): a disk wait, whatever the call. */
-	if (BPF_CORE_READ_BITFIELD_PROBED(p, in_iowait))
+	/*
+	 * io_schedule(): a disk wait, whatever the call. A plain load, p being
+	 * trusted (the macro has a local named p: hence tsk).
+	 */
+	if (BPF_CORE_READ_BITFIELD(tsk, in_iowait))
 		return KHBPF_BLOCK_IO;
 	nr = (__u32)r.orig_ax;
 	if (nr >= KHBPF_SYSCALL_NR_MAX)
@@ -122,8 +126,9 @@ static __always_inline __u64 open_blocked_ns(struct task_struct *p,
 }
 
 /* prev leaves the CPU: its off-CPU stretch starts, blocked or preempted. */
+/* grp: prev's group (serve), as group_switch_out() found it. */
 static __always_inline void stretch_out(struct task_struct *prev, struct khbpf_task_state *st,
-					__u64 now)
+					__u64 now, struct khbpf_group_acc *grp)
 {
 	unsigned int state = task_state_now(prev);
 	__u32 cause;
@@ -143,12 +148,8 @@ static __always_inline void stretch_out(struct task_struct *prev, struct khbpf_t
 	st->ep_flags = KHBPF_EP_OPEN | KHBPF_EP_BLOCKED;
 	st->ep_cause = cause;
 	st->b.blocked.count[cause_idx(cause)]++;
-	if (group_by) {
-		struct khbpf_group_acc *a = group_of(prev);
-
-		if (a)
-			__sync_fetch_and_add(&a->b.blocked.count[cause_idx(cause)], 1);
-	}
+	if (grp)
+		__sync_fetch_and_add(&grp->b.blocked.count[cause_idx(cause)], 1);
 }
 
 /* The stretch's blocked time to the thread's waker (run and attach). */
@@ -188,8 +189,8 @@ static __always_inline void wake_log_add(struct khbpf_span_clock *ck, struct khb
 
 	w->ns = ns;
 	w->wake_ns = st->waker_ns;
-	w->kind = st->waker_kind;
-	w->tid = st->waker_kind == KHBPF_WAKER_TASK ? st->waker_tid : 0;
+	w->waker = KHBPF_WAKE_WAKER(st->waker_kind,
+				    st->waker_kind == KHBPF_WAKER_TASK ? st->waker_tid : 0);
 	w->tgid = st->waker_kind == KHBPF_WAKER_TASK ? st->waker_tgid : 0;
 	ck->wake_seq++;
 }

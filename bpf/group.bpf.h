@@ -90,17 +90,21 @@ static __always_inline void group_fold_waits(struct khbpf_group_acc *a,
  * with sched_info, the waits that ended since. The same storage lookup and
  * readings also do the thread's own wait fold (sched_switch skips its own).
  */
-static __always_inline void group_switch_out(struct task_struct *prev, bool dead)
+/* Returns prev's state and (*ap) its group, for the rest of the switch-out to reuse. */
+static __always_inline struct khbpf_task_state *
+group_switch_out(struct task_struct *prev, bool dead, struct khbpf_group_acc **ap)
 {
 	struct khbpf_task_counters k;
 	struct khbpf_task_state *st;
 	struct khbpf_group_acc *a;
 
+	*ap = NULL;
 	st = dead ? task_state_get(prev, false) : state_of(prev);
 	if (!st)
-		return;
+		return NULL;
 	read_counters(prev, &k);
 	a = group_of(prev);
+	*ap = a;
 	if (a) {
 		__sync_fetch_and_add(&a->k.nvcsw, delta0(k.nvcsw, st->last_nvcsw));
 		__sync_fetch_and_add(&a->k.nivcsw, delta0(k.nivcsw, st->last_nivcsw));
@@ -117,12 +121,13 @@ static __always_inline void group_switch_out(struct task_struct *prev, bool dead
 	st->last_migrations = k.nr_migrations;
 	st->last_runtime = k.sum_exec_runtime;
 	if (!kernel_queue_ts)
-		return;
+		return st;
 	/* A dead thread's waits went into its exit record (final_switch). */
 	if (!dead)
 		fold_waits(st, &st->b, k.run_delay, k.pcount);
 	st->last_run_delay = k.run_delay;
 	st->last_pcount = k.pcount;
+	return st;
 }
 
 #endif /* KHBPF_GROUP_BPF_H */

@@ -495,11 +495,15 @@ struct task_struct___pre514 {
 } __attribute__((preserve_access_index));
 
 /* The task's state: __state, or state before 5.14. */
+/*
+ * p is trusted (a tp_btf argument or the task iterator's): plain loads, not
+ * a bpf_probe_read_kernel() call at every switch.
+ */
 static __always_inline unsigned int task_state_now(struct task_struct *p)
 {
 	if (bpf_core_field_exists(p->__state))
-		return BPF_CORE_READ(p, __state);
-	return BPF_CORE_READ((struct task_struct___pre514 *)p, state);
+		return p->__state;
+	return ((struct task_struct___pre514 *)p)->state;
 }
 
 #endif /* KHBPF_BPF_H */

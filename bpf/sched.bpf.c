@@ -213,19 +213,21 @@ static __always_inline void final_switch(struct task_struct *prev)
 		.start_time = prev->start_time,
 	};
 	struct khbpf_thread_rec *r = bpf_map_lookup_elem(&exited, &key);
-	struct khbpf_task_state *st;
+	struct khbpf_task_state *st = task_state_get(prev, false);
 
 	if (!r) {
 		/*
-		 * sched_process_exit's program did not run for it: since the
-		 * tracepoints run preemptible (7.x), a preempted run of that
-		 * program makes the kernel skip the next one on the same CPU
-		 * (its recursion_misses). The record is made here instead,
-		 * from the final counters; only open spans, which that program
-		 * reports, are lost (counted below).
+		 * sched_process_exit's program did not run for it (since the
+		 * tracepoints run preemptible, 7.x, a preempted run of that
+		 * program makes the kernel skip the next one on the same CPU:
+		 * its recursion_misses), or found no room. The record is made
+		 * here instead, from the final counters; only open spans,
+		 * which that program reports, are lost (counted below). A
+		 * record lost is counted here, once, whichever program failed.
 		 */
 		r = exited_entry(&key);
 		if (!r) {
+			__sync_fetch_and_add(&exited_overflow, 1);
 			__sync_fetch_and_add(&final_unmatched, 1);
 			return;
 		}
@@ -241,7 +243,6 @@ static __always_inline void final_switch(struct task_struct *prev)
 	}
 	/* __schedule() counted this switch and run time before the tracepoint. */
 	read_counters(prev, &r->k);
-	st = task_state_get(prev, false);
 	if (st) {
 		r->b = st->b;
 		if (kernel_queue_ts)
@@ -332,6 +333,7 @@ static __always_inline int on_switch(struct task_struct *prev, struct task_struc
 {
 	struct khbpf_span_clock *ck_prev = NULL, *ck_next = NULL;
 	struct khbpf_task_state *st = NULL;
+	struct khbpf_group_acc *grp = NULL;
 	struct switch_readings sr;
 	__u64 now = 0;
 
@@ -339,14 +341,15 @@ static __always_inline int on_switch(struct task_struct *prev, struct task_struc
 		if (prev_state == TASK_DEAD)
 			final_switch(prev);
 		if (group_by)
-			group_switch_out(prev, prev_state == TASK_DEAD);
+			st = group_switch_out(prev, prev_state == TASK_DEAD, &grp);
 		if (prev_state == TASK_DEAD) {
 		} else if (kernel_queue_ts) {
 			__u64 run_delay, pcount;
 
 			/* serve: group_switch_out did it with the same readings. */
-			st = group_by ? NULL : state_of(prev);
-			if (st) {
+			if (!group_by)
+				st = state_of(prev);
+			if (st && !group_by) {
 				read_sched_info(prev, &run_delay, &pcount);
 				fold_waits(st, &st->b, run_delay, pcount);
 				st->last_run_delay = run_delay;
@@ -375,7 +378,7 @@ static __always_inline int on_switch(struct task_struct *prev, struct task_struc
 			if (!st)
 				st = state_of(prev);
 			if (st)
-				stretch_out(prev, st, now);
+				stretch_out(prev, st, now, grp);
 		}
 		if (prev_state == TASK_DEAD)
 			task_states_free(prev);
@@ -569,12 +572,10 @@ int BPF_PROG(khbpf_sched_process_exit, struct task_struct *p)
 	 * in exec_renumbered; its record replaces the old leader's, as its
 	 * final switch would.
 	 */
+	/* No room: the final switch tries again, and counts the record lost. */
 	r = exited_entry(&key);
-	if (!r) {
-		__sync_fetch_and_add(&exited_overflow, 1);
-		return 0;
-	}
-	fill_rec(r, p, KHBPF_REC_EXITED);
+	if (r)
+		fill_rec(r, p, KHBPF_REC_EXITED);
 	return 0;
 }
 

@@ -242,7 +242,7 @@ static __always_inline int span_enter(struct pt_regs *ctx, bool fetch)
 	f->metric = metric;
 	f->start_ns = ledger_now(task, ck, &f->at_start, f->hw, start);
 	f->clock_gaps = ck->clock_gaps;
-	f->wake_seq = ck->wake_seq;
+	f->wake_seq = (__u32)ck->wake_seq;
 	ss->depth = depth + 1;
 	return 0;
 }
@@ -304,7 +304,7 @@ static __always_inline void span_aggregate(__u32 tid, __u32 metric, __u64 incl, 
 static __always_inline __u32 span_wakers_add(struct khbpf_span_clock *ck, __u64 seq, __u64 since,
 					     __u32 metric)
 {
-	__u64 n = seq - since;
+	__u32 n = (__u32)seq - (__u32)since;
 	struct khbpf_span_waker_key key = { .metric = metric };
 	struct khbpf_span_waker_val *v, zero = {};
 	struct khbpf_span_wake *w;
@@ -318,8 +318,8 @@ static __always_inline __u32 span_wakers_add(struct khbpf_span_clock *ck, __u64 
 		if (i >= n)
 			break;
 		w = &ck->wake_log[(seq - 1 - i) & (KHBPF_WAKE_LOG - 1)];
-		key.kind = w->kind;
-		key.waker_tid = w->tid;
+		key.kind = KHBPF_WAKE_KIND(w->waker);
+		key.waker_tid = KHBPF_WAKE_TID(w->waker);
 		v = bpf_map_lookup_elem(&span_wakers, &key);
 		if (!v) {
 			bpf_map_update_elem(&span_wakers, &key, &zero, BPF_NOEXIST);
@@ -334,7 +334,7 @@ static __always_inline __u32 span_wakers_add(struct khbpf_span_clock *ck, __u64 
 		__sync_fetch_and_add(&v->count, 1);
 		v->waker_tgid = w->tgid;
 	}
-	return (__u32)n;
+	return n;
 }
 
 static __always_inline int span_exit(struct pt_regs *ctx, bool fetch)
@@ -434,7 +434,7 @@ static __always_inline int span_exit(struct pt_regs *ctx, bool fetch)
 	/* One look at the ring's end: a preemption in between may add to it. */
 	wake_since = f->wake_seq;
 	wake_seq = ck->wake_seq;
-	if (wakers_enabled && wake_seq != wake_since)
+	if (wakers_enabled && (__u32)wake_seq != (__u32)wake_since)
 		wakes = span_wakers_add(ck, wake_seq, wake_since, metric);
 
 	if (fetch) {
@@ -480,7 +480,7 @@ static __always_inline int span_exit(struct pt_regs *ctx, bool fetch)
 
 		wk->nr = wakes;
 		wk->pad = 0;
-		wk->unlisted = wake_seq - wake_since - wakes;
+		wk->unlisted = (__u32)wake_seq - (__u32)wake_since - wakes;
 		for (i = 0; i < KHBPF_WAKE_LOG; i++) {
 			if (i < wakes)
 				wk->wake[i] =

@@ -17,7 +17,7 @@
 static struct khbpf_span_wake wake(uint32_t kind, uint32_t tid, uint64_t ns, uint64_t at)
 {
 	return (struct khbpf_span_wake){
-		.ns = ns, .wake_ns = at, .tid = tid, .tgid = tid ? 100 : 0, .kind = kind
+		.ns = ns, .wake_ns = at, .waker = KHBPF_WAKE_WAKER(kind, tid), .tgid = tid ? 100 : 0
 	};
 }
 

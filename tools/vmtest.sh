@@ -541,7 +541,19 @@ boot_guest() {
 	# GUEST=HOST, both absolute: given HOST alone, virtme-ng 1.35 checks
 	# the guest path relative to the current directory, and fails.
 	[ -n "$rwdir" ] && args+=("--rwdir=$rwdir=$rwdir")
-	[ -n "${VMTEST_APPEND:-}" ] && args+=(--append "$VMTEST_APPEND")
+	local append=${VMTEST_APPEND:-}
+	if [ "$accel" = tcg ]; then
+		# Under TCG the clocksource watchdog can find the emulated TSC
+		# skewed against the emulated HPET and mark it unstable (dmesg:
+		# "Marking clocksource tsc unstable due to frequency skew", seen
+		# on 7.2): CLOCK_MONOTONIC then runs on the HPET while the
+		# scheduler's clock stays on the TSC, kept only within a tick of
+		# it (sched_clock_local()), and the two disagree by milliseconds
+		# over a 30 ms wait (blocked.sh compares them). A real host's TSC
+		# is stable; tsc=reliable makes the guest's so.
+		append="tsc=reliable${append:+ $append}"
+	fi
+	[ -n "$append" ] && args+=(--append "$append")
 	args+=(--exec "$(printf '%q ' "$@")")
 	if [ "$accel" = tcg ]; then
 		# virtme-ng asks for -cpu host only with KVM; TCG's default is

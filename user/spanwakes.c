@@ -8,7 +8,7 @@
 
 static bool same_waker(const struct span_waker_kept *a, const struct khbpf_span_wake *b)
 {
-	return a->kind == b->kind && a->tid == b->tid;
+	return a->kind == KHBPF_WAKE_KIND(b->waker) && a->tid == KHBPF_WAKE_TID(b->waker);
 }
 
 static int kept_by_ns(const void *a, const void *b)
@@ -44,8 +44,8 @@ int span_wakes__add(struct span_wakes *w, uint64_t span_id, const struct khbpf_s
 		for (j = 0; j < n && !same_waker(&m[j], e); j++)
 			;
 		if (j == n) {
-			m[n++] = (struct span_waker_kept){ .kind = e->kind,
-							   .tid = e->tid,
+			m[n++] = (struct span_waker_kept){ .kind = KHBPF_WAKE_KIND(e->waker),
+							   .tid = KHBPF_WAKE_TID(e->waker),
 							   .pid = e->tgid,
 							   .last_wake_ns = e->wake_ns };
 		}

@@ -25,7 +25,7 @@
 #define KHBPF_SPAN_RINGBUF_MIN (64u << 10)
 #define KHBPF_SPAN_RINGBUF_MAX (1u << 30)
 /*
- * Without task storage, span state (8.3 KiB each) lives in a preallocated
+ * Without task storage, span state (7.9 KiB each) lives in a preallocated
  * hash of this many threads; a thread beyond it records no spans, counted
  * in span_state_failures.
  */
@@ -52,14 +52,21 @@
 /* (metric, waker) entries of span_wakers (--max-span-wakers). */
 #define KHBPF_DEFAULT_SPAN_WAKERS 16384
 
+/*
+ * 24 bytes: the span state must stay within what a task storage element
+ * may be (7.x allocates it with kmalloc_nolock(), at most 8 KiB with its
+ * header), so a thread id (below 2^22, PID_MAX_LIMIT) shares a word with
+ * the kind.
+ */
 struct khbpf_span_wake {
 	__u64 ns; /* the blocked time this wakeup ended */
 	__u64 wake_ns; /* bpf_ktime_get_ns() at the wakeup (sched_waking) */
-	__u32 tid; /* KHBPF_WAKER_TASK: the waker, and its process; 0 otherwise */
-	__u32 tgid;
-	__u32 kind; /* KHBPF_WAKER_* */
-	__u32 pad;
+	__u32 waker; /* KHBPF_WAKE_WAKER(kind, tid): tid of a KHBPF_WAKER_TASK, else 0 */
+	__u32 tgid; /* ... and its process */
 };
+#define KHBPF_WAKE_WAKER(kind, tid) ((__u32)(kind) << 30 | ((tid)&0x3fffffff))
+#define KHBPF_WAKE_KIND(w) ((w) >> 30)
+#define KHBPF_WAKE_TID(w) ((w)&0x3fffffff)
 
 /*
  * A thread's on-CPU clock, kept while it has open spans, in the thread's
@@ -109,9 +116,8 @@ struct khbpf_span_frame {
 	__u64 start_ns; /* bpf_ktime_get_ns() */
 	__u64 child_ns; /* inclusive time of direct children */
 	__u32 metric;
-	__u32 pad;
+	__u32 wake_seq; /* the clock's wake_seq at entry (its low half: differences wrap) */
 	__u64 clock_gaps; /* the thread's clock_gaps at entry */
-	__u64 wake_seq; /* ... and its clock's wake_seq */
 	struct khbpf_span_ledger at_start; /* absolute readings at entry */
 	struct khbpf_vreading hw[KHBPF_NR_COUNTERS]; /* virtual counters at entry */
 };
@@ -209,16 +215,18 @@ struct khbpf_span_agg {
 #ifndef __BPF__
 _Static_assert(sizeof(struct khbpf_span_ledger) == 48 + sizeof(struct khbpf_blocked),
 	       "khbpf_span_ledger layout");
-_Static_assert(sizeof(struct khbpf_span_wake) == 32, "khbpf_span_wake layout");
+_Static_assert(sizeof(struct khbpf_span_wake) == 24, "khbpf_span_wake layout");
 _Static_assert(sizeof(struct khbpf_span_clock) == 48 + sizeof(struct khbpf_blocked) +
 							  56 * KHBPF_NR_COUNTERS + 8 +
-							  32 * KHBPF_WAKE_LOG,
+							  24 * KHBPF_WAKE_LOG,
 	       "khbpf_span_clock layout");
 _Static_assert(sizeof(struct khbpf_span_frame) ==
-		       48 + sizeof(struct khbpf_span_ledger) + 32 * KHBPF_NR_COUNTERS,
+		       40 + sizeof(struct khbpf_span_ledger) + 32 * KHBPF_NR_COUNTERS,
 	       "khbpf_span_frame layout");
+/* The task storage element's limit on 7.x (see khbpf_span_wake), with room for its header. */
+_Static_assert(sizeof(struct khbpf_span_state) <= 8192 - 64, "khbpf_span_state: too large");
 _Static_assert(!(KHBPF_WAKE_LOG & (KHBPF_WAKE_LOG - 1)), "KHBPF_WAKE_LOG: a power of two");
-_Static_assert(sizeof(struct khbpf_span_wakes) == 16 + 32 * KHBPF_WAKE_LOG,
+_Static_assert(sizeof(struct khbpf_span_wakes) == 16 + 24 * KHBPF_WAKE_LOG,
 	       "khbpf_span_wakes layout");
 _Static_assert(sizeof(struct khbpf_span_waker_key) == 16, "khbpf_span_waker_key layout");
 _Static_assert(sizeof(struct khbpf_span_waker_val) == 24, "khbpf_span_waker_val layout");

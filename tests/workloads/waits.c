@@ -22,7 +22,13 @@
  *	 "on_cpu_ns": C, "run_delay_ns": R, "cause": "lock",
  *	 "waker_tid": P, "waker_comm": "w-holder"}
  * (waker_tid 0 and waker_comm "(timer)" for a timer, "" where the thread is
- * not woken). Exit 1 if a round went wrong (a thread could not be made).
+ * not woken); then one per thread, the same clocks read first and last thing
+ * in its start routine (its whole life but the thread's creation and exit):
+ *	{"life": true, "tid": T, "wall_ns": W, "on_cpu_ns": C, "run_delay_ns": R,
+ *	 "outside_ns": O}
+ * O: the time from before its creation to its first reading and from its
+ * last to its join, which hold its creation and exit.
+ * Exit 1 if a round went wrong (a thread could not be made).
  *
  * Usage: waits [--rounds N] [--hold-ms MS] [--wait]
  * --wait prints "ready", then reads stdin until a byte or EOF before the
@@ -120,6 +126,48 @@ static void report(const char *metric, const char *comm, const struct truth *a,
 	if (i >= max_results)
 		exit(1);
 	results[i] = (struct result){ metric, comm, cause, waker_comm, gettid_(), waker, *a, *b };
+}
+
+/*
+ * Each thread's whole life as it saw it: its clocks first and last thing
+ * in its start routine (life_main), printed as {"life": true, ...}.
+ */
+struct life {
+	void *(*main)(void *);
+	pid_t tid;
+	struct truth a, b;
+	/*
+	 * Before pthread_create() and once it is seen joined: the thread's
+	 * creation and exit lie between them and its own readings.
+	 */
+	uint64_t created, joined;
+};
+
+static void *life_main(void *arg)
+{
+	struct life *l = arg;
+	void *r;
+
+	look(&l->a);
+	r = l->main(NULL);
+	l->tid = gettid_();
+	look(&l->b);
+	return r;
+}
+
+static void print_lives(const struct life *lives, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		const struct life *l = &lives[i];
+
+		printf("{\"life\": true, \"tid\": %d, \"wall_ns\": %lu, \"on_cpu_ns\": %lu, "
+		       "\"run_delay_ns\": %lu, \"outside_ns\": %lu}\n",
+		       l->tid, l->b.t - l->a.t, l->b.on_cpu - l->a.on_cpu,
+		       l->b.run_delay - l->a.run_delay,
+		       (l->a.t - l->created) + (l->joined - l->b.t));
+	}
 }
 
 static void print_results(void)
@@ -476,9 +524,10 @@ int main(int argc, char **argv)
 				     signal_main,  cond_main,	sleep_main,  nest_main,
 				     spinner_main, preempt_main };
 	pthread_t t[sizeof(mains) / sizeof(mains[0])];
+	struct life lives[sizeof(mains) / sizeof(mains[0])];
 	struct pair *pairs[] = { &mutex_pair, &pipe_pair, &cond_pair };
 	bool wait = false;
-	size_t i;
+	size_t i, left;
 	int a;
 
 	for (a = 1; a < argc; a++) {
@@ -531,11 +580,25 @@ int main(int argc, char **argv)
 		fflush(stdout);
 		read_byte(STDIN_FILENO);
 	}
-	for (i = 0; i < sizeof(mains) / sizeof(mains[0]); i++)
-		if (pthread_create(&t[i], NULL, mains[i], NULL))
+	memset(lives, 0, sizeof(lives));
+	for (i = 0; i < sizeof(mains) / sizeof(mains[0]); i++) {
+		lives[i].main = mains[i];
+		lives[i].created = now_ns();
+		if (pthread_create(&t[i], NULL, life_main, &lives[i]))
 			return 1;
-	for (i = 0; i < sizeof(mains) / sizeof(mains[0]); i++)
-		pthread_join(t[i], NULL);
+	}
+	/* Each thread's exit as soon as it is over, not in creation order. */
+	for (left = sizeof(mains) / sizeof(mains[0]); left;) {
+		for (i = 0; i < sizeof(mains) / sizeof(mains[0]); i++) {
+			if (!lives[i].joined && !pthread_tryjoin_np(t[i], NULL)) {
+				lives[i].joined = now_ns();
+				left--;
+			}
+		}
+		if (left)
+			usleep(100);
+	}
 	print_results();
+	print_lives(lives, sizeof(mains) / sizeof(mains[0]));
 	return 0;
 }
