@@ -55,10 +55,10 @@ static __always_inline bool entry_regs_of(struct task_struct *p, struct entry_re
 	if (!stack)
 		return false;
 	regs = (struct pt_regs *)(stack + KHBPF_THREAD_SIZE) - 1;
-	r->orig_ax = (long)BPF_CORE_READ(regs, orig_ax);
-	r->di = BPF_CORE_READ(regs, di);
-	r->si = BPF_CORE_READ(regs, si);
-	return true;
+	/* A read that fails must not pass for system call 0 (read: io). */
+	return !bpf_core_read(&r->orig_ax, sizeof(r->orig_ax), &regs->orig_ax) &&
+	       !bpf_core_read(&r->di, sizeof(r->di), &regs->di) &&
+	       !bpf_core_read(&r->si, sizeof(r->si), &regs->si);
 }
 
 /*
@@ -74,8 +74,10 @@ static __always_inline __u32 block_cause(struct task_struct *p, unsigned int sta
 
 	if (state & (__TASK_STOPPED | __TASK_TRACED))
 		return KHBPF_BLOCK_OTHER;
-	if (!entry_regs_of(p, &r))
+	if (!entry_regs_of(p, &r)) {
+		__sync_fetch_and_add(&blocked_regs_unread, 1);
 		return KHBPF_BLOCK_OTHER;
+	}
 	if (r.orig_ax < 0)
 		return KHBPF_BLOCK_FAULT;
 	/*

@@ -73,6 +73,7 @@ extern __u64 wakers_overflow;
 extern __u64 wakeups_unseen;
 extern __u64 span_wakes_unlisted;
 extern __u64 span_wakers_overflow;
+extern __u64 blocked_regs_unread;
 
 /* sched.bpf.c defines KHBPF_DEFINE_MAPS before including this: the maps are made there. */
 #ifdef KHBPF_DEFINE_MAPS

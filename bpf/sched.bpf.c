@@ -135,6 +135,8 @@ __u64 wakeups_unseen = 0; /* blocked stretches ended with no sched_waking seen *
 /* a span's stretches with a waker that its clock's wake_log no longer held at its exit */
 __u64 span_wakes_unlisted = 0;
 __u64 span_wakers_overflow = 0; /* span stretches `span_wakers` had no room for */
+/* blocked stretches whose system call could not be read: their cause is `other` */
+__u64 blocked_regs_unread = 0;
 
 /* Before thread_info.cpu (x86-64 until 5.15), the CPU is task_struct.cpu. */
 struct task_struct___pre516 {

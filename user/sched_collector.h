@@ -180,6 +180,7 @@ struct sched_collector_stats {
 	uint64_t wakeups_unseen; /* blocked stretches that ended without a sched_waking seen */
 	uint64_t span_wakes_unlisted; /* span stretches the span clock's wake_log no longer held */
 	uint64_t span_wakers_overflow; /* span stretches the span_wakers map had no room for */
+	uint64_t blocked_regs_unread; /* blocked stretches whose system call was unread (other) */
 	struct sched_variant variant;
 	/* Span counters requested, but the kernel's verifier refused those programs. */
 	bool counters_refused;

@@ -373,6 +373,7 @@ int sched_collector__stats(struct sched_collector *c, struct sched_collector_sta
 	out->wakeups_unseen = c->skel->bss->wakeups_unseen;
 	out->span_wakes_unlisted = c->skel->bss->span_wakes_unlisted;
 	out->span_wakers_overflow = c->skel->bss->span_wakers_overflow;
+	out->blocked_regs_unread = c->skel->bss->blocked_regs_unread;
 	sched_collector__select(&c->feat, &out->variant);
 	out->variant.uprobe_multi = c->span_multi;
 	out->variant.task_storage = c->task_storage;
