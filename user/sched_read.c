@@ -438,24 +438,26 @@ static int waker_cmp(const void *a, const void *b)
 	return x->waker_tid < y->waker_tid ? -1 : x->waker_tid > y->waker_tid;
 }
 
+/* A map's entries, sorted by cmp, into *out (malloc'd). */
+static int dump_sorted(int fd, size_t key_size, size_t val_off, size_t rec_size,
+		       int (*cmp)(const void *, const void *), void **out, size_t *nr)
+{
+	int err = sched_collector__map_dump(fd, key_size, val_off, rec_size, out, nr);
+
+	if (!err && *nr)
+		qsort(*out, *nr, rec_size, cmp);
+	return err;
+}
+
 int sched_collector__wakers(struct sched_collector *c, struct waker_entry **out, size_t *nr)
 {
-	void *v = NULL;
-	int err;
-
 	*out = NULL;
 	*nr = 0;
 	if (!c->wakers)
 		return 0;
-	err = sched_collector__map_dump(bpf_map__fd(c->skel->maps.wakers),
-					sizeof(struct khbpf_waker_key),
-					offsetof(struct waker_entry, val), sizeof(**out), &v, nr);
-	if (err)
-		return err;
-	if (*nr)
-		qsort(v, *nr, sizeof(**out), waker_cmp);
-	*out = v;
-	return 0;
+	return dump_sorted(bpf_map__fd(c->skel->maps.wakers), sizeof(struct khbpf_waker_key),
+			   offsetof(struct waker_entry, val), sizeof(**out), waker_cmp,
+			   (void **)out, nr);
 }
 
 static int span_waker_cmp(const void *a, const void *b)
@@ -473,22 +475,14 @@ static int span_waker_cmp(const void *a, const void *b)
 int sched_collector__span_wakers(struct sched_collector *c, struct span_waker_entry **out,
 				 size_t *nr)
 {
-	void *v = NULL;
-	int err;
-
 	*out = NULL;
 	*nr = 0;
 	if (!c->wakers || !c->skel->rodata->spans_enabled)
 		return 0;
-	err = sched_collector__map_dump(
-		bpf_map__fd(c->skel->maps.span_wakers), sizeof(struct khbpf_span_waker_key),
-		offsetof(struct span_waker_entry, val), sizeof(**out), &v, nr);
-	if (err)
-		return err;
-	if (*nr)
-		qsort(v, *nr, sizeof(**out), span_waker_cmp);
-	*out = v;
-	return 0;
+	return dump_sorted(bpf_map__fd(c->skel->maps.span_wakers),
+			   sizeof(struct khbpf_span_waker_key),
+			   offsetof(struct span_waker_entry, val), sizeof(**out), span_waker_cmp,
+			   (void **)out, nr);
 }
 
 bool sched_collector__blocked(const struct sched_collector *c)
