@@ -349,9 +349,7 @@ static __always_inline int on_switch(struct task_struct *prev, struct task_struc
 			__u64 run_delay, pcount;
 
 			/* serve: group_switch_out did it with the same readings. */
-			if (!group_by)
-				st = state_of(prev);
-			if (st && !group_by) {
+			if (!group_by && (st = state_of(prev))) {
 				read_sched_info(prev, &run_delay, &pcount);
 				fold_waits(st, &st->b, run_delay, pcount);
 				st->last_run_delay = run_delay;
