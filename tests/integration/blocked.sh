@@ -233,7 +233,13 @@ check "$TMP/run.json" "$TMP/run.truth"
 # wide enough to be a mark of its own), and says them on hover.
 "$KHBPF" report "$TMP/run.json" --html "$TMP/run.html" || fail "khbpf report --html"
 n=$(grep -c ' waiting for one, [^<]* blocked[^<]* (span [0-9]*)</title>' "$TMP/run.html")
-[ "$n" -eq $((7 * ROUNDS)) ] || fail "HTML: $n spans with their on-CPU, waiting and blocked parts, expected $((7 * ROUNDS))"
+# Every call but one across a missed switch-in (its parts unknown: a gap, counted in loss).
+parts=$("$PYTHON" -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+print(sum(1 for s in d["events"]["spans"] if s["scheduler"]["blocked"]["status"] == "recorded"))
+' "$TMP/run.json")
+[ "$n" -eq "$parts" ] && [ "$parts" -ge $((7 * ROUNDS - 1)) ] || fail "HTML: $n spans with their on-CPU, waiting and blocked parts, expected $parts of $((7 * ROUNDS))"
 n=$(grep -c ' blocked; woken by w-holder ([0-9]*) [^<]* (span [0-9]*)</title>' "$TMP/run.html")
 # The wait-mutex calls that did wait (more than 2% or 50 us off a CPU and runnable).
 want=$("$PYTHON" -c '
