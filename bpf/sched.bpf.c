@@ -112,6 +112,14 @@ __u64 storage_failures = 0; /* task storage could not be created */
 __u64 exited_overflow = 0; /* exited map full (or no memory for the record): record lost */
 __u64 final_unmatched = 0; /* final switch without an exit record */
 __u64 exits_made_at_final = 0; /* exit records made at the final switch: the exit program missed */
+/*
+ * Target threads whose sched_process_exit program ran, and target threads
+ * whose final switch-out ran: a thread is reaped (pthread_join, wait4) before
+ * its final __schedule(), so the loader waits while the second lags the
+ * first, or a record lost there would be counted after the document.
+ */
+__u64 exits_begun = 0;
+__u64 exits_ended = 0;
 __u64 iter_write_errors = 0; /* bpf_seq_write failed */
 __u64 span_threads = 0; /* thread slots handed out (span ids) */
 __u64 span_records = 0; /* records attempted (emitted + dropped + sampled out) */
@@ -217,6 +225,7 @@ static __always_inline void final_switch(struct task_struct *prev)
 	struct khbpf_thread_rec *r = bpf_map_lookup_elem(&exited, &key);
 	struct khbpf_task_state *st = task_state_get(prev, false);
 
+	__sync_fetch_and_add(&exits_ended, 1);
 	if (!r) {
 		/*
 		 * sched_process_exit's program did not run for it (since the
@@ -562,6 +571,7 @@ int BPF_PROG(khbpf_sched_process_exit, struct task_struct *p)
 
 	if (!is_target(p))
 		return 0;
+	__sync_fetch_and_add(&exits_begun, 1);
 	if (spans_enabled)
 		spans_at_exit(p);
 	key.tid = BPF_CORE_READ(p, pid);

@@ -211,7 +211,9 @@ static uint64_t exit_prog_misses(struct sched_collector *c)
 /*
  * A thread is reaped (and its process can look exited) before its final
  * __schedule() runs, so wait briefly for the final switch to refresh each
- * record; a record that never gets it keeps its sched_process_exit values.
+ * record, and to count the records it could not keep (exits_begun ahead of
+ * exits_ended); a record that never gets it keeps its sched_process_exit
+ * values.
  * Where the kernel skipped exit programs, a record may not exist until that
  * switch: then also wait, as long, until as many were made there as were
  * skipped (fewer when the skipped tasks were not targets: the wait ends).
@@ -225,7 +227,8 @@ int sched_collector__exited(struct sched_collector *c, struct thread_table *out)
 		bool pending;
 
 		err = read_exited(c, out, &not_final);
-		pending = not_final || c->skel->bss->exits_made_at_final < exit_prog_misses(c);
+		pending = not_final || c->skel->bss->exits_made_at_final < exit_prog_misses(c) ||
+			  c->skel->bss->exits_ended < c->skel->bss->exits_begun;
 		if (err || !pending || tries == 200)
 			break;
 		thread_table__free(out);
