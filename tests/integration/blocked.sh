@@ -71,6 +71,12 @@ for t in truth:
     if b["unattributed_ns"] != 0:
         bad.append(f"{k}: unattributed {b['unattributed_ns']}")
     want_blocked = t["wall_ns"] - t["on_cpu_ns"] - t["run_delay_ns"]
+    # A call that only spins never blocks: its own wall - CPU - delay is
+    # then the disagreement of CLOCK_MONOTONIC with the scheduler's clock,
+    # not blocked time (69 us in one call in the 7.2 TCG guest, where khbpf
+    # said 0). Its blocked time is held to 0.
+    if t["cause"] == "none":
+        want_blocked = 0
     edges = s["inclusive_ns"] - t["wall_ns"]
     if edges < 0:
         bad.append(f"{k}#{i}: the span ({s['inclusive_ns']}) is shorter than inside it ({t['wall_ns']})")
@@ -178,7 +184,10 @@ for k in ("span_wakeups_unlisted", "span_wakers_overflow", "span_wakers_not_kept
 # Each thread over its whole life (a window of its own): blocked time within
 # 2% (or 50 us) of its own, read first and last thing in its start routine,
 # plus at most what lies outside those readings (its creation and exit,
-# where a thread can block too: exit_mm() takes mmap_lock).
+# where a thread can block too: exit_mm() takes mmap_lock). A thread that
+# spins (on CPU for most of its life) has in its own "blocked" the clocks'
+# disagreement above (308 us over w-preempt's life in the 5.10 TCG guest,
+# khbpf 203 us): for it only the upper bound holds.
 threads = {t["thread_id"]: t for t in d["threads"]}
 for t in lives:
     th = threads.get(t["tid"])
@@ -195,7 +204,8 @@ for t in lives:
     # A stretch whose switch-out was not seen has unknown blocked time, which
     # khbpf says (offcpu_unseen): then only the upper bound holds.
     unseen = b["value"].get("offcpu_unseen", 0)
-    if got > want + tol + t["outside_ns"] or (not unseen and got < want - tol):
+    spins = t["on_cpu_ns"] > t["wall_ns"] // 2
+    if got > want + tol + t["outside_ns"] or (not unseen and not spins and got < want - tol):
         bad.append(f"thread {th['comm']} ({t['tid']}): blocked {got} in its life, its own {want}"
                    f" (+ at most {t['outside_ns']} outside its readings)")
 if len(lives) != 10:
