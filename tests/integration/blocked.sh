@@ -185,9 +185,10 @@ for k in ("span_wakeups_unlisted", "span_wakers_overflow", "span_wakers_not_kept
 # 2% (or 50 us) of its own, read first and last thing in its start routine,
 # plus at most what lies outside those readings (its creation and exit,
 # where a thread can block too: exit_mm() takes mmap_lock). A thread that
-# spins (on CPU for most of its life) has in its own "blocked" the clocks'
-# disagreement above (308 us over w-preempt's life in the 5.10 TCG guest,
-# khbpf 203 us): for it only the upper bound holds.
+# spins (on CPU a tenth of its life or more) has in its own "blocked" the
+# clocks' disagreement above (over w-preempt's life: 308 us in the 5.10 TCG
+# guest, khbpf 203 us; 440 us in the 7.2 one, khbpf 0): for it only the
+# upper bound holds.
 threads = {t["thread_id"]: t for t in d["threads"]}
 for t in lives:
     th = threads.get(t["tid"])
@@ -204,7 +205,7 @@ for t in lives:
     # A stretch whose switch-out was not seen has unknown blocked time, which
     # khbpf says (offcpu_unseen): then only the upper bound holds.
     unseen = b["value"].get("offcpu_unseen", 0)
-    spins = t["on_cpu_ns"] > t["wall_ns"] // 2
+    spins = t["on_cpu_ns"] > t["wall_ns"] // 10
     if got > want + tol + t["outside_ns"] or (not unseen and not spins and got < want - tol):
         bad.append(f"thread {th['comm']} ({t['tid']}): blocked {got} in its life, its own {want}"
                    f" (+ at most {t['outside_ns']} outside its readings)")
