@@ -26,6 +26,11 @@ result() { # name rc
 
 . tests/guard.bash
 
+# Every test starts with every signal at its default: a run under nohup (or
+# any parent that ignores SIGHUP) would otherwise pass the ignore on to khbpf
+# and the commands it runs, which keep it, as nohup asks, and fail the signal
+# cases (bad_input.sh: SIGHUP not fatal, exit 0 for 129).
+
 for build in "$@"; do
 	out="$build/test-out"
 	rm -rf "$out"
@@ -47,11 +52,6 @@ for build in "$@"; do
 		result "schema validation ($build): no documents" 1
 	fi
 done
-
-# Every test starts with every signal at its default: a run under nohup (or
-# any parent that ignores SIGHUP) would otherwise pass the ignore on to khbpf
-# and the commands it runs, which keep it, as nohup asks, and fail the signal
-# cases (bad_input.sh: SIGHUP not fatal, exit 0 for 129).
 
 # integration KHBPF LABEL: every integration test against that binary.
 # A sanitized binary reports with its own exit status (86), so a test that
