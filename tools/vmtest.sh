@@ -42,6 +42,8 @@
 #                         under TCG most integration tests take 10-70 s, but
 #                         bad_input and faults each ran past 600 s here, so
 #                         raise both for `integration`
+#   VMTEST_FAIL_LINES     lines of a failed step's log printed with its FAIL
+#                         line (40), so that CI's output says why
 #   VMTEST_ACCEL          auto (KVM when a trial boot works, else TCG), kvm, tcg
 #   VMTEST_MEMORY         guest memory (2G); VMTEST_CPUS guest CPUs (2)
 #   VMTEST_APPEND         more guest kernel command line, e.g. preempt=none
@@ -606,6 +608,11 @@ progress_line() {
 		log "  [$CUR_KERNEL] $name: pass ($secs s)"
 	else
 		log "  [$CUR_KERNEL] $name: FAIL, exit $rc ($secs s)"
+		# Why, where CI shows it: the step's log stays in the guest's
+		# directory, which CI does not keep.
+		local f
+		f=$(dirname "$VMTEST_PROGRESS")/${name//:/-}.log
+		[ -e "$f" ] && tail -n "${VMTEST_FAIL_LINES:-40}" "$f" | tr -cd '[:print:]\t\n' | sed "s/^/vmtest:     [$CUR_KERNEL] $name| /" >&2
 	fi
 }
 
