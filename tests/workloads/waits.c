@@ -20,14 +20,17 @@
  * line per call on stdout once every thread is done:
  *	{"metric": "wait-mutex", "tid": T, "comm": "w-mutex", "wall_ns": W,
  *	 "on_cpu_ns": C, "run_delay_ns": R, "cause": "lock",
- *	 "waker_tid": P, "waker_comm": "w-holder"}
+ *	 "waker_tid": P, "waker_comm": "w-holder", "slept_ns": S}
  * (waker_tid 0 and waker_comm "(timer)" for a timer, "" where the thread is
  * not woken); then one per thread, the same clocks read first and last thing
  * in its start routine (its whole life but the thread's creation and exit):
  *	{"life": true, "tid": T, "wall_ns": W, "on_cpu_ns": C, "run_delay_ns": R,
- *	 "outside_ns": O}
+ *	 "outside_ns": O, "slept_ns": S}
  * O: the time from before its creation to its first reading and from its
- * last to its join, which hold its creation and exit.
+ * last to its join, which hold its creation and exit. S: the kernel's own
+ * blocked time between the readings (schedstats' sum_sleep_runtime), null
+ * where the kernel keeps none (no CONFIG_SCHEDSTATS, or
+ * kernel.sched_schedstats off).
  * Exit 1 if a round went wrong (a thread could not be made).
  *
  * Usage: waits [--rounds N] [--hold-ms MS] [--wait]
@@ -49,8 +52,17 @@
 #include "workload.h"
 
 struct truth {
-	uint64_t t, on_cpu, run_delay;
+	uint64_t t, on_cpu, run_delay, slept;
 };
+
+/*
+ * The kernel's own blocked time of the thread, where it keeps one:
+ * sum_sleep_runtime in /proc/thread-self/sched, which enqueue_sleeper()
+ * adds to at each wakeup on the runqueue clock (sleep_start or block_start,
+ * set at the dequeue, to the enqueue) with CONFIG_SCHEDSTATS and
+ * kernel.sched_schedstats=1. Decided once, by main.
+ */
+static bool have_slept;
 
 static unsigned long rounds = 3, hold_ms = 30;
 
@@ -78,6 +90,30 @@ static int schedstat(unsigned long *run_delay, unsigned long *slices)
 	return ok;
 }
 
+/* sum_sleep_runtime ("se.statistics." before 5.14), printed as ms.nnnnnn. */
+static int slept(uint64_t *ns)
+{
+	char buf[8192], *p;
+	unsigned long ms, frac;
+	ssize_t n;
+	int fd = open("/proc/thread-self/sched", O_RDONLY), ok = 0;
+
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	p = strstr(buf, "sum_sleep_runtime");
+	p = p ? strchr(p, ':') : NULL;
+	if (p && sscanf(p + 1, " %lu.%6lu", &ms, &frac) == 2) {
+		*ns = ms * 1000000ull + frac;
+		ok = 1;
+	}
+	return ok;
+}
+
 /*
  * The thread's own clocks now: its run delay (schedstat), its CPU time
  * (CLOCK_THREAD_CPUTIME_ID: schedstat's first field is only brought up to
@@ -92,6 +128,9 @@ static void look(struct truth *t)
 
 	for (tries = 0; tries < 100; tries++) {
 		if (!schedstat(&rd, &before))
+			exit(1);
+		/* Only a wakeup adds to it: the timeslice count moves too. */
+		if (have_slept && !slept(&t->slept))
 			exit(1);
 		clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
 		t->t = now_ns();
@@ -155,6 +194,15 @@ static void *life_main(void *arg)
 	return r;
 }
 
+/* The line's end: the kernel's blocked time between the two looks, or null. */
+static void print_slept(const struct truth *a, const struct truth *b)
+{
+	if (have_slept)
+		printf(", \"slept_ns\": %lu}\n", b->slept - a->slept);
+	else
+		printf(", \"slept_ns\": null}\n");
+}
+
 static void print_lives(const struct life *lives, size_t n)
 {
 	size_t i;
@@ -163,10 +211,11 @@ static void print_lives(const struct life *lives, size_t n)
 		const struct life *l = &lives[i];
 
 		printf("{\"life\": true, \"tid\": %d, \"wall_ns\": %lu, \"on_cpu_ns\": %lu, "
-		       "\"run_delay_ns\": %lu, \"outside_ns\": %lu}\n",
+		       "\"run_delay_ns\": %lu, \"outside_ns\": %lu",
 		       l->tid, l->b.t - l->a.t, l->b.on_cpu - l->a.on_cpu,
 		       l->b.run_delay - l->a.run_delay,
 		       (l->a.t - l->created) + (l->joined - l->b.t));
+		print_slept(&l->a, &l->b);
 	}
 }
 
@@ -179,9 +228,10 @@ static void print_results(void)
 
 		printf("{\"metric\": \"%s\", \"tid\": %d, \"comm\": \"%s\", \"wall_ns\": %lu, "
 		       "\"on_cpu_ns\": %lu, \"run_delay_ns\": %lu, \"cause\": \"%s\", "
-		       "\"waker_tid\": %d, \"waker_comm\": \"%s\"}\n",
+		       "\"waker_tid\": %d, \"waker_comm\": \"%s\"",
 		       r->metric, r->tid, r->comm, r->b.t - r->a.t, r->b.on_cpu - r->a.on_cpu,
 		       r->b.run_delay - r->a.run_delay, r->cause, r->waker, r->waker_comm);
+		print_slept(&r->a, &r->b);
 	}
 }
 
@@ -556,6 +606,11 @@ int main(int argc, char **argv)
 	 * span's only wait is then the one it makes, not a page fault's.
 	 */
 	mlockall(MCL_CURRENT | MCL_FUTURE);
+	{
+		uint64_t ns;
+
+		have_slept = slept(&ns);
+	}
 	if (pthread_barrier_init(&started, NULL, sizeof(mains) / sizeof(mains[0])))
 		return 1;
 	if (sched_getaffinity(0, sizeof(other_cpus), &other_cpus))
