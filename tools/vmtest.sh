@@ -612,7 +612,12 @@ progress_line() {
 		# directory, which CI does not keep.
 		local f
 		f=$(dirname "$VMTEST_PROGRESS")/${name//:/-}.log
-		[ -e "$f" ] && tail -n "${VMTEST_FAIL_LINES:-40}" "$f" | tr -cd '[:print:]\t\n' | sed "s/^/vmtest:     [$CUR_KERNEL] $name| /" >&2
+		if [ -s "$f" ]; then
+			tail -n "${VMTEST_FAIL_LINES:-40}" "$f" | tr -cd '[:print:]\t\n' |
+				sed "s/^/vmtest:     [$CUR_KERNEL] $name| /" >&2
+		else
+			log "    [$CUR_KERNEL] $name: its log is empty"
+		fi
 	fi
 }
 
