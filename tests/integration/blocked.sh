@@ -93,6 +93,8 @@ for s in d["events"]["spans"]:
     by.setdefault((s["thread_id"], s["metric_id"]), []).append(s)
 for v in by.values():
     v.sort(key=lambda s: s["start_ns"])
+parents = {s["parent_span_id"]["value"] for s in d["events"]["spans"]
+           if s["parent_span_id"]["status"] == "recorded"}
 seen = {}
 gaps, exact = 0, set()
 for t in truth:
@@ -143,6 +145,11 @@ for t in truth:
     causes = {c["cause"]: c["ns"] for c in b["blocked_by"]}
     tol = max(want_blocked * 0.02, 50_000)
     mine = 0 if t["cause"] == "none" else causes.get(t["cause"], 0)
+    # In a span with a nested one, the nested span's uprobe trap is inside
+    # the thread's readings, and so is its wait for mmap_lock, a `fault`
+    # (4.64 ms once in wait-outer in the 7.2 TCG guest).
+    if s["span_id"] in parents and t["cause"] not in ("none", "fault"):
+        mine += causes.get("fault", 0)
     if t["cause"] != "none" and mine < want_blocked - tol:
         bad.append(f"{k}#{i}: blocked by {causes}, expected {want_blocked} of {t['cause']}")
     if b["blocked_ns"] - mine > tol + edges:
