@@ -96,7 +96,7 @@ for v in by.values():
 parents = {s["parent_span_id"]["value"] for s in d["events"]["spans"]
            if s["parent_span_id"]["status"] == "recorded"}
 seen = {}
-gaps, exact = 0, set()
+gaps, exact, gap_tids = 0, set(), {}
 for t in truth:
     k = (t["tid"], t["metric"])
     i = seen.get(k, 0)
@@ -110,6 +110,7 @@ for t in truth:
         # A switch-in the kernel made without its tracepoint (seen, rarely,
         # on 6.18): the span's off-CPU time is unknown, a gap, and counted.
         gaps += 1
+        gap_tids[t["tid"]] = gap_tids.get(t["tid"], 0) + 1
         continue
     exact.add(t["metric"])
     b = l["blocked"]["value"]
@@ -176,8 +177,10 @@ threads = {t["thread_id"]: t for t in d["threads"]}
 for t in truth:
     if not waited(t):
         continue
-    # Nested spans share their waits: the most of any one metric.
-    need = max(n for (tid, m), n in waits.items() if tid == t["tid"])
+    # Nested spans share their waits: the most of any one metric. A call
+    # across a switch-in made without khbpf's program (a gap, above) has no
+    # waker for that stretch (6.18: w-sleep's timer 2 of 3).
+    need = max(n for (tid, m), n in waits.items() if tid == t["tid"]) - gap_tids.get(t["tid"], 0)
     th = threads.get(t["tid"])
     b = th and th["bpf_detail"]["value"]["blocked"]
     if not b or b["status"] != "recorded":
