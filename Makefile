@@ -75,7 +75,7 @@ BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror \
 # The scheduler collector is several sources linked into one object, so one
 # skeleton (sched_bpf) with shared maps: sched.bpf.c, which defines the maps
 # and globals, first (the skeleton lists them in link order), then the rest.
-SCHED_PARTS := bpf/sched.bpf.c bpf/span.bpf.c bpf/wake.bpf.c
+SCHED_PARTS := bpf/sched.bpf.c bpf/span.bpf.c bpf/wake.bpf.c bpf/targets.bpf.c
 SCHED_PART_OBJS := $(patsubst bpf/%.bpf.c,$(BPF_OUT)/sched.parts/%.bpf.o,$(SCHED_PARTS))
 BPF_SRCS := $(filter-out $(SCHED_PARTS),$(wildcard bpf/*.bpf.c)) bpf/sched.bpf.c
 BPF_OBJS := $(patsubst bpf/%.bpf.c,$(BPF_OUT)/%.bpf.o,$(BPF_SRCS))

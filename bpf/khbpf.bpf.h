@@ -21,6 +21,7 @@
 
 #include "khbpf/sched.h"
 #include "khbpf/spans.h"
+#include "khbpf/targets.h"
 
 /* x86-64 without KASAN: the kernel stack's size (THREAD_SIZE). */
 #define KHBPF_THREAD_SIZE 16384
@@ -44,11 +45,13 @@ extern const volatile __u32 nr_slot_cpus;
 extern const volatile bool blocked_enabled;
 extern const volatile bool wakers_enabled;
 extern const volatile __u32 group_by;
+extern const volatile __u32 set_mode;
 extern const volatile __u32 nr_cgroup_filters;
 extern const volatile __u64 cgroup_filter_id[KHBPF_MAX_CGROUP_FILTERS];
 extern const volatile __u32 cgroup_filter_level[KHBPF_MAX_CGROUP_FILTERS];
 extern __u32 target_slots[KHBPF_TARGET_SLOTS];
 extern __u32 iter_init_state;
+extern __u32 join_how;
 extern __u64 storage_failures;
 extern __u64 exited_overflow;
 extern __u64 final_unmatched;
@@ -74,6 +77,11 @@ extern __u64 wakeups_unseen;
 extern __u64 span_wakes_unlisted;
 extern __u64 span_wakers_overflow;
 extern __u64 blocked_regs_unread;
+extern __u64 procs_overflow;
+extern __u64 join_failures;
+extern __u64 moved_base_overflow;
+extern __u64 cgroup_moves_in;
+extern __u64 cgroup_rejoins;
 
 /* sched.bpf.c defines KHBPF_DEFINE_MAPS before including this: the maps are made there. */
 #ifdef KHBPF_DEFINE_MAPS
@@ -254,6 +262,37 @@ KHBPF_MAP struct {
 	__type(value, struct khbpf_irq_ctx);
 } irq_ctx SEC(".maps");
 
+/*
+ * The processes of the target set (include/khbpf/targets.h), sized by the
+ * loader (--max-processes): a process that finds it full does not join,
+ * counted in procs_overflow.
+ */
+KHBPF_MAP struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, KHBPF_DEFAULT_MAX_PROCESSES);
+	__type(key, struct khbpf_proc_key);
+	__type(value, struct khbpf_proc_rec);
+} procs SEC(".maps");
+
+KHBPF_MAP struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct khbpf_proc_rec);
+} proc_zero SEC(".maps");
+
+/*
+ * Cgroup sets: the baseline of each thread that joined when it was moved
+ * into the cgroups (its counters then), as the walk's records are for the
+ * threads it finds; full: counted in moved_base_overflow.
+ */
+KHBPF_MAP struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1);
+	__type(key, struct khbpf_thread_key);
+	__type(value, struct khbpf_thread_rec);
+} moved_base SEC(".maps");
+
 /* A zeroed record to create `exited` entries from, filled in place. */
 KHBPF_MAP struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -373,14 +412,11 @@ static __always_inline bool in_cgroup_filter(struct task_struct *p)
 	return false;
 }
 
-static __always_inline bool is_target(struct task_struct *p)
+/* A root of the set: in the loader's table of tgids (KHBPF_SET_PIDS, _TREE). */
+static __always_inline bool is_root(__u32 tgid)
 {
-	__u32 tgid = p->tgid, slot, i;
+	__u32 slot, i;
 
-	if (nr_cgroup_filters)
-		return p->pid != 0 && in_cgroup_filter(p);
-	if (trace_all)
-		return p->pid != 0;
 	/* 0 marks an empty slot; it is also the idle task's tgid, never a target. */
 	if (!tgid)
 		return false;
@@ -394,6 +430,42 @@ static __always_inline bool is_target(struct task_struct *p)
 		if (!t)
 			return false;
 	}
+	return false;
+}
+
+/*
+ * A member of the target set: its state, flagged KHBPF_MEMBER; NULL for
+ * anything else. With task storage, a task that has none at all (every
+ * task outside the set) is told apart by one load from its task_struct,
+ * before any helper call or map access.
+ */
+static __always_inline struct khbpf_task_state *member_state(struct task_struct *p)
+{
+	struct khbpf_task_state *st;
+
+	if (use_task_storage) {
+		if (bpf_core_field_exists(p->bpf_storage) && !p->bpf_storage)
+			return NULL;
+		st = bpf_task_storage_get(&task_state, p, NULL, 0);
+	} else {
+		__u64 key = (__u64)p;
+
+		st = bpf_map_lookup_elem(&task_state_h, &key);
+		/* The hash is keyed by address: a later task at the same one is not this member. */
+		if (st && (st->tid != (__u32)p->pid || st->start_time != p->start_time))
+			return NULL;
+	}
+	return st && (st->member & KHBPF_MEMBER) ? st : NULL;
+}
+
+static __always_inline bool is_target(struct task_struct *p)
+{
+	if (set_mode)
+		return member_state(p) != NULL;
+	if (nr_cgroup_filters)
+		return p->pid != 0 && in_cgroup_filter(p);
+	if (trace_all)
+		return p->pid != 0;
 	return false;
 }
 

@@ -97,6 +97,12 @@ const volatile bool wakers_enabled = false;
 /* serve: KHBPF_GROUP_*, and the --cgroup filters (kernfs id at its level). */
 const volatile __u32 group_by = KHBPF_GROUP_NONE;
 const volatile __u32 nr_cgroup_filters = 0;
+/*
+ * run and attach (and serve --pid): the target set (KHBPF_SET_*, targets.h),
+ * kept in the kernel by targets.bpf.c; its roots are in target_slots, its
+ * cgroups in cgroup_filter_*.
+ */
+const volatile __u32 set_mode = KHBPF_SET_NONE;
 const volatile __u64 cgroup_filter_id[KHBPF_MAX_CGROUP_FILTERS] = {};
 const volatile __u32 cgroup_filter_level[KHBPF_MAX_CGROUP_FILTERS] = {};
 
@@ -106,6 +112,8 @@ __u32 target_slots[KHBPF_TARGET_SLOTS] = {};
  * stamps; 2 (run's held command), only start its off-CPU stretch.
  */
 __u32 iter_init_state = 0;
+/* The loader's walk of the set (khbpf_iter_join): how a thread that joins is stamped. */
+__u32 join_how = 1;
 
 /* Loss and health counters, read by the loader at the end of the window. */
 __u64 storage_failures = 0; /* task storage could not be created */
@@ -145,6 +153,11 @@ __u64 span_wakes_unlisted = 0;
 __u64 span_wakers_overflow = 0; /* span stretches `span_wakers` had no room for */
 /* blocked stretches whose system call could not be read: their cause is `other` */
 __u64 blocked_regs_unread = 0;
+__u64 procs_overflow = 0; /* processes that could not join: `procs` was full */
+__u64 join_failures = 0; /* threads that could not join: no state could be made */
+__u64 moved_base_overflow = 0; /* moved into the cgroups: no room for the baseline */
+__u64 cgroup_moves_in = 0; /* whole processes moved into the cgroups: the loader walks */
+__u64 cgroup_rejoins = 0; /* threads found in the cgroups again after they left */
 
 /* Before thread_info.cpu (x86-64 until 5.15), the CPU is task_struct.cpu. */
 struct task_struct___pre516 {
@@ -164,30 +177,8 @@ static __always_inline void task_states_free(struct task_struct *p)
 }
 
 #include "blocked.bpf.h"
-
-static __always_inline void fill_rec(struct khbpf_thread_rec *r, struct task_struct *p, __u32 flags)
-{
-	struct khbpf_task_state *st;
-
-	r->tid = BPF_CORE_READ(p, pid);
-	r->tgid = BPF_CORE_READ(p, tgid);
-	r->start_time = BPF_CORE_READ(p, start_time);
-	BPF_CORE_READ_STR_INTO(&r->comm, p, comm);
-	read_counters(p, &r->k);
-	st = task_state_get(p, false);
-	if (st) {
-		r->b = st->b;
-		if (kernel_queue_ts)
-			fold_waits(st, &r->b, r->k.run_delay, r->k.pcount);
-		if (blocked_enabled)
-			r->b.blocked.ns[cause_idx(st->ep_cause)] += open_blocked_ns(p, st);
-		flags |= KHBPF_REC_HAS_STATE;
-	} else {
-		__builtin_memset(&r->b, 0, sizeof(r->b));
-	}
-	r->flags = flags;
-	r->pad = 0;
-}
+#include "threadrec.bpf.h"
+#include "targets.bpf.h"
 
 static __always_inline __u32 task_cpu_of(struct task_struct *p)
 {
@@ -196,34 +187,18 @@ static __always_inline __u32 task_cpu_of(struct task_struct *p)
 	return BPF_CORE_READ((struct task_struct___pre516 *)p, cpu);
 }
 
-/*
- * The `exited` entry of key, made (zeroed) if there is none yet: the record
- * is filled in place, never through a per-CPU buffer, because the exit
- * tracepoint's program can be preempted (see khbpf_sched_process_exit).
- * NULL when the map is full.
- */
-static __always_inline struct khbpf_thread_rec *exited_entry(const struct khbpf_thread_key *key)
-{
-	struct khbpf_thread_rec *r = bpf_map_lookup_elem(&exited, key), *z;
-	__u32 zero = 0;
-
-	if (r)
-		return r;
-	z = bpf_map_lookup_elem(&rec_zero, &zero);
-	if (!z)
-		return NULL;
-	bpf_map_update_elem(&exited, key, z, BPF_NOEXIST);
-	return bpf_map_lookup_elem(&exited, key);
-}
-
-static __always_inline void final_switch(struct task_struct *prev)
+static __always_inline void final_switch(struct task_struct *prev, struct khbpf_task_state *st)
 {
 	struct khbpf_thread_key key = {
 		.tid = prev->pid,
 		.start_time = prev->start_time,
 	};
 	struct khbpf_thread_rec *r = bpf_map_lookup_elem(&exited, &key);
-	struct khbpf_task_state *st = task_state_get(prev, false);
+
+	if (set_mode)
+		proc_final_switch(prev);
+	if (!st)
+		st = task_state_get(prev, false);
 
 	__sync_fetch_and_add(&exits_ended, 1);
 	if (!r) {
@@ -339,18 +314,42 @@ static __always_inline void span_clock_in(struct khbpf_span_clock *ck,
 	}
 }
 
+/* The state of a target whose state is known already (a set's member), else made now. */
+static __always_inline struct khbpf_task_state *state_or(struct khbpf_task_state *known,
+							 struct task_struct *p)
+{
+	return known ? known : state_of(p);
+}
+
+/*
+ * Is p a target? A set's member gives its state (*st), looked up once for
+ * the whole switch; without a set, is_target()'s filters decide and the
+ * state is made where it is needed.
+ */
+static __always_inline bool switch_target(struct task_struct *p, struct khbpf_task_state **st)
+{
+	*st = NULL;
+	if (!set_mode)
+		return is_target(p);
+	*st = member_state(p);
+	if (*st && set_mode == KHBPF_SET_CGROUP)
+		*st = cgroup_still_member(p, *st);
+	return *st != NULL;
+}
+
 static __always_inline int on_switch(struct task_struct *prev, struct task_struct *next,
 				     unsigned int prev_state)
 {
 	struct khbpf_span_clock *ck_prev = NULL, *ck_next = NULL;
-	struct khbpf_task_state *st = NULL;
+	struct khbpf_task_state *st = NULL, *known;
 	struct khbpf_group_acc *grp = NULL;
 	struct switch_readings sr;
 	__u64 now = 0;
 
-	if (is_target(prev)) {
+	if (switch_target(prev, &known)) {
+		st = known;
 		if (prev_state == TASK_DEAD)
-			final_switch(prev);
+			final_switch(prev, st);
 		if (group_by)
 			st = group_switch_out(prev, prev_state == TASK_DEAD, &grp);
 		if (prev_state == TASK_DEAD) {
@@ -358,7 +357,7 @@ static __always_inline int on_switch(struct task_struct *prev, struct task_struc
 			__u64 run_delay, pcount;
 
 			/* serve: group_switch_out did it with the same readings. */
-			if (!group_by && (st = state_of(prev))) {
+			if (!group_by && (st = state_or(st, prev))) {
 				read_sched_info(prev, &run_delay, &pcount);
 				fold_waits(st, &st->b, run_delay, pcount);
 				st->last_run_delay = run_delay;
@@ -370,7 +369,7 @@ static __always_inline int on_switch(struct task_struct *prev, struct task_struc
 			 * the runqueue, so its wait starts now. The current state, not
 			 * prev_state, tells which.
 			 */
-			st = state_of(prev);
+			st = state_or(st, prev);
 			if (st) {
 				now = bpf_ktime_get_ns();
 				st->enqueue_ts = now;
@@ -384,8 +383,7 @@ static __always_inline int on_switch(struct task_struct *prev, struct task_struc
 			now = sr.now;
 		}
 		if (blocked_enabled && prev_state != TASK_DEAD) {
-			if (!st)
-				st = state_of(prev);
+			st = state_or(st, prev);
 			if (st)
 				stretch_out(prev, st, now, grp);
 		}
@@ -394,7 +392,7 @@ static __always_inline int on_switch(struct task_struct *prev, struct task_struc
 	}
 	if (kernel_queue_ts && !spans_enabled && !blocked_enabled)
 		return 0;
-	if (!is_target(next))
+	if (!switch_target(next, &known))
 		return 0;
 	if (spans_enabled)
 		ck_next = span_clock_of(next);
@@ -405,14 +403,14 @@ static __always_inline int on_switch(struct task_struct *prev, struct task_struc
 		now = sr.now;
 	}
 	if (blocked_enabled) {
-		st = state_of(next);
+		st = state_or(known, next);
 		if (st)
 			stretch_in(next, st, ck_next, now);
 	}
 	if (kernel_queue_ts)
 		return 0;
 
-	st = state_of(next);
+	st = state_or(known, next);
 	if (!st)
 		return 0;
 	st->b.switch_ins++;
@@ -458,6 +456,33 @@ SEC("tp_btf/sched_switch")
 int BPF_PROG(khbpf_sched_switch_nostate, bool preempt, struct task_struct *prev,
 	     struct task_struct *next)
 {
+	return on_switch(prev, next, task_state_now(prev));
+}
+
+/*
+ * The same for a target set kept in task storage: a task outside the set
+ * has no BPF task storage at all, so a switch between two such tasks ends
+ * here, after one load from each task_struct, which __schedule() has just
+ * touched: no helper, and no map or global variable read. Those live in
+ * vmalloc'd pages, and every load of one was measured at about 14 ns on
+ * this project's VM (KPTI without PCID flushes the TLB at every kernel
+ * entry), where the empty program costs 50.
+ */
+SEC("tp_btf/sched_switch")
+int BPF_PROG(khbpf_sched_switch_set, bool preempt, struct task_struct *prev,
+	     struct task_struct *next, unsigned int prev_state)
+{
+	if (!prev->bpf_storage && !next->bpf_storage)
+		return 0;
+	return on_switch(prev, next, prev_state);
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(khbpf_sched_switch_set_nostate, bool preempt, struct task_struct *prev,
+	     struct task_struct *next)
+{
+	if (!prev->bpf_storage && !next->bpf_storage)
+		return 0;
 	return on_switch(prev, next, task_state_now(prev));
 }
 
@@ -592,13 +617,30 @@ int BPF_PROG(khbpf_sched_process_exit, struct task_struct *p)
 /*
  * exec from a thread other than the leader: the kernel ends the leader and
  * gives the exec'ing thread its id and start time, so one identity covers
- * two threads and the exec'ing thread's own id ends without an exit.
+ * two threads and the exec'ing thread's own id ends without an exit. A
+ * set's process keeps its new name and the path it exec'd.
  */
 SEC("tp_btf/sched_process_exec")
-int BPF_PROG(khbpf_sched_process_exec, struct task_struct *p, pid_t old_pid)
+int BPF_PROG(khbpf_sched_process_exec, struct task_struct *p, pid_t old_pid,
+	     struct linux_binprm *bprm)
 {
-	if (is_target(p) && old_pid != p->pid)
+	struct khbpf_proc_rec *r;
+
+	if (!is_target(p))
+		return 0;
+	if (old_pid != p->pid)
 		__sync_fetch_and_add(&exec_renumbered, 1);
+	if (!set_mode)
+		return 0;
+	r = proc_of(p);
+	if (!r)
+		return 0;
+	/* begin_new_exec() has set the new comm; the name as given to execve(). */
+	bpf_probe_read_kernel_str(r->comm, sizeof(r->comm), p->comm);
+	bpf_probe_read_kernel_str(r->exec_path, sizeof(r->exec_path), bprm->filename);
+	r->exe_tgid = p->tgid;
+	r->exe_start_time = r->start_time;
+	r->flags |= KHBPF_PROC_EXECED;
 	return 0;
 }
 
@@ -613,27 +655,15 @@ int khbpf_iter_task(struct bpf_iter__task *ctx)
 	if (!task || !is_target(task))
 		return 0;
 	/*
-	 * Baseline (before the tracepoints attach): start each thread's wait
-	 * accounting from now, so waits before the window are not folded in.
+	 * Baseline (before the tracepoints attach) without a set (serve's
+	 * every task or cgroup filters): start each thread's accounting from
+	 * now. A set's threads get theirs as they join (khbpf_iter_join).
 	 */
-	if (iter_init_state == 2) {
-		/* run's held command: only its off-CPU stretch starts here. */
+	if (iter_init_state && !set_mode) {
 		struct khbpf_task_state *st = state_of(task);
 
-		if (st && blocked_enabled)
-			baseline_stretch(task, st);
-	} else if (iter_init_state && (kernel_queue_ts || group_by)) {
-		struct khbpf_task_state *st = state_of(task);
-
-		if (st) {
-			read_sched_info(task, &st->last_run_delay, &st->last_pcount);
-			st->last_nvcsw = task->nvcsw;
-			st->last_nivcsw = task->nivcsw;
-			st->last_migrations = task->se.nr_migrations;
-			st->last_runtime = task->se.sum_exec_runtime;
-			if (blocked_enabled)
-				baseline_stretch(task, st);
-		}
+		if (st)
+			stamp_baseline(task, st, iter_init_state);
 	}
 	r = bpf_map_lookup_elem(&scratch, &zero);
 	if (!r)

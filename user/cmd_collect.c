@@ -50,14 +50,23 @@
 void cmd_attach_help(FILE *f)
 {
 	fprintf(f,
-		"Usage: khbpf attach --pid PID [--duration SECONDS] [--interval SECONDS]\n"
-		"                    [-o FILE] [--json | --text] [--no-bpf]\n"
-		"                    [--max-exited N] [--max-threads N]\n\n"
-		"Watch a running process (every thread, including threads created later) until\n"
-		"the duration passes, SIGINT/SIGTERM/SIGHUP arrives, or the process exits; then\n"
-		"report per-thread scheduler evidence.\n\n"
+		"Usage: khbpf attach --pid PID [--pid PID...] [--children] [--duration SECONDS]\n"
+		"       khbpf attach --cgroup PATH [--cgroup PATH...] [--duration SECONDS]\n"
+		"                    [--interval SECONDS] [-o FILE] [--json | --text] [--no-bpf]\n"
+		"                    [--max-exited N] [--max-threads N] [--max-processes N]\n\n"
+		"Watch running processes (every thread, including threads created later), or\n"
+		"every task of a cgroup, until the duration passes, SIGINT/SIGTERM/SIGHUP\n"
+		"arrives, or every process given has exited; then report per-process and\n"
+		"per-thread scheduler evidence.\n\n"
 		"Options:\n"
-		"  -p, --pid PID         the process to watch\n"
+		"  -p, --pid PID         a process to watch; repeatable (up to 64)\n"
+		"      --children        also the processes' descendants alive now and every\n"
+		"                        process forked from them during the window\n"
+		"      --cgroup PATH     every task in this cgroup v2 subtree (the path from the\n"
+		"                        cgroup v2 root, e.g. /system.slice/nginx.service),\n"
+		"                        also tasks forked or moved into it; repeatable (16)\n"
+		"      --max-processes N processes in the set over the window (default 8192);\n"
+		"                        more are counted in loss.processes_not_joined\n"
 		"  -d, --duration S      window length in seconds (decimals allowed, > 0)\n"
 		"  -i, --interval S      CPU frequency sampling period (default 1)\n"
 		"  -o, --output FILE     write the JSON evidence document to FILE atomically\n"
@@ -74,6 +83,8 @@ void cmd_attach_help(FILE *f)
 		"      --no-annotations  ignore KHBPF_SPAN annotations in the target\n" COLLECT_COMMON_HELP
 		"Examples:\n"
 		"  sudo khbpf attach --pid 1234 --duration 10\n"
+		"  sudo khbpf attach --pid \"$(pgrep -o postgres)\" --children -d 10\n"
+		"  sudo khbpf attach --cgroup /system.slice/postgresql@15-main.service -d 10\n"
 		"  sudo khbpf attach --pid 1234 -d 5 --span 'libc.so.6:malloc=malloc'\n"
 		"  sudo khbpf attach --pid \"$(pidof nginx | cut -d' ' -f1)\" -d 30 -o nginx.json\n");
 }
@@ -82,12 +93,18 @@ void cmd_run_help(FILE *f)
 {
 	fprintf(f,
 		"Usage: khbpf run [--duration SECONDS] [--interval SECONDS] [-o FILE]\n"
-		"                 [--json | --text] [--as-root] [--no-bpf] -- CMD [ARGS...]\n\n"
+		"                 [--json | --text] [--as-root] [--no-bpf] [--no-children]\n"
+		"                 -- CMD [ARGS...]\n\n"
 		"Start CMD with the collector attached before its first instruction, so the\n"
-		"evidence covers its whole life. Exits with CMD's exit status (128+signal when\n"
+		"evidence covers its whole life and that of every process it starts (fork,\n"
+		"vfork, clone, any number of execs), each counted from before it first runs.\n"
+		"The window ends when CMD exits. Exits with CMD's exit status (128+signal when\n"
 		"killed). Under sudo, CMD runs as the invoking user unless --as-root is given.\n"
 		"The first SIGINT/SIGTERM/SIGHUP is passed to CMD; a second ends the window.\n\n"
 		"Options:\n"
+		"      --no-children     CMD's own process only, not the processes it starts\n"
+		"      --max-processes N processes in the set over the window (default 8192);\n"
+		"                        more are counted in loss.processes_not_joined\n"
 		"  -d, --duration S      end the window early (CMD keeps running; khbpf waits)\n"
 		"  -i, --interval S      CPU frequency sampling period (default 1)\n"
 		"  -o, --output FILE     write the JSON evidence document to FILE atomically\n"
@@ -136,11 +153,14 @@ int collect_args__parse(const char *cmd, int argc, char **argv, enum target_mode
 		{ "private", no_argument, NULL, 'P' },
 		{ "html", required_argument, NULL, 'H' },
 		{ "perfetto", required_argument, NULL, 'F' },
+		{ "children", no_argument, NULL, 'c' },
+		{ "no-children", no_argument, NULL, 'n' },
+		{ "cgroup", required_argument, NULL, 'G' },
+		{ "max-processes", required_argument, NULL, 'm' },
 		{ "help", no_argument, NULL, 'h' },
 		{},
 	};
 	struct session_opts *so = &a->so;
-	bool have_pid = false;
 	uint64_t v;
 	int c, err;
 
@@ -150,6 +170,8 @@ int collect_args__parse(const char *cmd, int argc, char **argv, enum target_mode
 	so->log = stderr;
 	so->span_counters = SCHED_COUNTERS_HW;
 	so->span_reqs = a->reqs;
+	so->pids = a->pids;
+	so->cgroup_paths = a->cgroups;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "+:p:d:i:o:h", opts, NULL)) != -1) {
 		switch (c) {
@@ -161,8 +183,51 @@ int collect_args__parse(const char *cmd, int argc, char **argv, enum target_mode
 					   INT_MAX);
 				return CLI_EXIT_USAGE;
 			}
-			so->pid = (pid_t)v;
-			have_pid = true;
+			if (so->nr_pids == CMDARGS_MAX_PIDS) {
+				cli__error(
+					cmd,
+					"at most %d --pid options; use --children or --cgroup for more",
+					CMDARGS_MAX_PIDS);
+				return CLI_EXIT_USAGE;
+			}
+			a->pids[so->nr_pids++] = (pid_t)v;
+			if (so->nr_pids == 1)
+				so->pid = (pid_t)v;
+			break;
+		case 'c':
+		case 'G':
+			if (mode != TARGET_MODE_ATTACH)
+				goto usage;
+			if (c == 'c') {
+				so->children = true;
+				break;
+			}
+			if (so->nr_cgroup_paths == KHBPF_MAX_CGROUP_FILTERS) {
+				cli__error(cmd, "at most %d --cgroup options; name a parent cgroup",
+					   KHBPF_MAX_CGROUP_FILTERS);
+				return CLI_EXIT_USAGE;
+			}
+			if (optarg[0] != '/') {
+				cli__error(
+					cmd,
+					"--cgroup '%s': give the path from the cgroup v2 root, e.g. /system.slice/nginx.service",
+					optarg);
+				return CLI_EXIT_USAGE;
+			}
+			a->cgroups[so->nr_cgroup_paths++] = optarg;
+			break;
+		case 'n':
+			if (mode != TARGET_MODE_RUN)
+				goto usage;
+			so->no_children = true;
+			break;
+		case 'm':
+			if (cli__parse_count(optarg, 1u << 24, &so->max_processes)) {
+				cli__error(cmd,
+					   "--max-processes '%s': expected a count from 1 to %u",
+					   optarg, 1u << 24);
+				return CLI_EXIT_USAGE;
+			}
 			break;
 		case 'd':
 		case 'i':
@@ -302,8 +367,21 @@ int collect_args__parse(const char *cmd, int argc, char **argv, enum target_mode
 		}
 	}
 	if (mode == TARGET_MODE_ATTACH) {
-		if (!have_pid) {
-			cli__error(cmd, "--pid PID is required; run 'khbpf attach --help'");
+		if (!so->nr_pids && !so->nr_cgroup_paths) {
+			cli__error(
+				cmd,
+				"--pid PID or --cgroup PATH is required; run 'khbpf attach --help'");
+			return CLI_EXIT_USAGE;
+		}
+		if (so->nr_pids && so->nr_cgroup_paths) {
+			cli__error(cmd,
+				   "--pid and --cgroup name two different sets; give one of them");
+			return CLI_EXIT_USAGE;
+		}
+		if (so->children && so->nr_cgroup_paths) {
+			cli__error(
+				cmd,
+				"--children applies to --pid; a --cgroup set already holds every task forked in it");
 			return CLI_EXIT_USAGE;
 		}
 		if (optind < argc) {

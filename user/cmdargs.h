@@ -20,7 +20,9 @@
 _Static_assert(CMDARGS_MAX_PIDS <= KHBPF_MAX_TARGETS, "serve --pid beyond the kernel's targets");
 
 struct collect_args {
-	struct session_opts so; /* so.span_reqs points at reqs */
+	struct session_opts so; /* so.span_reqs, pids, cgroup_paths point at reqs, pids, cgroups */
+	pid_t pids[CMDARGS_MAX_PIDS];
+	const char *cgroups[KHBPF_MAX_CGROUP_FILTERS];
 	struct span_request reqs[CMDARGS_MAX_SPANS];
 	char req_buf[CMDARGS_MAX_SPANS][512];
 	const char *out; /* -o, or NULL */

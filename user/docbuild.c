@@ -19,9 +19,10 @@ struct docbuild {
 	struct hardware_run hw;
 	struct doc_thread *threads;
 	size_t nr_threads;
+	struct doc_process *processes;
 	struct waker_row *waker_rows; /* every thread's, then the process's */
 	struct collector_capability caps[6];
-	struct named_u64 loss[40 + SCHED_PROG_MAX];
+	struct named_u64 loss[48 + SCHED_PROG_MAX];
 	char loss_names[SCHED_PROG_MAX][48];
 	size_t nr_loss;
 	struct named_u64 overhead[2 * SCHED_PROG_MAX + 4];
@@ -179,6 +180,113 @@ static void pressure_thermal_collector(struct collector_capability *cap,
 		"%s", h->detail[0] ? h->detail : "/proc/pressure could not be read");
 }
 
+/* A monotonic time (task->start_time, bpf_ktime_get_ns()) on the wall clock of the window. */
+static uint64_t unix_ns_of(const struct docbuild_opts *s, uint64_t mono)
+{
+	int64_t d = (int64_t)(mono - s->start_mono);
+
+	return d < 0 && (uint64_t)-d > s->start_real ? 0 : s->start_real + (uint64_t)d;
+}
+
+static const char *joined_name(const struct window_process *p)
+{
+	uint32_t f = p->have_rec ? p->rec.flags : 0;
+
+	return f & KHBPF_PROC_ROOT   ? "root" :
+	       f & KHBPF_PROC_FORKED ? "fork" :
+	       f & KHBPF_PROC_MOVED  ? "moved" :
+				       "walk";
+}
+
+/*
+ * The processes of the set and target.set. A process's totals are its
+ * threads' sums, gaps when one of them vanished or, as the set's own, when
+ * threads were kept out of the set (they could not join).
+ */
+static int fill_processes(struct docbuild *b, bool set_complete)
+{
+	const struct docbuild_opts *s = &b->o;
+	const struct proc_window *pw = s->pwin;
+	struct doc_set *set = &b->doc.target.set;
+	size_t i;
+
+	static const enum doc_set_kind kinds[] = {
+		[KHBPF_SET_NONE] = DOC_SET_NONE,
+		[KHBPF_SET_PIDS] = DOC_SET_PROCESSES,
+		[KHBPF_SET_TREE] = DOC_SET_PROCESS_TREES,
+		[KHBPF_SET_CGROUP] = DOC_SET_CGROUPS,
+	};
+
+	set->kind = s->set_mode <= KHBPF_SET_CGROUP ? kinds[s->set_mode] : DOC_SET_NONE;
+	if (s->mode == TARGET_MODE_RUN)
+		set->kind = s->set_mode == KHBPF_SET_TREE ? DOC_SET_COMMAND_TREE : DOC_SET_COMMAND;
+	set->pids = s->set_pids;
+	set->nr_pids = s->nr_set_pids;
+	set->cgroups = s->set_cgroups;
+	set->nr_cgroups = s->nr_set_cgroups;
+	set->max_processes = s->stats.max_processes;
+	if (!pw || !pw->nr)
+		return 0;
+	b->processes = calloc(pw->nr, sizeof(*b->processes));
+	if (!b->processes)
+		return -ENOMEM;
+	for (i = 0; i < pw->nr; i++) {
+		const struct window_process *w = &pw->procs[i];
+		struct doc_process *p = &b->processes[i];
+		bool known = set_complete && !w->vanished_threads;
+		enum ev_source cpu_src =
+			s->use_bpf ? EV_SRC_BPF_TRACEPOINT : EV_SRC_PROC_PID_SCHEDSTAT;
+
+		p->pid = w->pid;
+		p->parent_known = w->have_rec;
+		p->parent_pid = w->rec.ppid;
+		snprintf(p->comm, sizeof(p->comm), "%.16s", w->comm);
+		p->exe = w->exe;
+		p->exe_source = w->exe_read ? EV_SRC_PROC_PID_EXE : EV_SRC_BPF_TRACEPOINT;
+		p->exe_reason = EV_GAP_UNAVAILABLE;
+		p->start_unix_ns = unix_ns_of(s, w->start_time);
+		p->exit_unix_ns = w->have_rec && (w->rec.flags & KHBPF_PROC_EXITED) ?
+					  ev_u64__recorded(unix_ns_of(s, w->rec.exit_ns)) :
+					  ev_u64__gap(EV_GAP_UNAVAILABLE);
+		if (s->mode == TARGET_MODE_RUN && s->child_reaped && w->pid == (uint32_t)s->pid) {
+			/* run's command: the status wait4() gave. */
+			p->exit_recorded = true;
+			p->exit_signaled = WIFSIGNALED(s->wait_status);
+			p->exit_value = WIFSIGNALED(s->wait_status) ?
+						(uint64_t)WTERMSIG(s->wait_status) :
+						(uint64_t)WEXITSTATUS(s->wait_status);
+		} else if (w->have_rec && (w->rec.flags & KHBPF_PROC_EXITED)) {
+			p->exit_recorded = true;
+			p->exit_signaled = (w->rec.exit_status & 0x7f) != 0;
+			p->exit_value = p->exit_signaled ? w->rec.exit_status & 0x7f :
+							   (w->rec.exit_status >> 8) & 0xff;
+		}
+		p->exit_reason = EV_GAP_UNAVAILABLE;
+		p->joined = joined_name(w);
+		p->born = w->born;
+		p->exited = w->exited;
+		p->left_cgroup = w->left;
+		p->threads = w->nr_threads;
+		fill_sched_evidence(&p->scheduler, &w->total, &w->total_bpf, s->use_bpf,
+				    s->stats.sched_info, known);
+		p->on_cpu_ns = known ? sev_u64__recorded(w->total.sum_exec_runtime, cpu_src) :
+				       sev_u64__gap(cpu_src, EV_GAP_UNAVAILABLE);
+		set->exited += w->exited;
+		set->left += w->left;
+		if (!strcmp(p->joined, "fork"))
+			set->joined_at_fork++;
+		else if (!strcmp(p->joined, "moved") ||
+			 (w->have_rec && w->rec.join_ns > s->start_join_end))
+			set->joined_later++;
+		else
+			set->joined_at_start++;
+	}
+	set->processes = pw->nr;
+	b->doc.processes = b->processes;
+	b->doc.nr_processes = pw->nr;
+	return 0;
+}
+
 static int build_document(struct docbuild *b)
 {
 	const struct docbuild_opts *s = &b->o;
@@ -187,7 +295,9 @@ static int build_document(struct docbuild *b)
 	enum ev_gap bpf_gap = collector_availability__gap(s->bpf_avail);
 	struct utilization_opts uo = { 0 };
 	uint64_t wall = s->end_mono - s->start_mono;
-	bool totals_known = s->win.vanished_threads == 0;
+	/* Threads kept out of the set (no state, or their process had no room) are in no sum. */
+	bool set_complete = !s->stats.join_failures && !s->stats.procs_overflow;
+	bool totals_known = s->win.vanished_threads == 0 && set_complete;
 	/* Without BPF: the CPU of threads /proc never showed (fallback_witness). */
 	bool fb_cpu_known = s->use_bpf || (s->fb.clock_ok && s->fb.cpu_end >= s->fb.cpu_start);
 	uint64_t fb_cpu = s->fb.cpu_end - s->fb.cpu_start, seen_cpu = s->win.total.sum_exec_runtime;
@@ -272,6 +382,9 @@ static int build_document(struct docbuild *b)
 		snprintf(t->comm, sizeof(t->comm), "%.16s", w->comm);
 		t->exited = w->exited;
 		t->born = w->born;
+		t->left_cgroup = w->left;
+		t->pid = w->tgid;
+		t->process_start_unix_ns = unix_ns_of(s, w->proc_start_time);
 		fill_sched_evidence(&t->scheduler, &w->delta, &w->bpf, s->use_bpf,
 				    s->stats.sched_info, !w->vanished);
 		t->on_cpu_ns = w->vanished ?
@@ -295,6 +408,7 @@ static int build_document(struct docbuild *b)
 	if (doc->sched_detail.recorded)
 		fill_blocked(&doc->sched_detail.blocked, &s->win.total_bpf, s);
 	err = fill_wakers(b, s);
+	err = err ?: fill_processes(b, set_complete);
 	if (err)
 		return err;
 	doc->kernel_run_delay_ns =
@@ -450,6 +564,11 @@ static int build_document(struct docbuild *b)
 	LOSS("span_wakers_overflow", s->stats.span_wakers_overflow);
 	LOSS("span_wakers_not_kept", s->spans->wakes_lost);
 	LOSS("offcpu_stretches_unseen", s->win.total_bpf.offcpu_unseen);
+	LOSS("processes_not_joined", s->stats.procs_overflow);
+	LOSS("threads_not_joined", s->stats.join_failures);
+	LOSS("threads_joined_late", s->late_joins);
+	LOSS("moved_baselines_dropped", s->stats.moved_base_overflow);
+	LOSS("cgroup_rejoins_ignored", s->stats.cgroup_rejoins);
 	/* A run the kernel skipped (the program was busy on that CPU) may miss an event. */
 	for (i = 0; i < s->stats.nr_progs; i++) {
 		snprintf(b->loss_names[i], sizeof(b->loss_names[0]), "%s_recursion_misses",
@@ -527,6 +646,8 @@ void docbuild__reset(struct docbuild *b)
 	memset(&b->hw, 0, sizeof(b->hw));
 	free(b->threads);
 	b->threads = NULL;
+	free(b->processes);
+	b->processes = NULL;
 	free(b->waker_rows);
 	b->waker_rows = NULL;
 	b->nr_threads = 0;
@@ -541,6 +662,7 @@ void docbuild__destroy(struct docbuild *b)
 	utilization__free(&b->hw.utilization);
 	span_hw_aggregation__free(&b->hw.span_aggregation);
 	free(b->threads);
+	free(b->processes);
 	free(b->waker_rows);
 	free(b);
 }

@@ -18,6 +18,7 @@
 #include "document.h"
 #include "evidence.h"
 #include "pressure.h"
+#include "proc_window.h"
 #include "sched_collector.h"
 #include "sched_window.h"
 #include "spanrun.h"
@@ -64,6 +65,19 @@ struct docbuild_opts {
 	enum collector_availability bpf_avail;
 	const char *bpf_detail;
 	struct sched_window win;
+	/*
+	 * The target set: its kind (KHBPF_SET_*), roots and cgroups as given,
+	 * its processes over the window, and threads that joined after the
+	 * start (found by a later walk).
+	 */
+	uint32_t set_mode;
+	const pid_t *set_pids;
+	size_t nr_set_pids;
+	const char *const *set_cgroups;
+	size_t nr_set_cgroups;
+	const struct proc_window *pwin; /* NULL: no processes listed */
+	uint64_t late_joins;
+	uint64_t start_join_end; /* CLOCK_MONOTONIC when the start's walk was done */
 	struct sched_collector_stats stats;
 	/* Who woke the threads, sorted by (tid, start_time) (sched_collector__wakers). */
 	const struct waker_entry *wakers;

@@ -76,10 +76,63 @@ struct json_object *evidence_doc__producer(void)
 	return obj;
 }
 
+static const char *set_kind__name(enum doc_set_kind k)
+{
+	switch (k) {
+	case DOC_SET_COMMAND:
+		return "command";
+	case DOC_SET_COMMAND_TREE:
+		return "command-tree";
+	case DOC_SET_PROCESSES:
+		return "processes";
+	case DOC_SET_PROCESS_TREES:
+		return "process-trees";
+	case DOC_SET_CGROUPS:
+		return "cgroups";
+	default:
+		return "none";
+	}
+}
+
+static struct json_object *set_json(const struct doc_set *set, int *err)
+{
+	struct json_object *obj = versioned(err), *arr;
+	size_t i;
+
+	add(obj, "kind", json_object_new_string(set_kind__name(set->kind)), err);
+	arr = json_object_new_array();
+	for (i = 0; arr && i < set->nr_pids; i++)
+		push(arr, evjson__u64((uint64_t)set->pids[i]), err);
+	add(obj, "pids", arr, err);
+	arr = json_object_new_array();
+	for (i = 0; arr && i < set->nr_cgroups; i++)
+		push(arr, evjson__string(set->cgroups[i]), err);
+	add(obj, "cgroups", arr, err);
+	add(obj, "max_processes", evjson__u64(set->max_processes), err);
+	add(obj, "processes", evjson__u64(set->processes), err);
+	add(obj, "joined_at_start", evjson__u64(set->joined_at_start), err);
+	add(obj, "joined_at_fork", evjson__u64(set->joined_at_fork), err);
+	add(obj, "joined_later", evjson__u64(set->joined_later), err);
+	add(obj, "exited", evjson__u64(set->exited), err);
+	add(obj, "left", evjson__u64(set->left), err);
+	return obj;
+}
+
+static struct json_object *exit_json(bool recorded, bool signaled, uint64_t value,
+				     enum ev_gap reason, int *err)
+{
+	struct json_object *v;
+
+	if (!recorded)
+		return evjson__gap(reason);
+	v = json_object_new_object();
+	add(v, signaled ? "signal" : "code", evjson__u64(value), err);
+	return evjson__recorded(v);
+}
+
 static struct json_object *target_json(const struct doc_target *t, int *err)
 {
 	struct json_object *obj = versioned(err);
-	struct json_object *exit_value;
 
 	add(obj, "pid", evjson__u64(t->pid), err);
 	add(obj, "comm", evjson__string(t->comm), err);
@@ -87,14 +140,38 @@ static struct json_object *target_json(const struct doc_target *t, int *err)
 	    t->exe_recorded ? evjson__recorded(evjson__string(t->exe)) : evjson__gap(t->exe_reason),
 	    err);
 	add(obj, "mode", json_object_new_string(target_mode__name(t->mode)), err);
-	if (t->exit_recorded) {
-		exit_value = json_object_new_object();
-		add(exit_value, t->exit_signaled ? "signal" : "code", evjson__u64(t->exit_value),
-		    err);
-		add(obj, "exit", evjson__recorded(exit_value), err);
-	} else {
-		add(obj, "exit", evjson__gap(t->exit_reason), err);
-	}
+	add(obj, "exit",
+	    exit_json(t->exit_recorded, t->exit_signaled, t->exit_value, t->exit_reason, err), err);
+	if (t->set.kind != DOC_SET_NONE)
+		add(obj, "set", set_json(&t->set, err), err);
+	return obj;
+}
+
+static struct json_object *process_json(const struct doc_process *p, int *err)
+{
+	struct json_object *obj = versioned(err), *exe = json_object_new_object();
+
+	add(obj, "pid", evjson__u64(p->pid), err);
+	add(obj, "parent_pid",
+	    p->parent_known ? evjson__recorded(evjson__u64(p->parent_pid)) :
+			      evjson__gap(EV_GAP_UNAVAILABLE),
+	    err);
+	add(obj, "comm", evjson__string(p->comm), err);
+	add(exe, "value",
+	    p->exe ? evjson__recorded(evjson__string(p->exe)) : evjson__gap(p->exe_reason), err);
+	add(exe, "source", json_object_new_string(ev_source__name(p->exe_source)), err);
+	add(obj, "exe", exe, err);
+	add(obj, "start_unix_ns", evjson__u64(p->start_unix_ns), err);
+	add(obj, "exit_unix_ns", evjson__ev_u64(p->exit_unix_ns), err);
+	add(obj, "exit",
+	    exit_json(p->exit_recorded, p->exit_signaled, p->exit_value, p->exit_reason, err), err);
+	add(obj, "joined", json_object_new_string(p->joined), err);
+	add(obj, "born", json_object_new_boolean(p->born), err);
+	add(obj, "exited", json_object_new_boolean(p->exited), err);
+	add(obj, "left_cgroup", json_object_new_boolean(p->left_cgroup), err);
+	add(obj, "threads", evjson__u64(p->threads), err);
+	add(obj, "scheduler", evjson__scheduler(&p->scheduler), err);
+	add(obj, "on_cpu_ns", evjson__sev_u64(p->on_cpu_ns), err);
 	return obj;
 }
 
@@ -163,6 +240,9 @@ static struct json_object *thread_json(const struct doc_thread *t, int *err)
 	add(obj, "on_cpu_ns", evjson__sev_u64(t->on_cpu_ns), err);
 	add(obj, "born", json_object_new_boolean(t->born), err);
 	add(obj, "bpf_detail", detail_json(&t->detail, err), err);
+	add(obj, "pid", evjson__u64(t->pid), err);
+	add(obj, "process_start_unix_ns", evjson__u64(t->process_start_unix_ns), err);
+	add(obj, "left_cgroup", json_object_new_boolean(t->left_cgroup), err);
 	return obj;
 }
 
@@ -297,6 +377,11 @@ static struct json_object *doc_json(const struct evidence_doc *doc, bool lazy)
 		add(obj, "hardware", evjson__recorded(evjson__hardware_run(doc->hardware)), &err);
 	else
 		add(obj, "hardware", evjson__gap(doc->hardware_reason), &err);
+
+	arr = json_object_new_array_ext((int)doc->nr_processes);
+	for (i = 0; arr && i < doc->nr_processes; i++)
+		push(arr, process_json(&doc->processes[i], &err), &err);
+	add(obj, "processes", arr, &err);
 
 	if (lazy) {
 		arr = jsonstream__lazy_array(doc->threads, doc->nr_threads, thread_item);

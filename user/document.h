@@ -7,6 +7,7 @@
 #define KHBPF_DOCUMENT_H
 
 #include <limits.h>
+#include <sys/types.h>
 #include <json-c/json.h>
 
 #include "evidence.h"
@@ -21,6 +22,34 @@
 enum target_mode { TARGET_MODE_ATTACH = 0, TARGET_MODE_RUN, TARGET_MODE_SERVE };
 enum end_reason { END_REASON_DURATION = 0, END_REASON_SIGNAL, END_REASON_TARGET_EXIT };
 
+/*
+ * What the target set was (target.set): the kind, its roots or cgroups, and
+ * how its processes joined and left.
+ */
+enum doc_set_kind {
+	DOC_SET_NONE = 0, /* serve without --pid, or a document without a set */
+	DOC_SET_COMMAND, /* run --no-children */
+	DOC_SET_COMMAND_TREE, /* run */
+	DOC_SET_PROCESSES, /* attach --pid */
+	DOC_SET_PROCESS_TREES, /* attach --pid --children */
+	DOC_SET_CGROUPS, /* attach --cgroup */
+};
+
+struct doc_set {
+	enum doc_set_kind kind;
+	const pid_t *pids;
+	size_t nr_pids;
+	const char *const *cgroups;
+	size_t nr_cgroups;
+	uint64_t max_processes;
+	uint64_t processes; /* listed */
+	uint64_t joined_at_start; /* found by the walk at the window's start (roots included) */
+	uint64_t joined_at_fork;
+	uint64_t joined_later; /* moved into the cgroups, or found by a later walk */
+	uint64_t exited;
+	uint64_t left;
+};
+
 struct doc_target {
 	uint64_t pid;
 	char comm[DOC_COMM_MAX];
@@ -32,6 +61,7 @@ struct doc_target {
 	enum ev_gap exit_reason;
 	bool exit_signaled; /* exit is {"signal": N} rather than {"code": N} */
 	uint64_t exit_value;
+	struct doc_set set;
 };
 
 struct doc_window {
@@ -67,9 +97,36 @@ struct doc_thread {
 	char comm[DOC_COMM_MAX];
 	bool exited;
 	bool born; /* created inside the window */
+	bool left_cgroup; /* left the set's cgroups inside the window */
+	uint64_t pid; /* its process: (pid, process_start_unix_ns) */
+	uint64_t process_start_unix_ns;
 	struct scheduler_evidence scheduler;
 	struct sev_u64 on_cpu_ns;
 	struct doc_sched_detail detail;
+};
+
+/* A process of the target set (`processes`, a khbpf addition). */
+struct doc_process {
+	uint64_t pid;
+	bool parent_known;
+	uint64_t parent_pid;
+	char comm[DOC_COMM_MAX];
+	const char *exe; /* NULL: the gap exe_reason */
+	enum ev_source exe_source;
+	enum ev_gap exe_reason;
+	uint64_t start_unix_ns;
+	struct ev_u64 exit_unix_ns;
+	bool exit_recorded;
+	bool exit_signaled;
+	uint64_t exit_value;
+	enum ev_gap exit_reason;
+	const char *joined; /* "root", "walk", "fork", "moved" */
+	bool born;
+	bool exited;
+	bool left_cgroup;
+	uint64_t threads;
+	struct scheduler_evidence scheduler;
+	struct sev_u64 on_cpu_ns;
 };
 
 struct event_stream {
@@ -148,6 +205,8 @@ struct evidence_doc {
 	bool hardware_recorded;
 	enum ev_gap hardware_reason;
 	const struct hardware_run *hardware;
+	const struct doc_process *processes;
+	size_t nr_processes;
 	const struct doc_thread *threads;
 	size_t nr_threads;
 	/* Process-wide: the sum of the threads' details, and the kernel's run_delay beside it. */

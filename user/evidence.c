@@ -40,6 +40,7 @@ static const char *const source_names[EV_SRC__COUNT] = {
 	[EV_SRC_PROC_PID_SCHED] = "proc-pid-sched",
 	[EV_SRC_PROC_PID_SCHEDSTAT] = "proc-pid-schedstat",
 	[EV_SRC_PROC_PID_TASK_STAT] = "proc-pid-task-stat",
+	[EV_SRC_PROC_PID_EXE] = "proc-pid-exe",
 };
 
 static const char *const collector_names[COLLECTOR__COUNT] = {

@@ -106,10 +106,25 @@ static bool other_threads_listed(const char *root, pid_t pid)
 	return found;
 }
 
+/* The process a thread id belongs to (Tgid of /proc/PID/status), or -errno. */
+static long tgid_of(const char *root, pid_t pid)
+{
+	char path[64], buf[4096], *t;
+	int r;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	r = fsutil__read_file(root, path, buf, sizeof(buf));
+	if (r < 0)
+		return r;
+	t = strstr(buf, "\nTgid:");
+	return t ? strtol(t + 6, NULL, 10) : -EIO;
+}
+
 int proctarget__check_attach(const char *root, pid_t pid, char *errbuf, size_t errlen)
 {
 	unsigned long flags = 0;
 	char state = 0;
+	long tgid;
 	int err;
 
 	if (pid <= 0)
@@ -123,6 +138,12 @@ int proctarget__check_attach(const char *root, pid_t pid, char *errbuf, size_t e
 	if (flags & PF_KTHREAD)
 		return errf(errbuf, errlen, -EINVAL,
 			    "--pid %d is a kernel thread; khbpf watches user processes", (int)pid);
+	/* /proc/TID exists (unlisted) for every thread: a thread id names its process. */
+	tgid = tgid_of(root, pid);
+	if (tgid > 0 && tgid != pid)
+		return errf(errbuf, errlen, -EINVAL,
+			    "--pid %d is a thread of process %ld; give --pid %ld", (int)pid, tgid,
+			    tgid);
 	if ((state == 'Z' || state == 'X') && !other_threads_listed(root, pid))
 		return errf(errbuf, errlen, -ESRCH,
 			    "--pid %d is a zombie (exited, not yet reaped); nothing left to watch",

@@ -245,8 +245,19 @@ static int configure_variant(struct sched_collector *c, const struct sched_colle
 	}
 	if (libbpf_num_possible_cpus() > 0)
 		skel->rodata->nr_slot_cpus = (uint32_t)libbpf_num_possible_cpus();
-	bpf_program__set_autoload(skel->progs.khbpf_sched_switch, v.switch_prev_state);
-	bpf_program__set_autoload(skel->progs.khbpf_sched_switch_nostate, !v.switch_prev_state);
+	/*
+	 * A set kept in task storage has its own sched_switch program, which
+	 * ends a non-target's switch before touching any map (sched.bpf.c).
+	 */
+	c->set_switch = c->set_mode && v.task_storage && !(opts && opts->generic_switch);
+	bpf_program__set_autoload(skel->progs.khbpf_sched_switch,
+				  !c->set_switch && v.switch_prev_state);
+	bpf_program__set_autoload(skel->progs.khbpf_sched_switch_nostate,
+				  !c->set_switch && !v.switch_prev_state);
+	bpf_program__set_autoload(skel->progs.khbpf_sched_switch_set,
+				  c->set_switch && v.switch_prev_state);
+	bpf_program__set_autoload(skel->progs.khbpf_sched_switch_set_nostate,
+				  c->set_switch && !v.switch_prev_state);
 	if (v.task_storage) {
 		err = err ?: bpf_map__set_max_entries(skel->maps.task_state_h, 1);
 		err = err ?: bpf_map__set_max_entries(skel->maps.span_state_h, 1);
@@ -281,6 +292,35 @@ static int configure_variant(struct sched_collector *c, const struct sched_colle
 	return err;
 }
 
+/*
+ * The set's maps and programs: `procs` holds --max-processes records,
+ * allocated as processes join where the kernel allows it; without a set
+ * both maps stay at one entry and the set's programs are not loaded.
+ */
+static int targets_configure(struct sched_collector *c, const struct sched_collector_opts *opts,
+			     bool mem_alloc)
+{
+	struct sched_bpf *skel = c->skel;
+	bool set = c->set_mode != KHBPF_SET_NONE, cg = c->set_mode == KHBPF_SET_CGROUP;
+	int err = 0;
+
+	/* A set of the roots alone never holds more processes than there can be roots. */
+	c->max_processes = !set				 ? 1 :
+			   opts && opts->max_processes	 ? opts->max_processes :
+			   c->set_mode == KHBPF_SET_PIDS ? KHBPF_MAX_TARGETS :
+							   KHBPF_DEFAULT_MAX_PROCESSES;
+	bpf_program__set_autoload(skel->progs.khbpf_sched_process_fork, set);
+	bpf_program__set_autoload(skel->progs.khbpf_iter_join, set);
+	bpf_program__set_autoload(skel->progs.khbpf_cgroup_attach_task, cg);
+	err = bpf_map__set_max_entries(skel->maps.procs, c->max_processes);
+	if (set && mem_alloc)
+		err = err ?: bpf_map__set_map_flags(skel->maps.procs, BPF_F_NO_PREALLOC);
+	err = err ?: bpf_map__set_max_entries(skel->maps.moved_base, cg ? KHBPF_MAX_MOVED : 1);
+	if (cg && mem_alloc)
+		err = err ?: bpf_map__set_map_flags(skel->maps.moved_base, BPF_F_NO_PREALLOC);
+	return err;
+}
+
 int sched_collector__open(struct sched_collector **out, const struct sched_collector_opts *opts)
 {
 	struct sched_collector *c;
@@ -302,6 +342,11 @@ int sched_collector__open(struct sched_collector **out, const struct sched_colle
 		goto cleanup;
 	}
 	c->skel->rodata->trace_all = opts && opts->trace_all;
+	c->set_mode = opts ? opts->set_mode : KHBPF_SET_NONE;
+	/* Targets named by add_target (serve --pid; callers that give no set): those processes. */
+	if (!c->set_mode && !(opts && (opts->trace_all || opts->nr_cgroups)))
+		c->set_mode = KHBPF_SET_PIDS;
+	c->skel->rodata->set_mode = c->set_mode;
 	kernel_btf_facts(&c->sched_info, &rq_clock);
 	err = configure_variant(c, opts);
 	if (err)
@@ -362,19 +407,21 @@ int sched_collector__open(struct sched_collector **out, const struct sched_colle
 	 */
 	if (mem_alloc)
 		err = err ?: bpf_map__set_map_flags(c->skel->maps.exited, BPF_F_NO_PREALLOC);
-	if (opts && opts->group_by) {
+	if (opts && opts->nr_cgroups) {
 		uint32_t i;
 
 		if (opts->nr_cgroups > KHBPF_MAX_CGROUP_FILTERS) {
 			err = -E2BIG;
 			goto cleanup;
 		}
-		c->skel->rodata->group_by = opts->group_by;
 		c->skel->rodata->nr_cgroup_filters = opts->nr_cgroups;
 		for (i = 0; i < opts->nr_cgroups; i++) {
 			c->skel->rodata->cgroup_filter_id[i] = opts->cgroup_ids[i];
 			c->skel->rodata->cgroup_filter_level[i] = opts->cgroup_levels[i];
 		}
+	}
+	if (opts && opts->group_by) {
+		c->skel->rodata->group_by = opts->group_by;
 		if (opts->max_groups)
 			err = err   ?:
 				      bpf_map__set_max_entries(c->skel->maps.groups,
@@ -385,6 +432,7 @@ int sched_collector__open(struct sched_collector **out, const struct sched_colle
 		err = err ?: bpf_map__set_max_entries(c->skel->maps.groups, 1);
 		err = err ?: bpf_map__set_map_flags(c->skel->maps.groups, 0);
 	}
+	err = err ?: targets_configure(c, opts, mem_alloc);
 	if (opts && opts->spans) {
 		c->skel->rodata->spans_enabled = true;
 		if (opts->max_spans)
@@ -567,6 +615,18 @@ int sched_collector__add_target(struct sched_collector *c, pid_t tgid)
 int sched_collector__attach(struct sched_collector *c)
 {
 	int err;
+
+	/* No baseline was taken: the roots join now, with nothing stamped (as run's command). */
+	if (c->set_mode && !c->joined) {
+		struct thread_table t = { 0 };
+		size_t n;
+
+		err = sched_collector__attach_set(c);
+		err = err ?: sched_collector__join(c, 2, &t, &n);
+		thread_table__free(&t);
+		if (err)
+			return err;
+	}
 
 	/* Iterators run on demand; span probes attach per site. */
 	bpf_program__set_autoattach(c->skel->progs.khbpf_iter_task, false);

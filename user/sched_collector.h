@@ -16,6 +16,7 @@
 
 #include "khbpf/sched.h"
 #include "khbpf/spans.h"
+#include "khbpf/targets.h"
 
 struct sched_collector;
 struct host_topology;
@@ -109,10 +110,24 @@ struct sched_collector_opts {
 	/* How span sites are linked (enum sched_span_links), and how many will be. */
 	enum sched_span_links span_links;
 	size_t span_sites;
+	/*
+	 * The target set (KHBPF_SET_*, include/khbpf/targets.h): roots given
+	 * by add_target, cgroups by cgroup_ids (below), joined by
+	 * sched_collector__join; KHBPF_SET_NONE: trace_all, or serve's
+	 * cgroup filters.
+	 */
+	uint32_t set_mode;
+	uint32_t max_processes; /* processes in the set over the window; 0 → default */
+	/*
+	 * Switches on the generic program even where the set's one can be
+	 * used (task storage): the path the hash fallback takes, testable
+	 * on any kernel, and the A/B of the non-target cost.
+	 */
+	bool generic_switch;
 	/* serve: sum the scheduler into groups (KHBPF_GROUP_*) in the kernel. */
 	uint32_t group_by;
 	uint32_t max_groups; /* entries of the groups map; 0 → KHBPF_DEFAULT_MAX_GROUPS */
-	/* Only tasks in these cgroup v2 subtrees (kernfs id, depth below the root). */
+	/* Only tasks in these cgroup v2 subtrees (kernfs id, depth below the root): serve's filters, or KHBPF_SET_CGROUP. */
 	uint64_t cgroup_ids[KHBPF_MAX_CGROUP_FILTERS];
 	uint32_t cgroup_levels[KHBPF_MAX_CGROUP_FILTERS];
 	uint32_t nr_cgroups;
@@ -128,7 +143,7 @@ struct thread_table {
 	size_t nr;
 };
 
-#define SCHED_PROG_MAX 16
+#define SCHED_PROG_MAX 24
 struct sched_prog_stats {
 	char name[32];
 	uint64_t run_cnt;
@@ -204,6 +219,15 @@ struct sched_collector_stats {
 	uint32_t nr_counters;
 	int counters_err;
 	uint32_t counter_cpus; /* CPUs whose counters opened */
+	/* The target set. */
+	uint32_t set_mode;
+	uint32_t max_processes;
+	uint64_t procs_overflow; /* processes that could not join: the table was full */
+	uint64_t join_failures; /* threads that could not join: no state could be made */
+	uint64_t moved_base_overflow; /* moved into the cgroups: baseline not kept */
+	uint64_t cgroup_moves_in; /* whole processes moved into the cgroups */
+	uint64_t cgroup_rejoins; /* threads that left the cgroups and were found in them again */
+	bool set_switch; /* the set's sched_switch program (no helper for non-targets) */
 	/* Groups (serve). */
 	uint64_t groups_made;
 	uint64_t group_overflow; /* switch-outs summed into the spill: the map was full */
@@ -233,20 +257,48 @@ struct span_agg_entry {
 int sched_collector__open(struct sched_collector **out, const struct sched_collector_opts *opts);
 /* bpf() on held fds refused without a capability (see the .c): keep CAP_BPF. */
 bool sched_collector__bpf_needs_cap(struct sched_collector *c);
-/* Watch tgid (-EINVAL if not > 0); -E2BIG beyond KHBPF_MAX_TARGETS of them. */
+/*
+ * A root of the set: the process tgid (-EINVAL if not > 0); -E2BIG beyond
+ * KHBPF_MAX_TARGETS of them. Before sched_collector__join.
+ */
 int sched_collector__add_target(struct sched_collector *c, pid_t tgid);
+
+/*
+ * The target set (sched_targets.c). attach_set puts on the programs that
+ * keep it (fork, exec, exit, cgroup moves): before the first join, so that
+ * no process forked meanwhile is lost. join walks the tasks until a walk
+ * finds no one new; each thread that joins is stamped as `how` says (1:
+ * its accounting starts now, the window's baseline; 2: run's held command,
+ * only its off-CPU stretch) and its record appended to *base (sorted),
+ * *joined counting them. Then attach puts on the rest.
+ */
+int sched_collector__attach_set(struct sched_collector *c);
+int sched_collector__join(struct sched_collector *c, uint32_t how, struct thread_table *base,
+			  size_t *joined);
+/* Cgroup sets: threads moved in are waiting to join (a process moved whole). */
+bool sched_collector__join_pending(struct sched_collector *c);
+/* The processes of the set, sorted by (pid, start_time); *out malloc'd. */
+struct proc_entry {
+	struct khbpf_proc_key key;
+	struct khbpf_proc_rec rec;
+};
+int sched_collector__processes(struct sched_collector *c, struct proc_entry **out, size_t *nr);
+/* Cgroup sets: the baselines of threads that joined when moved in. */
+int sched_collector__moved_baselines(struct sched_collector *c, struct thread_table *out);
 int sched_collector__attach(struct sched_collector *c);
 /* Detach the programs (maps stay readable). Idempotent. */
 void sched_collector__detach(struct sched_collector *c);
 /*
  * The window's start: like snapshot, and each thread's wait accounting
- * starts here. Call it after add_target and before attach.
+ * starts here. Call it after add_target and before attach. With a set,
+ * attach_set and join(1): the records of the threads that joined.
  */
 int sched_collector__baseline(struct sched_collector *c, struct thread_table *out);
 /*
  * run, where the window has no baseline: each target thread off-CPU now
  * gets its off-CPU stretch from now, so its blocked time until it runs is
- * in the window. Call it after add_target and before attach.
+ * in the window. Call it after add_target and before attach. With a set,
+ * attach_set and join(2).
  */
 int sched_collector__mark_stretches(struct sched_collector *c);
 /* Every live target thread now, from the task iterator. */
@@ -314,6 +366,8 @@ int sched_collector__prog_ids(struct sched_collector *c, uint32_t *ids, int max,
 void sched_collector__destroy(struct sched_collector *c);
 
 void thread_table__sort(struct thread_table *t);
+/* Appends r (the table's capacity in *cap); the table is sorted again by the caller. */
+int thread_table__push(struct thread_table *t, size_t *cap, const struct khbpf_thread_rec *r);
 /* The record with this identity, or NULL. */
 const struct khbpf_thread_rec *thread_table__find(const struct thread_table *t, uint32_t tid,
 						  uint64_t start_time);

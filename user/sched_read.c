@@ -17,7 +17,7 @@
 #include "sched_collector.h"
 #include "sched_collector_priv.h"
 
-static int table_push(struct thread_table *t, size_t *cap, const struct khbpf_thread_rec *r)
+int thread_table__push(struct thread_table *t, size_t *cap, const struct khbpf_thread_rec *r)
 {
 	if (t->nr == *cap) {
 		size_t ncap = *cap ? *cap * 2 : 256;
@@ -66,8 +66,14 @@ void thread_table__free(struct thread_table *t)
 
 int sched_collector__baseline(struct sched_collector *c, struct thread_table *out)
 {
+	size_t joined;
 	int err;
 
+	if (c->set_mode) {
+		memset(out, 0, sizeof(*out));
+		err = sched_collector__attach_set(c);
+		return err ?: sched_collector__join(c, 1, out, &joined);
+	}
 	c->skel->bss->iter_init_state = 1;
 	err = sched_collector__snapshot(c, out);
 	c->skel->bss->iter_init_state = 0;
@@ -77,8 +83,15 @@ int sched_collector__baseline(struct sched_collector *c, struct thread_table *ou
 int sched_collector__mark_stretches(struct sched_collector *c)
 {
 	struct thread_table t = { 0 };
+	size_t joined;
 	int err;
 
+	if (c->set_mode) {
+		err = sched_collector__attach_set(c);
+		err = err ?: sched_collector__join(c, 2, &t, &joined);
+		thread_table__free(&t);
+		return err;
+	}
 	if (!c->blocked)
 		return 0;
 	c->skel->bss->iter_init_state = 2;
@@ -179,7 +192,7 @@ static int read_exited(struct sched_collector *c, struct thread_table *out, size
 			continue; /* nothing deletes; kept for safety */
 		if (!(rec.flags & KHBPF_REC_FINAL))
 			(*not_final)++;
-		err = table_push(out, &cap, &rec);
+		err = thread_table__push(out, &cap, &rec);
 		if (err)
 			break;
 	}
@@ -320,7 +333,7 @@ int sched_collector__delete_group(struct sched_collector *c, const struct khbpf_
 
 void sched_collector__role_name(const char *prog, char *out, size_t size)
 {
-	static const char *const variants[] = { "_nostate", "_nofetch" };
+	static const char *const variants[] = { "_set_nostate", "_set", "_nostate", "_nofetch" };
 	size_t n = strlen(prog), i, l;
 
 	for (i = 0; i < sizeof(variants) / sizeof(variants[0]); i++) {
@@ -360,6 +373,14 @@ int sched_collector__stats(struct sched_collector *c, struct sched_collector_sta
 	out->span_counter_skews = c->skel->bss->span_counter_skews;
 	out->exec_renumbered = c->skel->bss->exec_renumbered;
 	out->span_open_at_exit_drops = c->skel->bss->span_open_at_exit_drops;
+	out->set_mode = c->set_mode;
+	out->max_processes = c->max_processes;
+	out->procs_overflow = c->skel->bss->procs_overflow;
+	out->join_failures = c->skel->bss->join_failures;
+	out->moved_base_overflow = c->skel->bss->moved_base_overflow;
+	out->cgroup_moves_in = c->skel->bss->cgroup_moves_in;
+	out->cgroup_rejoins = c->skel->bss->cgroup_rejoins;
+	out->set_switch = c->set_switch;
 	out->groups_made = c->skel->bss->groups_made;
 	out->group_overflow = c->skel->bss->group_overflow;
 	out->nr_counters = c->nr_counters;
@@ -387,7 +408,8 @@ int sched_collector__stats(struct sched_collector *c, struct sched_collector_sta
 		struct sched_prog_stats *s;
 
 		if (out->nr_progs == SCHED_PROG_MAX || prog == c->skel->progs.khbpf_iter_task ||
-		    prog == c->skel->progs.khbpf_iter_open_spans || bpf_program__fd(prog) < 0)
+		    prog == c->skel->progs.khbpf_iter_open_spans ||
+		    prog == c->skel->progs.khbpf_iter_join || bpf_program__fd(prog) < 0)
 			continue;
 		if (bpf_obj_get_info_by_fd(bpf_program__fd(prog), &info, &len))
 			return -errno;

@@ -26,7 +26,7 @@ static void counters_delta(struct khbpf_task_counters *d, const struct khbpf_tas
 	d->pcount = sub_sat(end->pcount, start->pcount);
 }
 
-static void counters_add(struct khbpf_task_counters *t, const struct khbpf_task_counters *d)
+void sched_window__counters_add(struct khbpf_task_counters *t, const struct khbpf_task_counters *d)
 {
 	t->nvcsw = add_sat(t->nvcsw, d->nvcsw);
 	t->nivcsw = add_sat(t->nivcsw, d->nivcsw);
@@ -36,7 +36,7 @@ static void counters_add(struct khbpf_task_counters *t, const struct khbpf_task_
 	t->pcount = add_sat(t->pcount, d->pcount);
 }
 
-static void bpf_add(struct khbpf_task_bpf *t, const struct khbpf_task_bpf *b)
+void sched_window__bpf_add(struct khbpf_task_bpf *t, const struct khbpf_task_bpf *b)
 {
 	int i;
 
@@ -159,6 +159,8 @@ int sched_window__compute(struct sched_window *w, const struct window_opts *o)
 		memset(&t, 0, sizeof(t));
 		t.tid = first->tid;
 		t.start_time = first->start_time;
+		t.tgid = first->tgid;
+		t.proc_start_time = first->proc_start_time;
 		fin = x ? x : e;
 		if (!b && o->baseline && first->start_time < o->start_boot_ns) {
 			/* Alive before the window yet missing from its start: no delta. */
@@ -183,8 +185,11 @@ int sched_window__compute(struct sched_window *w, const struct window_opts *o)
 			continue;
 		}
 		memcpy(t.comm, fin->comm, sizeof(t.comm));
+		t.tgid = fin->tgid;
+		/* Left the set's cgroups: counted up to then, alive or not now. */
+		t.left = x && (x->flags & KHBPF_REC_LEFT);
 		/* A zombie at the end has exited too; !e: fin is the zombie's baseline. */
-		t.exited = x || !e || (e->flags & KHBPF_REC_ZOMBIE);
+		t.exited = !t.left && (x || !e || (e->flags & KHBPF_REC_ZOMBIE));
 		if (!x && e && (e->flags & KHBPF_REC_ZOMBIE) &&
 		    !(b && (b->flags & KHBPF_REC_ZOMBIE))) {
 			/*
@@ -200,11 +205,13 @@ int sched_window__compute(struct sched_window *w, const struct window_opts *o)
 		t.end_runtime = fin->k.sum_exec_runtime;
 		if (t.exited)
 			w->exited_threads++;
+		if (t.left)
+			w->left_threads++;
 		if (t.born)
 			w->born_threads++;
-		counters_add(&w->total, &t.delta);
+		sched_window__counters_add(&w->total, &t.delta);
 		if (t.has_bpf)
-			bpf_add(&w->total_bpf, &t.bpf);
+			sched_window__bpf_add(&w->total_bpf, &t.bpf);
 		err = push(w, &cap, &t, o->max_threads);
 		if (err)
 			break;

@@ -13,8 +13,11 @@
 struct window_thread {
 	uint32_t tid;
 	uint64_t start_time;
+	uint32_t tgid; /* its process: (tgid, proc_start_time) */
+	uint64_t proc_start_time;
 	char comm[16];
 	bool exited; /* exited inside the window */
+	bool left; /* left the set's cgroups inside the window (counted up to then) */
 	bool vanished; /* gone at the end with no exit record: deltas unknown */
 	bool born; /* created inside the window (zero baseline) */
 	bool has_bpf; /* BPF-timed fields valid */
@@ -41,6 +44,7 @@ struct sched_window {
 	/* Exited (a zombie at the end), its exit record lost to a full map: listed from the end. */
 	uint64_t overflowed_listed;
 	uint64_t exited_threads;
+	uint64_t left_threads;
 	uint64_t born_threads;
 	/* Sums over threads whose deltas are known (exited ones included). */
 	struct khbpf_task_counters total;
@@ -48,6 +52,9 @@ struct sched_window {
 };
 
 int sched_window__compute(struct sched_window *w, const struct window_opts *opts);
+/* Saturating sums, as the window's totals are made. */
+void sched_window__counters_add(struct khbpf_task_counters *t, const struct khbpf_task_counters *d);
+void sched_window__bpf_add(struct khbpf_task_bpf *t, const struct khbpf_task_bpf *b);
 void sched_window__free(struct sched_window *w);
 
 /* Histogram bucket bounds of slot k (see KHBPF_RQ_SLOTS). */

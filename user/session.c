@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: MIT
+#include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -14,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cgroup.h"
 #include "privs.h"
 #include "proctarget.h"
 #include "session_int.h"
@@ -42,7 +45,7 @@ int session__errf(char *buf, size_t len, int err, const char *fmt, ...)
 /* Without pidfd (kernels before 5.3, valgrind) liveness is polled. */
 #define NO_PIDFD_POLL_MS 50
 
-static bool target_gone(struct session *s)
+static bool pid_gone(struct session *s, pid_t pid)
 {
 	unsigned long flags;
 	siginfo_t si;
@@ -50,53 +53,128 @@ static bool target_gone(struct session *s)
 
 	if (s->opts.mode == TARGET_MODE_RUN) {
 		memset(&si, 0, sizeof(si));
-		return !waitid(P_PID, (id_t)s->pid, &si, WEXITED | WNOHANG | WNOWAIT) &&
-		       si.si_pid == s->pid;
+		return !waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) &&
+		       si.si_pid == pid;
 	}
-	return proctarget__state(s->root, s->pid, &state, &flags) || state == 'Z' || state == 'X';
+	return proctarget__state(s->root, pid, &state, &flags) || state == 'Z' || state == 'X';
 }
 
-static bool target_exited(struct session *s, const struct pollfd *pidfd_poll)
+/*
+ * The roots whose exit ends the window: run's command, or every process
+ * attach was given (a cgroup set has none: it ends by duration or signal).
+ */
+static size_t nr_roots(const struct session *s)
 {
-	if (s->pidfd >= 0)
-		return pidfd_poll->revents & (POLLIN | POLLHUP);
-	return target_gone(s);
+	if (s->opts.mode == TARGET_MODE_RUN)
+		return 1;
+	return s->set_mode == KHBPF_SET_CGROUP ? 0 : s->opts.nr_pids;
+}
+
+static pid_t root_pid(const struct session *s, size_t i)
+{
+	return s->opts.mode == TARGET_MODE_RUN ? s->pid : s->opts.pids[i];
+}
+
+/*
+ * Every root has exited: its pidfd readable (root i polled at pfd[i]),
+ * else (no pidfd) its /proc state. A root seen exited is not polled again.
+ */
+static bool roots_exited(struct session *s, const struct pollfd *pfd)
+{
+	size_t i, n = nr_roots(s), left = 0;
+
+	for (i = 0; i < n; i++) {
+		if (!s->root_done[i])
+			s->root_done[i] = s->root_fds[i] >= 0 ?
+						  (pfd[i].revents & (POLLIN | POLLHUP)) != 0 :
+						  pid_gone(s, root_pid(s, i));
+		left += !s->root_done[i];
+	}
+	return n && !left;
+}
+
+static int open_root_fds(struct session *s, char *errbuf, size_t errlen)
+{
+	size_t i, n = nr_roots(s);
+
+	s->root_fds = calloc(n ? n : 1, sizeof(*s->root_fds));
+	s->root_done = calloc(n ? n : 1, sizeof(*s->root_done));
+	if (!s->root_fds || !s->root_done)
+		return session__errf(errbuf, errlen, -ENOMEM, "out of memory");
+	for (i = 0; i < n; i++) {
+		s->root_fds[i] = (int)syscall(SYS_pidfd_open, root_pid(s, i), 0);
+		if (s->root_fds[i] < 0 && errno != ENOSYS) {
+			int err = -errno;
+
+			s->nr_root_fds = i;
+			return session__errf(errbuf, errlen, err, "--pid %d: %s",
+					     (int)root_pid(s, i),
+					     err == -ESRCH ? "process exited" : strerror(-err));
+		}
+		if (s->root_fds[i] < 0)
+			s->root_fds[i] = -1;
+	}
+	s->nr_root_fds = n;
+	s->pidfd = n ? s->root_fds[0] : -1;
+	return 0;
+}
+
+/* Cgroup sets: threads of a process moved in whole join at the next tick's walk. */
+static void join_late(struct session *s)
+{
+	size_t joined = 0;
+
+	if (!s->coll || !sched_collector__join_pending(s->coll))
+		return;
+	if (!session__join(s, 1, &joined))
+		s->late_joins += joined;
 }
 
 static int wait_loop(struct session *s)
 {
 	uint64_t deadline = s->opts.duration_ns ? s->start_mono + s->opts.duration_ns : 0;
-	struct pollfd pfd[4];
+	size_t n = nr_roots(s), i;
+	struct pollfd *pfd, *fixed;
 	int forwarded = 0;
+	bool polled = false;
 
+	for (i = 0; i < n; i++)
+		polled = polled || s->root_fds[i] == -1;
+	pfd = calloc(n + 3, sizeof(*pfd));
+	if (!pfd)
+		return -ENOMEM;
+	fixed = pfd + n;
 	for (;;) {
-		int timeout = -1, n;
+		int timeout = -1, nr;
 
 		if (deadline) {
 			uint64_t now = clock_ns(CLOCK_MONOTONIC);
 
 			if (now >= deadline) {
 				s->end_reason = END_REASON_DURATION;
-				return 0;
+				break;
 			}
 			timeout = (int)((deadline - now + 999999) / 1000000);
 		}
-		if (s->pidfd < 0 && (timeout < 0 || timeout > NO_PIDFD_POLL_MS))
+		if (polled && (timeout < 0 || timeout > NO_PIDFD_POLL_MS))
 			timeout = NO_PIDFD_POLL_MS;
-		pfd[0] = (struct pollfd){ .fd = s->sigfd, .events = POLLIN };
-		pfd[1] = (struct pollfd){ .fd = s->pidfd, .events = POLLIN };
-		pfd[2] = (struct pollfd){ .fd = s->timerfd, .events = POLLIN };
-		pfd[3] = (struct pollfd){ .fd = s->coll ? sched_collector__span_fd(s->coll) : -1,
-					  .events = POLLIN };
-		n = poll(pfd, 4, timeout);
-		if (n < 0) {
+		for (i = 0; i < n; i++)
+			pfd[i] = (struct pollfd){ .fd = s->root_done[i] ? -1 : s->root_fds[i],
+						  .events = POLLIN };
+		fixed[0] = (struct pollfd){ .fd = s->sigfd, .events = POLLIN };
+		fixed[1] = (struct pollfd){ .fd = s->timerfd, .events = POLLIN };
+		fixed[2] = (struct pollfd){ .fd = s->coll ? sched_collector__span_fd(s->coll) : -1,
+					    .events = POLLIN };
+		nr = poll(pfd, n + 3, timeout);
+		if (nr < 0) {
 			if (errno == EINTR)
 				continue;
+			free(pfd);
 			return -errno;
 		}
-		if (pfd[3].revents & POLLIN)
+		if (fixed[2].revents & POLLIN)
 			sched_collector__drain_spans(s->coll);
-		if (pfd[2].revents & POLLIN) {
+		if (fixed[1].revents & POLLIN) {
 			uint64_t ticks;
 
 			if (read(s->timerfd, &ticks, sizeof(ticks)) == sizeof(ticks))
@@ -104,12 +182,13 @@ static int wait_loop(struct session *s)
 			/* Span records wake the loader only in bulk: collect the rest here. */
 			if (s->coll)
 				sched_collector__drain_spans(s->coll);
+			join_late(s);
 		}
-		if (target_exited(s, &pfd[1])) {
+		if (roots_exited(s, pfd)) {
 			s->end_reason = END_REASON_TARGET_EXIT;
-			return 0;
+			break;
 		}
-		if (pfd[0].revents & POLLIN) {
+		if (fixed[0].revents & POLLIN) {
 			struct signalfd_siginfo si;
 
 			if (read(s->sigfd, &si, sizeof(si)) != sizeof(si))
@@ -124,9 +203,11 @@ static int wait_loop(struct session *s)
 				continue;
 			}
 			s->end_reason = END_REASON_SIGNAL;
-			return 0;
+			break;
 		}
 	}
+	free(pfd);
+	return 0;
 }
 
 int session__setup_signals(struct session *s, char *errbuf, size_t errlen)
@@ -170,6 +251,11 @@ struct session *session__alloc(const struct session_opts *opts)
 		return NULL;
 	}
 	s->opts = *opts;
+	/* attach given only .pid (the one-process API): a set of that one. */
+	if (opts->mode == TARGET_MODE_ATTACH && !opts->nr_pids && !opts->nr_cgroup_paths) {
+		s->opts.pids = &s->opts.pid;
+		s->opts.nr_pids = 1;
+	}
 	s->root = opts->root ? opts->root : "/";
 	s->pidfd = s->sigfd = s->timerfd = -1;
 	s->freq_gap = EV_GAP_UNAVAILABLE;
@@ -199,6 +285,14 @@ int session__build_document(struct session *s)
 		.bpf_avail = s->bpf_avail,
 		.bpf_detail = s->bpf_detail,
 		.win = s->win,
+		.set_mode = s->set_mode,
+		.set_pids = s->opts.mode == TARGET_MODE_RUN ? &s->pid : s->opts.pids,
+		.nr_set_pids = s->opts.mode == TARGET_MODE_RUN ? 1 : s->opts.nr_pids,
+		.set_cgroups = s->opts.cgroup_paths,
+		.nr_set_cgroups = s->opts.nr_cgroup_paths,
+		.pwin = &s->pwin,
+		.late_joins = s->late_joins,
+		.start_join_end = s->start_join_end,
 		.stats = s->stats,
 		.wakers = s->wakers,
 		.nr_wakers = s->nr_wakers,
@@ -223,6 +317,86 @@ int session__build_document(struct session *s)
 	return docbuild__build(s->build, &o);
 }
 
+/* The first pid listed in a cgroup's cgroup.procs (its own, else a descendant's), or 0. */
+static pid_t cgroup_first_pid(const char *dir, int depth)
+{
+	char path[PATH_MAX + 16], line[32];
+	struct dirent *d;
+	pid_t pid = 0;
+	FILE *f;
+	DIR *dd;
+
+	snprintf(path, sizeof(path), "%s/cgroup.procs", dir);
+	f = fopen(path, "re");
+	if (f) {
+		if (fgets(line, sizeof(line), f))
+			pid = (pid_t)atoi(line);
+		fclose(f);
+	}
+	if (pid > 0 || depth > 8)
+		return pid > 0 ? pid : 0;
+	dd = opendir(dir);
+	while (dd && (d = readdir(dd)) && !pid) {
+		if (d->d_type != DT_DIR || d->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, d->d_name);
+		pid = cgroup_first_pid(path, depth + 1);
+	}
+	if (dd)
+		closedir(dd);
+	return pid;
+}
+
+/*
+ * attach's targets, checked before anything is loaded: each --pid a live
+ * process (not a thread of one), each --cgroup a directory of the cgroup v2
+ * hierarchy. s->pid becomes the first process: the one whose affinity, CPU
+ * quota and cgroup pressure the document reports (a cgroup set: a process
+ * in the first cgroup, else init's, the host's).
+ */
+static int check_attach_targets(struct session *s, char *errbuf, size_t errlen)
+{
+	const struct session_opts *o = &s->opts;
+	char mount[PATH_MAX], dir[PATH_MAX + 256];
+	size_t i, j;
+	int err;
+
+	for (i = 0; i < o->nr_pids; i++) {
+		for (j = 0; j < i; j++)
+			if (o->pids[j] == o->pids[i])
+				return session__errf(
+					errbuf, errlen, -EINVAL,
+					"--pid %d is given twice; give each process once",
+					(int)o->pids[i]);
+		err = proctarget__check_attach(s->root, o->pids[i], errbuf, errlen);
+		if (err)
+			return err;
+	}
+	s->pid = o->nr_pids ? o->pids[0] : 1;
+	if (!o->nr_cgroup_paths)
+		return 0;
+	err = cgroup__v2_mount(s->root, mount, sizeof(mount));
+	if (err)
+		return session__errf(
+			errbuf, errlen, err,
+			"--cgroup needs cgroup v2, and it is not mounted; mount cgroup2 (e.g. on /sys/fs/cgroup/unified)");
+	for (i = 0; i < o->nr_cgroup_paths; i++) {
+		err = cgroup__v2_id(mount, o->cgroup_paths[i], &s->cg_ids[i], &s->cg_levels[i]);
+		if (err)
+			return session__errf(
+				errbuf, errlen, err,
+				"--cgroup '%s': %s in the cgroup v2 hierarchy at %s; give a path like /system.slice/NAME.service",
+				o->cgroup_paths[i],
+				err == -ENOENT	? "no such cgroup" :
+				err == -ENOTDIR ? "not a cgroup directory" :
+						  strerror(-err),
+				mount);
+	}
+	snprintf(dir, sizeof(dir), "%s%s", mount, o->cgroup_paths[0]);
+	s->pid = cgroup_first_pid(dir, 0) ?: 1;
+	return 0;
+}
+
 int session__run(struct session **out, const struct session_opts *opts, char *errbuf, size_t errlen)
 {
 	struct runner_opts ro = { .sz = sizeof(ro), .argv = opts->argv, .as_root = opts->as_root };
@@ -244,17 +418,18 @@ int session__run(struct session **out, const struct session_opts *opts, char *er
 		if (!err)
 			s->pid = runner__pid(s->runner);
 	} else {
-		s->pid = opts->pid;
-		err = proctarget__check_attach(s->root, s->pid, errbuf, errlen);
+		err = check_attach_targets(s, errbuf, errlen);
 	}
+	s->set_mode = opts->mode == TARGET_MODE_RUN ?
+			      (opts->no_children ? KHBPF_SET_PIDS : KHBPF_SET_TREE) :
+		      opts->nr_cgroup_paths ? KHBPF_SET_CGROUP :
+		      opts->children	    ? KHBPF_SET_TREE :
+					      KHBPF_SET_PIDS;
 	if (err)
 		goto cleanup;
-	s->pidfd = (int)syscall(SYS_pidfd_open, s->pid, 0);
-	if (s->pidfd < 0 && errno != ENOSYS) {
-		err = session__errf(errbuf, errlen, -errno, "--pid %d: %s", (int)s->pid,
-				    errno == ESRCH ? "process exited" : strerror(errno));
+	err = open_root_fds(s, errbuf, errlen);
+	if (err)
 		goto cleanup;
-	}
 	err = setup_timer(s, errbuf, errlen);
 	if (err)
 		goto cleanup;
@@ -311,7 +486,12 @@ int session__run(struct session **out, const struct session_opts *opts, char *er
 	err = session__drop_privileges(s, errbuf, errlen);
 	if (err)
 		goto cleanup;
-	session__logf(s, "khbpf: watching pid %d (%s)%s\n", (int)s->pid,
+	session__logf(s, "khbpf: watching %s%d%s (%s)%s\n",
+		      s->set_mode == KHBPF_SET_CGROUP ? "the cgroup of pid " : "pid ", (int)s->pid,
+		      s->set_mode == KHBPF_SET_CGROUP ? " and every task in its cgroups" :
+		      s->set_mode == KHBPF_SET_TREE   ? " and every process it starts" :
+		      opts->nr_pids > 1		      ? " and the other --pid processes" :
+							"",
 		      s->use_bpf ? "BPF" : "/proc fallback",
 		      opts->duration_ns ? "" : "; Ctrl-C ends the window");
 
@@ -380,7 +560,8 @@ int session__finish(struct session *s)
 			if (read(s->sigfd, &si, sizeof(si)) == sizeof(si))
 				kill(s->pid, (int)si.ssi_signo);
 		}
-		if (target_exited(s, &pfd[1]))
+		if ((s->pidfd >= 0 && (pfd[1].revents & (POLLIN | POLLHUP))) ||
+		    (s->pidfd < 0 && pid_gone(s, s->pid)))
 			break;
 	}
 	if (waitpid(s->pid, &s->wait_status, 0) != s->pid)
@@ -448,8 +629,14 @@ void session__destroy(struct session *s)
 	span_run__free(&s->spans);
 	if (s->timerfd >= 0)
 		close(s->timerfd);
-	if (s->pidfd >= 0)
-		close(s->pidfd);
+	for (size_t i = 0; i < s->nr_root_fds; i++)
+		if (s->root_fds[i] >= 0)
+			close(s->root_fds[i]);
+	free(s->root_fds);
+	free(s->root_done);
+	proc_window__free(&s->pwin);
+	free(s->procs);
+	proc_exes__free(s->exes, s->nr_exes);
 	if (s->sigfd >= 0)
 		close(s->sigfd);
 	free(s);

@@ -44,9 +44,22 @@ struct session_opts {
 	bool blocked; /* --blocked: blocked time by cause */
 	bool wakers; /* --wakers: and who woke each thread */
 	enum sched_span_links span_links; /* --span-links */
-	/* serve: the processes (none: every task), cgroup filters and grouping. */
+	/*
+	 * The target set. attach: the processes (pids; pid is the first),
+	 * with children their descendants; or the cgroup v2 subtrees
+	 * (cgroup_paths, resolved here; serve passes cgroup_ids and levels
+	 * itself). run: CMD and every process it starts, unless no_children.
+	 * serve: the processes (none: every task), or the cgroup filters.
+	 */
 	const pid_t *pids;
 	size_t nr_pids;
+	bool children;
+	bool no_children;
+	const char *const *cgroup_paths;
+	size_t nr_cgroup_paths;
+	uint32_t max_processes; /* processes in the set over the window; 0 → default */
+	/* The generic sched_switch program even where the set's can be used (a test aid). */
+	bool generic_switch;
 	const uint64_t *cgroup_ids;
 	const uint32_t *cgroup_levels;
 	size_t nr_cgroups;

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fsutil.h"
 #include "probe.h"
 #include "proctarget.h"
 #include "session_int.h"
@@ -208,6 +209,9 @@ void session__setup_collector(struct session *s)
 			s->bpf_detail, (int)s->pid);
 		return;
 	}
+	co.set_mode = s->set_mode;
+	co.max_processes = s->opts.max_processes;
+	co.generic_switch = s->opts.generic_switch;
 	if (s->opts.mode == TARGET_MODE_SERVE) {
 		size_t i;
 
@@ -230,8 +234,24 @@ void session__setup_collector(struct session *s)
 		s->bpf_avail = AVAIL_AVAILABLE;
 		return;
 	}
+	if (s->set_mode == KHBPF_SET_CGROUP) {
+		size_t i;
+
+		co.nr_cgroups = (uint32_t)s->opts.nr_cgroup_paths;
+		for (i = 0; i < s->opts.nr_cgroup_paths && i < KHBPF_MAX_CGROUP_FILTERS; i++) {
+			co.cgroup_ids[i] = s->cg_ids[i];
+			co.cgroup_levels[i] = s->cg_levels[i];
+		}
+	}
 	err = s->have_btf ? sched_collector__open(&s->coll, &co) : -ENOENT;
-	err = err ?: sched_collector__add_target(s->coll, s->pid);
+	if (!err && s->opts.mode == TARGET_MODE_RUN) {
+		err = sched_collector__add_target(s->coll, s->pid);
+	} else if (!err) {
+		size_t i;
+
+		for (i = 0; !err && i < s->opts.nr_pids; i++)
+			err = sched_collector__add_target(s->coll, s->opts.pids[i]);
+	}
 	if (err) {
 		bpf_unavailable(s, err, s->have_btf);
 		return;
@@ -242,17 +262,77 @@ void session__setup_collector(struct session *s)
 	s->bpf_avail = AVAIL_AVAILABLE;
 }
 
+/*
+ * The executables of the processes that just joined, read while khbpf may
+ * still read any process's /proc/PID/exe: a process forked later without
+ * exec runs the same one (proc_window.c follows the record's exe_tgid).
+ */
+static void read_exes(struct session *s, const struct thread_table *joined)
+{
+	struct proc_exe *grown;
+	char path[64], exe[PATH_MAX];
+	size_t i;
+	ssize_t n;
+
+	for (i = 0; i < joined->nr; i++) {
+		const struct khbpf_thread_rec *r = &joined->recs[i];
+
+		if (proc_exes__find(s->exes, s->nr_exes, r->tgid, r->proc_start_time))
+			continue;
+		if (fsutil__path(path, sizeof(path), s->root, "/proc/%u/exe", r->tgid) < 0)
+			continue;
+		n = readlink(path, exe, sizeof(exe) - 1);
+		if (n <= 0)
+			continue;
+		exe[n] = '\0';
+		grown = realloc(s->exes, (s->nr_exes + 1) * sizeof(*grown));
+		if (!grown)
+			return;
+		s->exes = grown;
+		s->exes[s->nr_exes] = (struct proc_exe){ r->tgid, r->proc_start_time, strdup(exe) };
+		if (s->exes[s->nr_exes].path)
+			s->nr_exes++;
+		proc_exes__sort(s->exes, s->nr_exes);
+	}
+}
+
+int session__join(struct session *s, uint32_t how, size_t *joined)
+{
+	struct thread_table t = { 0 };
+	size_t i, cap;
+	int err;
+
+	err = sched_collector__join(s->coll, how, &t, joined);
+	if (!err)
+		read_exes(s, &t);
+	/* run's window has no baseline: its command's records are only read for exes. */
+	if (!err && how != 2) {
+		cap = s->base.nr;
+		for (i = 0; i < t.nr && !err; i++)
+			err = thread_table__push(&s->base, &cap, &t.recs[i]);
+		thread_table__sort(&s->base);
+	}
+	thread_table__free(&t);
+	return err;
+}
+
 int session__start_collecting(struct session *s)
 {
 	int err;
 
-	if (s->opts.mode != TARGET_MODE_RUN && s->use_bpf) {
+	if (s->use_bpf && s->set_mode) {
+		size_t joined;
+
+		/* The set: kept from here on, then everyone already in it found. */
+		err = sched_collector__attach_set(s->coll);
+		err = err ?: session__join(s, s->opts.mode == TARGET_MODE_RUN ? 2 : 1, &joined);
+		s->start_join_end = clock_ns(CLOCK_MONOTONIC);
+		if (err) {
+			thread_table__free(&s->base);
+			bpf_unavailable(s, err, s->have_btf);
+		}
+	} else if (s->opts.mode != TARGET_MODE_RUN && s->use_bpf) {
 		err = sched_collector__baseline(s->coll, &s->base);
-		if (err)
-			return err;
-	} else if (s->use_bpf) {
-		/* The held command: its wait for release is in the window. */
-		err = sched_collector__mark_stretches(s->coll);
 		if (err)
 			return err;
 	}
@@ -338,6 +418,20 @@ static void target_comm_from_window(struct session *s)
 	}
 }
 
+/* Cgroup sets: threads that joined when moved in start from their counters then. */
+static int merge_moved_baselines(struct session *s)
+{
+	struct thread_table moved;
+	size_t cap = s->base.nr, i;
+	int err = sched_collector__moved_baselines(s->coll, &moved);
+
+	for (i = 0; !err && i < moved.nr; i++)
+		err = thread_table__push(&s->base, &cap, &moved.recs[i]);
+	thread_table__free(&moved);
+	thread_table__sort(&s->base);
+	return err;
+}
+
 int session__finish_window(struct session *s)
 {
 	struct window_opts wo = { 0 };
@@ -367,6 +461,8 @@ int session__finish_window(struct session *s)
 	if (s->use_bpf) {
 		err = span_run__finish(&s->spans, s->coll);
 		err = err ?: sched_collector__exited(s->coll, &s->exited);
+		err = err ?: sched_collector__processes(s->coll, &s->procs, &s->nr_procs);
+		err = err ?: merge_moved_baselines(s);
 		if (err)
 			return err;
 		sched_collector__detach(s->coll);
@@ -402,5 +498,17 @@ int session__finish_window(struct session *s)
 	err = sched_window__compute(&s->win, &wo);
 	if (!err)
 		target_comm_from_window(s);
+	if (!err) {
+		struct proc_window_opts po = {
+			.win = &s->win,
+			.procs = s->procs,
+			.nr_procs = s->nr_procs,
+			.exes = s->exes,
+			.nr_exes = s->nr_exes,
+			.start_boot_ns = wo.start_boot_ns,
+		};
+
+		err = proc_window__compute(&s->pwin, &po);
+	}
 	return err;
 }

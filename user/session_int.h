@@ -20,6 +20,7 @@
 #include "runner.h"
 #include "sched_collector.h"
 #include "sched_window.h"
+#include "proc_window.h"
 #include "session.h"
 #include "spanrun.h"
 #include "thermal.h"
@@ -50,6 +51,25 @@ struct session {
 	int signal_seen;
 
 	struct thread_table base, end, exited;
+	/*
+	 * The target set (KHBPF_SET_*): its processes as the kernel kept them,
+	 * the executables read while they lived, the roots' pidfds (attach:
+	 * the window ends when every root has exited), threads that joined
+	 * after the start (cgroup moves), and attach --cgroup's cgroups.
+	 */
+	uint32_t set_mode;
+	struct proc_entry *procs;
+	size_t nr_procs;
+	struct proc_exe *exes;
+	size_t nr_exes;
+	int *root_fds; /* -1: no pidfd (polled) */
+	bool *root_done;
+	size_t nr_root_fds;
+	uint64_t late_joins;
+	uint64_t start_join_end; /* CLOCK_MONOTONIC when the start's walk was done */
+	uint64_t cg_ids[KHBPF_MAX_CGROUP_FILTERS];
+	uint32_t cg_levels[KHBPF_MAX_CGROUP_FILTERS];
+	struct proc_window pwin;
 	struct waker_entry *wakers; /* who woke the threads (run, attach) */
 	size_t nr_wakers;
 	struct sched_window win;
@@ -96,6 +116,12 @@ int session__setup_signals(struct session *s, char *errbuf, size_t errlen);
 void session__setup_collector(struct session *s);
 /* The window's start: baseline (attach mode), then the tracepoints. */
 int session__start_collecting(struct session *s);
+/*
+ * The set's walk (sched_collector__join): threads that join are stamped as
+ * `how` says, their records added to the baseline (attach; not run's), the
+ * executables of their processes read; *joined counts them.
+ */
+int session__join(struct session *s, uint32_t how, size_t *joined);
 void session__sample_frequency(struct session *s);
 /*
  * Pressure and thermal readings at the window's start (the target's cgroup

@@ -59,6 +59,8 @@ static inline __u32 khbpf_target_slot(__u32 tgid)
 #define KHBPF_REC_HAS_STATE 0x4 /* the thread had task storage: BPF-timed fields valid */
 #define KHBPF_REC_EXITING 0x8 /* iterator saw PF_EXITING: an exit record will follow */
 #define KHBPF_REC_ZOMBIE 0x10 /* iterator saw exit_state set: sched_process_exit already ran */
+#define KHBPF_REC_LEFT 0x20 /* left the cgroups of the set: counters as it left (targets.h) */
+#define KHBPF_REC_JOINED 0x40 /* a baseline: counters when the thread joined the set */
 
 struct khbpf_cpu_topo {
 	__s32 core; /* dense ids from the loader's sysfs topology; -1 unknown */
@@ -156,9 +158,18 @@ struct khbpf_task_state {
 	__u32 waker_tid;
 	__u32 waker_tgid;
 	__u32 waker_kind; /* KHBPF_WAKER_*, 0: none since the last switch-in */
-	__u32 ep_pad;
+	__u32 member; /* KHBPF_MEMBER*: in the target set (include/khbpf/targets.h) */
 	__u64 waker_ns; /* bpf_ktime_get_ns() at that wakeup (sched_waking) */
 	char waker_comm[16];
+	/*
+	 * The thread this state was made for (the hash fallback is keyed by
+	 * the task's address, which a later task can reuse), and its css_set
+	 * when it joined (cgroup sets: a change means it may have moved).
+	 */
+	__u32 tid;
+	__u32 id_pad;
+	__u64 start_time;
+	__u64 cset;
 	struct khbpf_task_bpf b;
 };
 
@@ -227,6 +238,7 @@ struct khbpf_thread_rec {
 	char comm[16];
 	__u32 flags;
 	__u32 pad;
+	__u64 proc_start_time; /* its process's: the leader's start_time */
 	struct khbpf_task_counters k;
 	struct khbpf_task_bpf b;
 };
@@ -246,7 +258,7 @@ _Static_assert(sizeof(struct khbpf_group_acc) ==
 		       sizeof(struct khbpf_task_counters) + sizeof(struct khbpf_task_bpf) + 24,
 	       "khbpf_group_acc layout");
 _Static_assert(sizeof(struct khbpf_thread_rec) ==
-		       40 + sizeof(struct khbpf_task_counters) + sizeof(struct khbpf_task_bpf),
+		       48 + sizeof(struct khbpf_task_counters) + sizeof(struct khbpf_task_bpf),
 	       "khbpf_thread_rec layout");
 #endif
 

@@ -164,11 +164,24 @@ static void check_collect(int argc, char **argv, enum target_mode mode)
 		return;
 	FUZZ_CHECK(so->sz == sizeof(*so) && so->mode == mode);
 	if (mode == TARGET_MODE_ATTACH) {
-		FUZZ_CHECK(so->pid >= 1 && !so->argv && !so->as_root);
+		/* Processes, or cgroups, not both; --children only with processes. */
+		FUZZ_CHECK(!so->argv && !so->as_root && !so->no_children);
+		FUZZ_CHECK(!!so->nr_pids != !!so->nr_cgroup_paths);
+		FUZZ_CHECK(so->nr_pids <= CMDARGS_MAX_PIDS && so->pids == a.pids);
+		FUZZ_CHECK(so->nr_cgroup_paths <= KHBPF_MAX_CGROUP_FILTERS &&
+			   so->cgroup_paths == a.cgroups);
+		FUZZ_CHECK(!so->nr_pids || (so->pid >= 1 && so->pid == a.pids[0]));
+		for (i = 0; i < so->nr_pids; i++)
+			FUZZ_CHECK(a.pids[i] >= 1);
+		for (i = 0; i < so->nr_cgroup_paths; i++)
+			FUZZ_CHECK(a.cgroups[i][0] == '/');
+		FUZZ_CHECK(!(so->children && so->nr_cgroup_paths));
 	} else {
-		FUZZ_CHECK(!so->pid && so->argv && so->argv[0]);
+		FUZZ_CHECK(!so->pid && so->argv && so->argv[0] && !so->nr_pids);
+		FUZZ_CHECK(!so->children && !so->nr_cgroup_paths);
 		FUZZ_CHECK(so->argv >= argv + 1 && so->argv < argv + argc);
 	}
+	FUZZ_CHECK(count_ok(so->max_processes, 1u << 24));
 	FUZZ_CHECK(!(a.json && a.text));
 	FUZZ_CHECK(seconds_ok(so->duration_ns) && seconds_ok(so->interval_ns));
 	FUZZ_CHECK(count_ok(so->max_exited, 1u << 24) && count_ok(so->max_threads, 1u << 24));

@@ -3,8 +3,9 @@
 # with a complete, schema-valid document whose loss counters add up exactly
 # against what the workload (tests/workloads/faults.c, spanbench.c) says it
 # did, and no BPF program is left behind.
-#  - fork + exec: the forked child is another process and is not followed;
-#    exec in the target itself keeps its pid and is;
+#  - fork + exec: the forked child is another process, followed by default
+#    (run's set is the command's tree) and not with --no-children; exec in
+#    the target itself keeps its pid and is followed;
 #  - a thread other than the leader execs (the kernel gives it the leader's
 #    id): counted in loss.threads_renumbered_by_exec;
 #  - the target SIGKILLs itself with spans open on every thread: each one is
@@ -62,19 +63,39 @@ go_target() {
 	exec 7>&-
 }
 
-# fork + exec. The child is a process of its own: not followed, and nothing
-# of it is in the document. exec in the target itself: the same process, the
-# same thread id before and after, its CPU time across both images.
+# fork + exec. The child is a process of its own: with --no-children not
+# followed, and nothing of it is in the document; by default a process of
+# the command's tree, listed with the binary it exec'd. exec in the target
+# itself: the same process, the same thread id before and after, its CPU
+# time across both images.
 fork_exec_case() {
-	expect_exit 0 timeout 60 "$KHBPF" run -o "$TMP/fe.json" -- "$W" fork-exec
+	expect_exit 0 timeout 60 "$KHBPF" run --no-children -o "$TMP/fe.json" -- "$W" fork-exec
 	truth "$TMP/out" >"$TMP/fe.truth"
 	valid "$TMP/fe.json"
-	"$PYTHON" - "$TMP/fe.json" "$TMP/fe.truth" <<'PY' || fail "fork-exec"
+	"$PYTHON" - "$TMP/fe.json" "$TMP/fe.truth" <<'PY' || fail "fork-exec --no-children"
 import json, sys
 d = json.load(open(sys.argv[1])); t = json.loads(open(sys.argv[2]).read())
 tids = [x["thread_id"] for x in d["threads"]]
 assert d["target"]["pid"] == t["parent"], (d["target"], t)
 assert tids == [t["parent"]], f"threads {tids}: only the parent {t['parent']} (not the child {t['child']})"
+assert [p["pid"] for p in d["processes"]] == [t["parent"]], d["processes"]
+assert d["target"]["set"]["kind"] == "command", d["target"]["set"]
+PY
+	expect_exit 0 timeout 60 "$KHBPF" run -o "$TMP/ft.json" -- "$W" fork-exec
+	truth "$TMP/out" >"$TMP/ft.truth"
+	valid "$TMP/ft.json"
+	"$PYTHON" - "$TMP/ft.json" "$TMP/ft.truth" <<'PY' || fail "fork-exec"
+import json, sys
+d = json.load(open(sys.argv[1])); t = json.loads(open(sys.argv[2]).read())
+tids = sorted(x["thread_id"] for x in d["threads"])
+assert tids == sorted([t["parent"], t["child"]]), f"threads {tids}: the parent {t['parent']} and the child {t['child']}"
+procs = {p["pid"]: p for p in d["processes"]}
+assert sorted(procs) == tids, d["processes"]
+c = procs[t["child"]]
+assert c["joined"] == "fork" and c["born"] and c["exited"], c
+assert c["parent_pid"] == {"status": "recorded", "value": t["parent"]}, c
+assert c["exe"]["source"] == "bpf-tracepoint" and c["exe"]["value"]["status"] == "recorded", c["exe"]
+assert d["target"]["set"]["kind"] == "command-tree" and d["target"]["set"]["joined_at_fork"] == 1, d["target"]["set"]
 PY
 
 	expect_exit 0 timeout 60 "$KHBPF" run -o "$TMP/es.json" -- "$W" exec-self

@@ -1,0 +1,144 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Keeping the target set (include/khbpf/targets.h) in the kernel as it
+ * changes: a task forked from a member (or into the cgroups) joins at
+ * sched_process_fork, before it first runs, so no short-lived process is
+ * missed; a task moved into the cgroups joins at cgroup_attach_task; the
+ * loader's walk (khbpf_iter_join) finds what was there before. Linked into
+ * the sched_bpf object with sched.bpf.c, which defines the maps.
+ *
+ * The loader attaches the fork, cgroup and exit programs before its first
+ * walk and walks until a walk finds no one new: a child forked while a
+ * walk runs is either forked from a member already (the fork program takes
+ * it) or its parent joins in that walk, and the next walk finds it.
+ */
+#include "khbpf.bpf.h"
+#include "group.bpf.h"
+#include "blocked.bpf.h"
+#include "threadrec.bpf.h"
+#include "targets.bpf.h"
+
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(khbpf_sched_process_fork, struct task_struct *parent, struct task_struct *child)
+{
+	bool process = child->tgid != parent->tgid;
+	struct khbpf_task_state *st;
+
+	if (set_mode == KHBPF_SET_CGROUP) {
+		/* Its own cgroup: clone3(CLONE_INTO_CGROUP) can place it elsewhere. */
+		if (!in_cgroup_filter(child))
+			return 0;
+	} else {
+		if (!member_state(parent))
+			return 0;
+		/* Only the given processes: a new thread of one joins, a child does not. */
+		if (process && set_mode != KHBPF_SET_TREE)
+			return 0;
+	}
+	if (!proc_join(child, process ? KHBPF_PROC_FORKED : 0))
+		return 0;
+	st = join_thread(child);
+	if (st)
+		join_done(st);
+	return 0;
+}
+
+/*
+ * After a migration (cgroup_attach_task(), for one thread or, with
+ * threadgroup, its whole process). The thread named joins here with its
+ * counters as they were at the move, kept in moved_base; the rest of a
+ * moved process's threads join at the loader's next walk, which the count
+ * below asks for (loss.threads_joined_late).
+ */
+SEC("tp_btf/cgroup_attach_task")
+int BPF_PROG(khbpf_cgroup_attach_task, struct cgroup *dst, const char *path,
+	     struct task_struct *task, bool threadgroup)
+{
+	struct khbpf_thread_key key = {};
+	struct khbpf_thread_rec *r, *z;
+	struct khbpf_task_state *st;
+	__u32 zero = 0;
+
+	if (set_mode != KHBPF_SET_CGROUP || !in_cgroup_filter(task))
+		return 0;
+	if (threadgroup)
+		__sync_fetch_and_add(&cgroup_moves_in, 1);
+	if (member_state(task) || !proc_join(task, KHBPF_PROC_MOVED))
+		return 0;
+	st = join_thread(task);
+	if (!st)
+		return 0;
+	stamp_baseline(task, st, 1);
+	join_done(st);
+	key.tid = task->pid;
+	key.start_time = task->start_time;
+	z = bpf_map_lookup_elem(&rec_zero, &zero);
+	if (!z)
+		return 0;
+	bpf_map_update_elem(&moved_base, &key, z, BPF_NOEXIST);
+	r = bpf_map_lookup_elem(&moved_base, &key);
+	if (!r) {
+		__sync_fetch_and_add(&moved_base_overflow, 1);
+		return 0;
+	}
+	fill_rec(r, task, KHBPF_REC_JOINED);
+	return 0;
+}
+
+/* The process p was forked from (its parent now) is in the set. */
+static __always_inline bool parent_in_set(struct task_struct *p)
+{
+	struct task_struct *parent = p->real_parent;
+	struct khbpf_proc_key k = {
+		.pid = parent->tgid,
+		.start_time = parent->group_leader->start_time,
+	};
+
+	return bpf_map_lookup_elem(&procs, &k) != NULL;
+}
+
+/*
+ * The loader's walk: every task not yet in the set that belongs there (a
+ * thread of a member process, a root, a child of a member with
+ * KHBPF_SET_TREE, a task in the cgroups) joins, stamped as join_how says
+ * (stamp_baseline()), and its record is written out: its baseline.
+ */
+SEC("iter/task")
+int khbpf_iter_join(struct bpf_iter__task *ctx)
+{
+	struct seq_file *seq = ctx->meta->seq;
+	struct task_struct *task = ctx->task;
+	struct khbpf_task_state *st;
+	struct khbpf_thread_rec *r;
+	__u32 zero = 0, how = KHBPF_PROC_WALKED, flags = KHBPF_REC_JOINED;
+
+	if (!task || !task->pid || !set_mode || member_state(task))
+		return 0;
+	if (set_mode == KHBPF_SET_CGROUP) {
+		if (!in_cgroup_filter(task))
+			return 0;
+	} else if (!proc_of(task)) {
+		if (is_root(task->tgid))
+			how |= KHBPF_PROC_ROOT;
+		else if (set_mode != KHBPF_SET_TREE || !parent_in_set(task))
+			return 0;
+	}
+	if (!proc_join(task, how))
+		return 0;
+	st = join_thread(task);
+	if (!st)
+		return 0;
+	stamp_baseline(task, st, join_how);
+	join_done(st);
+	r = bpf_map_lookup_elem(&scratch, &zero);
+	if (!r)
+		return 0;
+	if (task->flags & PF_EXITING)
+		flags |= KHBPF_REC_EXITING;
+	if (task->exit_state)
+		flags |= KHBPF_REC_ZOMBIE;
+	fill_rec(r, task, flags);
+	if (bpf_seq_write(seq, r, sizeof(*r)))
+		__sync_fetch_and_add(&iter_write_errors, 1);
+	return 0;
+}

@@ -1,0 +1,82 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * A thread's record (the task iterators', the exit records, the baselines of
+ * threads that join the set) and the stamps a thread's state starts from
+ * when it is first looked at during a window. Included by sched.bpf.c and
+ * targets.bpf.c, after khbpf.bpf.h, group.bpf.h and blocked.bpf.h.
+ */
+#ifndef KHBPF_THREADREC_BPF_H
+#define KHBPF_THREADREC_BPF_H
+
+#include "khbpf.bpf.h"
+
+static __always_inline void fill_rec(struct khbpf_thread_rec *r, struct task_struct *p, __u32 flags)
+{
+	struct khbpf_task_state *st;
+
+	r->tid = BPF_CORE_READ(p, pid);
+	r->tgid = BPF_CORE_READ(p, tgid);
+	r->start_time = BPF_CORE_READ(p, start_time);
+	r->proc_start_time = p->group_leader->start_time;
+	BPF_CORE_READ_STR_INTO(&r->comm, p, comm);
+	read_counters(p, &r->k);
+	st = task_state_get(p, false);
+	if (st) {
+		r->b = st->b;
+		if (kernel_queue_ts)
+			fold_waits(st, &r->b, r->k.run_delay, r->k.pcount);
+		if (blocked_enabled)
+			r->b.blocked.ns[cause_idx(st->ep_cause)] += open_blocked_ns(p, st);
+		flags |= KHBPF_REC_HAS_STATE;
+	} else {
+		__builtin_memset(&r->b, 0, sizeof(r->b));
+	}
+	r->flags = flags;
+	r->pad = 0;
+}
+
+/*
+ * A baseline look at a thread (the window's start, or its joining the set
+ * later): each thread's wait accounting and group counters start from now
+ * (how 1); run's held command (how 2) only gets its off-CPU stretch started.
+ */
+static __always_inline void stamp_baseline(struct task_struct *task, struct khbpf_task_state *st,
+					   __u32 how)
+{
+	if (how == 2) {
+		if (blocked_enabled)
+			baseline_stretch(task, st);
+		return;
+	}
+	if (!kernel_queue_ts && !group_by)
+		return;
+	read_sched_info(task, &st->last_run_delay, &st->last_pcount);
+	st->last_nvcsw = task->nvcsw;
+	st->last_nivcsw = task->nivcsw;
+	st->last_migrations = task->se.nr_migrations;
+	st->last_runtime = task->se.sum_exec_runtime;
+	if (blocked_enabled)
+		baseline_stretch(task, st);
+}
+
+/*
+ * The `exited` entry of key, made (zeroed) if there is none yet: the record
+ * is filled in place, never through a per-CPU buffer, because the exit
+ * tracepoint's program can be preempted (see khbpf_sched_process_exit).
+ * NULL when the map is full.
+ */
+static __always_inline struct khbpf_thread_rec *exited_entry(const struct khbpf_thread_key *key)
+{
+	struct khbpf_thread_rec *r = bpf_map_lookup_elem(&exited, key), *z;
+	__u32 zero = 0;
+
+	if (r)
+		return r;
+	z = bpf_map_lookup_elem(&rec_zero, &zero);
+	if (!z)
+		return NULL;
+	bpf_map_update_elem(&exited, key, z, BPF_NOEXIST);
+	return bpf_map_lookup_elem(&exited, key);
+}
+
+#endif /* KHBPF_THREADREC_BPF_H */

@@ -1,0 +1,82 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * BPF ↔ user boundary of the target set (bpf/targets.bpf.c): which tasks
+ * khbpf accounts, kept in the kernel as the set changes, and one record per
+ * process that joined it. Fixed-width fields only (clang for BPF, gcc for
+ * the loader).
+ *
+ * A thread is in the set when its per-thread state (task storage, or the
+ * hash fallback) carries KHBPF_MEMBER: a thread joins when the loader's
+ * walk finds it (a root, a descendant of the set, a task in the cgroups),
+ * when it is forked from a member or into the cgroups (sched_process_fork,
+ * before it first runs), or when it is moved into the cgroups
+ * (cgroup_attach_task). A task outside the set has no khbpf state at all,
+ * so on kernels with task storage the scheduler programs tell it apart by
+ * one load from its task_struct (task->bpf_storage == NULL).
+ */
+#ifndef KHBPF_TARGETS_H
+#define KHBPF_TARGETS_H
+
+#ifdef __BPF__
+/* vmlinux.h provides the __u* types. */
+#else
+#include <linux/types.h>
+#endif
+
+/* What the set is (rodata set_mode). */
+#define KHBPF_SET_NONE 0 /* no set: every task (serve), or serve's cgroup filters */
+#define KHBPF_SET_PIDS 1 /* the root processes (target_slots) */
+#define KHBPF_SET_TREE 2 /* the roots and every process forked from the set */
+#define KHBPF_SET_CGROUP 3 /* the tasks in the cgroup v2 subtrees (cgroup_filter_*) */
+
+/* khbpf_task_state.member */
+#define KHBPF_MEMBER 0x1
+/* A thread that left the cgroups: its record is in `exited` (KHBPF_REC_LEFT); never rejoins. */
+#define KHBPF_MEMBER_LEFT 0x2
+#define KHBPF_MEMBER_REJOIN 0x4 /* ... and was found in them again (counted once) */
+
+/* Default bound of processes in the set over a window (--max-processes). */
+#define KHBPF_DEFAULT_MAX_PROCESSES 8192
+/* Baselines kept of threads moved into a cgroup set's cgroups during a window. */
+#define KHBPF_MAX_MOVED 4096
+/* Bytes kept of the path a process exec'd (sched_process_exec's bprm->filename). */
+#define KHBPF_EXEC_PATH_MAX 256
+
+/* khbpf_proc_rec.flags */
+#define KHBPF_PROC_ROOT 0x1 /* a root of the set (run's command, attach --pid) */
+#define KHBPF_PROC_FORKED 0x2 /* joined at its fork (born in the window) */
+#define KHBPF_PROC_WALKED 0x4 /* joined by the loader's walk (alive at the window's start) */
+#define KHBPF_PROC_MOVED 0x8 /* joined when moved into the cgroups */
+#define KHBPF_PROC_EXECED 0x10 /* exec'd in the window: exec_path is its last */
+#define KHBPF_PROC_EXITED 0x20 /* its last thread exited in the window: exit_* are set */
+#define KHBPF_PROC_LEFT 0x40 /* a thread of it left the cgroups */
+
+/* Identity of a process across pid reuse: its leader's start time. */
+struct khbpf_proc_key {
+	__u32 pid; /* tgid */
+	__u32 pad;
+	__u64 start_time; /* group_leader->start_time */
+};
+
+struct khbpf_proc_rec {
+	__u32 pid;
+	__u32 ppid; /* real_parent's tgid when it joined */
+	__u64 start_time; /* the leader's, monotonic ns (task->start_time) */
+	__u64 parent_start_time; /* the parent's leader's, to tell a reused ppid */
+	__u64 exit_ns; /* bpf_ktime_get_ns() when its last thread's final switch ran */
+	__u32 flags; /* KHBPF_PROC_* */
+	__u32 exit_status; /* wait(2) status: (code << 8) | signal, as wait_task_zombie() */
+	__u64 join_ns; /* bpf_ktime_get_ns() when it joined */
+	__u32 exe_tgid; /* exec_path empty: the process whose exe this one has (fork without exec) */
+	__u32 pad;
+	__u64 exe_start_time;
+	char comm[16]; /* the leader's, at join and at each exec */
+	char exec_path[KHBPF_EXEC_PATH_MAX]; /* the filename given to its last exec, or inherited */
+};
+
+#ifndef __BPF__
+_Static_assert(sizeof(struct khbpf_proc_key) == 16, "khbpf_proc_key layout");
+_Static_assert(sizeof(struct khbpf_proc_rec) == 80 + KHBPF_EXEC_PATH_MAX, "khbpf_proc_rec layout");
+#endif
+
+#endif /* KHBPF_TARGETS_H */
