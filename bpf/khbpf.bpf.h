@@ -34,6 +34,7 @@
 extern const volatile bool trace_all;
 extern const volatile bool kernel_queue_ts;
 extern const volatile bool spans_enabled;
+extern const volatile bool span_filter;
 extern const volatile __u32 nr_counters;
 extern const volatile __u64 max_spans;
 extern const volatile __u32 span_wakeup_mask;

@@ -38,6 +38,8 @@ const volatile bool trace_all = false;
 const volatile bool kernel_queue_ts = false;
 /* Span probes attached: keep each thread's on-CPU clock while it has open spans. */
 const volatile bool spans_enabled = false;
+/* Span sites attached per file, not per process: the programs keep to the set's members. */
+const volatile bool span_filter = false;
 /*
  * Per-CPU counting events in `counters` (cycles, instructions; or software
  * cpu-clock as a test aid): how many slots per CPU are filled, 0 for none.
@@ -484,6 +486,51 @@ int BPF_PROG(khbpf_sched_switch_set_nostate, bool preempt, struct task_struct *p
 	if (!prev->bpf_storage && !next->bpf_storage)
 		return 0;
 	return on_switch(prev, next, task_state_now(prev));
+}
+
+/*
+ * The set's switch as run and attach have it by default (the kernel's
+ * sched_info, no spans, no blocked time, no groups, no cgroup set): only a
+ * member's switch-out has anything to do, fold the wait that ended at its
+ * last switch-in. The loader loads this program only in that
+ * configuration, so it reads none of it from .rodata: a target's switch
+ * then touches no vmalloc'd page at all, only the task's own storage
+ * (measured: 115 ns a run with on_switch() against the empty program's
+ * 52, on this project's VM, where each such page costs a TLB miss).
+ */
+static __always_inline int on_switch_plain(struct task_struct *prev, unsigned int prev_state)
+{
+	struct khbpf_task_state *st;
+	__u64 run_delay, pcount;
+
+	if (!prev->bpf_storage)
+		return 0;
+	st = bpf_task_storage_get(&task_state, prev, NULL, 0);
+	if (!st || !(st->member & KHBPF_MEMBER))
+		return 0;
+	if (prev_state == TASK_DEAD) {
+		final_switch(prev, st);
+		return 0;
+	}
+	read_sched_info(prev, &run_delay, &pcount);
+	fold_waits(st, &st->b, run_delay, pcount);
+	st->last_run_delay = run_delay;
+	st->last_pcount = pcount;
+	return 0;
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(khbpf_sched_switch_plain, bool preempt, struct task_struct *prev,
+	     struct task_struct *next, unsigned int prev_state)
+{
+	return on_switch_plain(prev, prev_state);
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(khbpf_sched_switch_plain_nostate, bool preempt, struct task_struct *prev,
+	     struct task_struct *next)
+{
+	return on_switch_plain(prev, task_state_now(prev));
 }
 
 /* Attached only without sched_info (see kernel_queue_ts). */

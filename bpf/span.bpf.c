@@ -24,6 +24,27 @@ static __always_inline struct task_struct *current_task(void)
 	return (struct task_struct *)bpf_get_current_task();
 }
 
+/*
+ * Sites attached per file (span_filter: a set that grows, whose new
+ * processes share the parent's mappings) are hit by every process that maps
+ * the file; only the set's members are measured. With task storage, one
+ * that has none at all ends here after one load.
+ */
+static __always_inline bool span_member(struct task_struct *task)
+{
+	struct khbpf_task_state *st;
+	__u64 key = (__u64)task;
+
+	if (!span_filter)
+		return true;
+	if (have_task_btf)
+		return member_state(task) != NULL;
+	/* No BTF pointer (kernels before 5.11, and so no task storage): the hash, read by copy. */
+	st = bpf_map_lookup_elem(&task_state_h, &key);
+	return st && (st->member & KHBPF_MEMBER) && st->tid == (__u32)BPF_CORE_READ(task, pid) &&
+	       st->start_time == BPF_CORE_READ(task, start_time);
+}
+
 static __always_inline __u64 switches(struct task_struct *task)
 {
 	return CUR_READ(task, nvcsw) + CUR_READ(task, nivcsw);
@@ -190,6 +211,8 @@ static __always_inline int span_enter(struct pt_regs *ctx, bool fetch)
 	__u32 depth, metric;
 	bool start;
 
+	if (!span_member(task))
+		return 0;
 	ss = span_state_get(task, true);
 	if (!ss) {
 		__sync_fetch_and_add(&span_state_failures, 1);
@@ -352,6 +375,8 @@ static __always_inline int span_exit(struct pt_regs *ctx, bool fetch)
 	__u32 depth, idx, i, flags = 0, wakes = 0;
 	__u64 rec;
 
+	if (!span_member(task))
+		return 0;
 	ss = span_state_get(task, false);
 	if (!ss)
 		return 0;

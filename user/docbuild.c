@@ -20,6 +20,8 @@ struct docbuild {
 	struct doc_thread *threads;
 	size_t nr_threads;
 	struct doc_process *processes;
+	struct doc_process_metric *process_metrics;
+	uint64_t metrics_without_process;
 	struct waker_row *waker_rows; /* every thread's, then the process's */
 	struct collector_capability caps[6];
 	struct named_u64 loss[48 + SCHED_PROG_MAX];
@@ -180,6 +182,11 @@ static void pressure_thermal_collector(struct collector_capability *cap,
 		"%s", h->detail[0] ? h->detail : "/proc/pressure could not be read");
 }
 
+static uint64_t sat_add(uint64_t a, uint64_t x)
+{
+	return a > UINT64_MAX - x ? UINT64_MAX : a + x;
+}
+
 /* A monotonic time (task->start_time, bpf_ktime_get_ns()) on the wall clock of the window. */
 static uint64_t unix_ns_of(const struct docbuild_opts *s, uint64_t mono)
 {
@@ -284,6 +291,94 @@ static int fill_processes(struct docbuild *b, bool set_complete)
 	set->processes = pw->nr;
 	b->doc.processes = b->processes;
 	b->doc.nr_processes = pw->nr;
+	return 0;
+}
+
+/* The window thread with this tid, when exactly one has it; -1 else. */
+static ssize_t only_thread(const struct sched_window *w, uint32_t tid)
+{
+	size_t lo = 0, hi = w->nr_threads, mid;
+
+	while (lo < hi) {
+		mid = (lo + hi) / 2;
+		if (w->threads[mid].tid < tid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo >= w->nr_threads || w->threads[lo].tid != tid)
+		return -1;
+	if (lo + 1 < w->nr_threads && w->threads[lo + 1].tid == tid)
+		return -1;
+	return (ssize_t)lo;
+}
+
+static int pm_cmp(const void *a, const void *b)
+{
+	const struct doc_process_metric *x = a, *y = b;
+	int c;
+
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	if (x->process_start_unix_ns != y->process_start_unix_ns)
+		return x->process_start_unix_ns < y->process_start_unix_ns ? -1 : 1;
+	c = strcmp(x->metric_id, y->metric_id);
+	return c;
+}
+
+/*
+ * Span metrics per process: the kernel's (thread, metric) aggregates,
+ * each added to its thread's process. An aggregate whose thread id more
+ * than one thread of the window had (a tid reused) cannot be split; it is
+ * counted in loss.span_aggregates_without_process, as one whose thread is
+ * not listed.
+ */
+static int fill_process_metrics(struct docbuild *b)
+{
+	const struct docbuild_opts *s = &b->o;
+	const struct span_run *r = s->spans;
+	struct doc_process_metric *v;
+	size_t i, n = 0, j;
+
+	if (!r || !r->nr_aggs || !s->pwin || !s->pwin->nr)
+		return 0;
+	v = calloc(r->nr_aggs, sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	for (i = 0; i < r->nr_aggs; i++) {
+		const struct span_agg_entry *a = &r->aggs[i];
+		const struct window_process *p;
+		ssize_t t;
+
+		if (!a->agg.calls || a->key.metric >= r->nr_metrics)
+			continue;
+		t = only_thread(&s->win, a->key.tid);
+		if (t < 0) {
+			b->metrics_without_process++;
+			continue;
+		}
+		p = &s->pwin->procs[s->pwin->proc_of_thread[t]];
+		v[n].pid = p->pid;
+		v[n].process_start_unix_ns = unix_ns_of(s, p->start_time);
+		v[n].metric_id = r->metrics[a->key.metric];
+		v[n].calls = a->agg.calls;
+		v[n].inclusive_ns = a->agg.inclusive_ns;
+		v[n].exclusive_ns = a->agg.exclusive_ns;
+		n++;
+	}
+	qsort(v, n, sizeof(*v), pm_cmp);
+	for (i = 0, j = 0; i < n; i++) {
+		if (j && !pm_cmp(&v[j - 1], &v[i])) {
+			v[j - 1].calls = sat_add(v[j - 1].calls, v[i].calls);
+			v[j - 1].inclusive_ns = sat_add(v[j - 1].inclusive_ns, v[i].inclusive_ns);
+			v[j - 1].exclusive_ns = sat_add(v[j - 1].exclusive_ns, v[i].exclusive_ns);
+		} else {
+			v[j++] = v[i];
+		}
+	}
+	b->process_metrics = v;
+	b->doc.process_metrics = v;
+	b->doc.nr_process_metrics = j;
 	return 0;
 }
 
@@ -507,6 +602,7 @@ static int build_document(struct docbuild *b)
 			return err;
 		err = span_run__document(s->spans, s->start_mono, s->stats.nr_counters > 0, hw_gap,
 					 doc, &hw->span_aggregation);
+		err = err ?: fill_process_metrics(b);
 		if (err)
 			return err;
 		hw->span_aggregation_recorded = s->spans->nr_attached > 0;
@@ -565,6 +661,7 @@ static int build_document(struct docbuild *b)
 	LOSS("span_wakers_not_kept", s->spans->wakes_lost);
 	LOSS("offcpu_stretches_unseen", s->win.total_bpf.offcpu_unseen);
 	LOSS("processes_not_joined", s->stats.procs_overflow);
+	LOSS("span_aggregates_without_process", b->metrics_without_process);
 	LOSS("threads_not_joined", s->stats.join_failures);
 	LOSS("threads_joined_late", s->late_joins);
 	LOSS("moved_baselines_dropped", s->stats.moved_base_overflow);
@@ -648,6 +745,9 @@ void docbuild__reset(struct docbuild *b)
 	b->threads = NULL;
 	free(b->processes);
 	b->processes = NULL;
+	free(b->process_metrics);
+	b->process_metrics = NULL;
+	b->metrics_without_process = 0;
 	free(b->waker_rows);
 	b->waker_rows = NULL;
 	b->nr_threads = 0;
@@ -663,6 +763,7 @@ void docbuild__destroy(struct docbuild *b)
 	span_hw_aggregation__free(&b->hw.span_aggregation);
 	free(b->threads);
 	free(b->processes);
+	free(b->process_metrics);
 	free(b->waker_rows);
 	free(b);
 }

@@ -410,6 +410,21 @@ static struct json_object *doc_json(const struct evidence_doc *doc, bool lazy)
 		push(arr, span_metric_json(&doc->span_metrics[i], &err), &err);
 	add(obj, "span_metrics", arr, &err);
 
+	arr = json_object_new_array_ext((int)doc->nr_process_metrics);
+	for (i = 0; arr && i < doc->nr_process_metrics; i++) {
+		const struct doc_process_metric *m = &doc->process_metrics[i];
+		struct json_object *pm = versioned(&err);
+
+		add(pm, "pid", evjson__u64(m->pid), &err);
+		add(pm, "process_start_unix_ns", evjson__u64(m->process_start_unix_ns), &err);
+		add(pm, "metric_id", evjson__string(m->metric_id), &err);
+		add(pm, "calls", evjson__u64(m->calls), &err);
+		add(pm, "inclusive_ns", evjson__u64(m->inclusive_ns), &err);
+		add(pm, "exclusive_ns", evjson__u64(m->exclusive_ns), &err);
+		push(arr, pm, &err);
+	}
+	add(obj, "process_span_metrics", arr, &err);
+
 	arr = json_object_new_array_ext((int)doc->nr_span_probes);
 	for (i = 0; arr && i < doc->nr_span_probes; i++)
 		push(arr, span_probe_json(&doc->span_probes[i], &err), &err);

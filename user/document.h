@@ -161,6 +161,16 @@ struct span_metric {
 	size_t nr_buckets;
 };
 
+/* A metric's calls in one process (`process_span_metrics`, a khbpf addition). */
+struct doc_process_metric {
+	uint64_t pid;
+	uint64_t process_start_unix_ns;
+	const char *metric_id;
+	uint64_t calls;
+	uint64_t inclusive_ns;
+	uint64_t exclusive_ns;
+};
+
 /* A span still open at the window's end (a khbpf addition: `open_spans`). */
 struct open_span {
 	uint64_t span_id;
@@ -219,6 +229,8 @@ struct evidence_doc {
 	struct event_stream events;
 	const struct span_metric *span_metrics;
 	size_t nr_span_metrics;
+	const struct doc_process_metric *process_metrics;
+	size_t nr_process_metrics;
 	const struct span_probe *span_probes;
 	size_t nr_span_probes;
 	const struct open_span *open_spans;

@@ -218,3 +218,103 @@ int proctarget__snapshot(const char *root, pid_t pid, size_t max_threads, struct
 	thread_table__sort(out);
 	return 0;
 }
+
+static int pids_push(pid_t **v, size_t *nr, size_t max, pid_t pid)
+{
+	pid_t *grown;
+	size_t i;
+
+	for (i = 0; i < *nr; i++)
+		if ((*v)[i] == pid)
+			return 0;
+	if (*nr >= max)
+		return -E2BIG;
+	grown = realloc(*v, (*nr + 1) * sizeof(*grown));
+	if (!grown)
+		return -ENOMEM;
+	*v = grown;
+	grown[(*nr)++] = pid;
+	return 0;
+}
+
+/* Adds the pids listed in one /proc children file (space-separated). */
+static int push_children(const char *root, pid_t pid, const char *tid, pid_t **v, size_t *nr,
+			 size_t max)
+{
+	char path[PATH_MAX], buf[16384], *p, *end;
+	long c;
+	int r;
+
+	if (fsutil__path(path, sizeof(path), root, "/proc/%d/task/%s/children", (int)pid, tid) < 0)
+		return 0;
+	r = fsutil__read_file("", path, buf, sizeof(buf));
+	if (r <= 0)
+		return 0;
+	for (p = buf;; p = end) {
+		c = strtol(p, &end, 10);
+		if (end == p)
+			return 0;
+		r = pids_push(v, nr, max, (pid_t)c);
+		if (r)
+			return r;
+	}
+}
+
+int proctarget__descendants(const char *root, const pid_t *pids, size_t n, size_t max, pid_t **out,
+			    size_t *nr)
+{
+	char path[PATH_MAX];
+	struct dirent *de;
+	size_t i;
+	int err = 0;
+	DIR *d;
+
+	*out = NULL;
+	*nr = 0;
+	for (i = 0; i < n && !err; i++)
+		err = pids_push(out, nr, max, pids[i]);
+	/* Breadth first: the list grows as it is walked. */
+	for (i = 0; i < *nr && !err; i++) {
+		if (fsutil__path(path, sizeof(path), root, "/proc/%d/task", (int)(*out)[i]) < 0)
+			continue;
+		d = opendir(path);
+		while (d && !err && (de = readdir(d)))
+			if (de->d_name[0] != '.')
+				err = push_children(root, (*out)[i], de->d_name, out, nr, max);
+		if (d)
+			closedir(d);
+	}
+	return err == -E2BIG ? 0 : err;
+}
+
+int proctarget__cgroup_pids(const char *dir, size_t max, pid_t **out, size_t *nr, int depth)
+{
+	char path[PATH_MAX + 16], line[32];
+	struct dirent *de;
+	int err = 0;
+	FILE *f;
+	DIR *d;
+
+	if (!depth) {
+		*out = NULL;
+		*nr = 0;
+	}
+	snprintf(path, sizeof(path), "%s/cgroup.procs", dir);
+	f = fopen(path, "re");
+	while (f && !err && fgets(line, sizeof(line), f))
+		err = pids_push(out, nr, max, (pid_t)atoi(line));
+	if (f)
+		fclose(f);
+	if (err || depth > 32)
+		return err == -E2BIG ? 0 : err;
+	d = opendir(dir);
+	while (d && !err && (de = readdir(d))) {
+		if (de->d_type != DT_DIR || de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		err = proctarget__cgroup_pids(path, max, out, nr, depth + 1);
+	}
+	if (d)
+		closedir(d);
+	return err == -E2BIG ? 0 : err;
+}

@@ -38,4 +38,15 @@ void proctarget__fill(const char *root, pid_t pid, enum target_mode mode, struct
 int proctarget__snapshot(const char *root, pid_t pid, size_t max_threads, struct thread_table *out,
 			 uint64_t *read_errors);
 
+/*
+ * The processes pids and every descendant of them now (/proc/PID/task/TID/
+ * children), at most max, into *out (malloc'd): where a set's spans are
+ * looked for. Descendants forked meanwhile may be missed; they share their
+ * parent's mappings anyway.
+ */
+int proctarget__descendants(const char *root, const pid_t *pids, size_t n, size_t max, pid_t **out,
+			    size_t *nr);
+/* The processes of the cgroup directory dir and those below it (depth 0 at the top). */
+int proctarget__cgroup_pids(const char *dir, size_t max, pid_t **out, size_t *nr, int depth);
+
 #endif /* KHBPF_PROCTARGET_H */

@@ -250,14 +250,22 @@ static int configure_variant(struct sched_collector *c, const struct sched_colle
 	 * ends a non-target's switch before touching any map (sched.bpf.c).
 	 */
 	c->set_switch = c->set_mode && v.task_storage && !(opts && opts->generic_switch);
+	/* ... and the default configuration of run and attach, one with none of it to read. */
+	c->plain_switch = c->set_switch && c->set_mode != KHBPF_SET_CGROUP && c->sched_info &&
+			  !(opts && (opts->bpf_timed_waits || opts->spans || opts->blocked ||
+				     opts->wakers || opts->group_by));
 	bpf_program__set_autoload(skel->progs.khbpf_sched_switch,
 				  !c->set_switch && v.switch_prev_state);
 	bpf_program__set_autoload(skel->progs.khbpf_sched_switch_nostate,
 				  !c->set_switch && !v.switch_prev_state);
 	bpf_program__set_autoload(skel->progs.khbpf_sched_switch_set,
-				  c->set_switch && v.switch_prev_state);
+				  c->set_switch && !c->plain_switch && v.switch_prev_state);
 	bpf_program__set_autoload(skel->progs.khbpf_sched_switch_set_nostate,
-				  c->set_switch && !v.switch_prev_state);
+				  c->set_switch && !c->plain_switch && !v.switch_prev_state);
+	bpf_program__set_autoload(skel->progs.khbpf_sched_switch_plain,
+				  c->plain_switch && v.switch_prev_state);
+	bpf_program__set_autoload(skel->progs.khbpf_sched_switch_plain_nostate,
+				  c->plain_switch && !v.switch_prev_state);
 	if (v.task_storage) {
 		err = err ?: bpf_map__set_max_entries(skel->maps.task_state_h, 1);
 		err = err ?: bpf_map__set_max_entries(skel->maps.span_state_h, 1);
@@ -435,6 +443,7 @@ int sched_collector__open(struct sched_collector **out, const struct sched_colle
 	err = err ?: targets_configure(c, opts, mem_alloc);
 	if (opts && opts->spans) {
 		c->skel->rodata->spans_enabled = true;
+		c->skel->rodata->span_filter = opts->span_per_file;
 		if (opts->max_spans)
 			c->skel->rodata->max_spans = opts->max_spans;
 		if (opts->max_span_keys)

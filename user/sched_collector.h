@@ -106,6 +106,13 @@ struct sched_collector_opts {
 	 */
 	uint32_t span_buffer;
 	uint32_t max_span_keys; /* (thread, metric) aggregates; 0 → default */
+	/*
+	 * Span sites are attached for every process (pid -1), each file once,
+	 * and the programs keep to the set's members: a set that grows (its
+	 * forked processes share the parent's mappings, and a per-process
+	 * uprobe comes off a child at its first hit).
+	 */
+	bool span_per_file;
 	enum sched_counters counters; /* per-span counter readings (spans only) */
 	/* How span sites are linked (enum sched_span_links), and how many will be. */
 	enum sched_span_links span_links;
@@ -325,7 +332,7 @@ struct sched_span_site {
 
 /*
  * Span sites: a uprobe at entry and a uretprobe at return of each, for
- * `pid` only. With uprobe_multi (sched_collector__span_multi) the sites of
+ * `pid` only, or for every process with pid -1 (opts.span_per_file). With uprobe_multi (sched_collector__span_multi) the sites of
  * one file share two links, else each site has two. At most
  * KHBPF_MAX_SPAN_SITES sites in all: the rest fail with -E2BIG. Returns how
  * many attached (each site's err says why not), or -errno when none could

@@ -49,7 +49,8 @@ struct sched_collector {
 	uint32_t nr_targets; /* tgids in target_slots (at most KHBPF_MAX_TARGETS) */
 	uint32_t set_mode; /* KHBPF_SET_* */
 	uint32_t max_processes;
-	bool set_switch; /* khbpf_sched_switch_set* loaded */
+	bool set_switch; /* khbpf_sched_switch_set* (or _plain*) loaded */
+	bool plain_switch; /* khbpf_sched_switch_plain*: the default configuration's */
 	bool joined; /* the set's first walk was made */
 	uint64_t moves_walked; /* cgroup_moves_in at the last join */
 	uint32_t span_ringbuf_bytes; /* 0 without spans */

@@ -333,7 +333,8 @@ int sched_collector__delete_group(struct sched_collector *c, const struct khbpf_
 
 void sched_collector__role_name(const char *prog, char *out, size_t size)
 {
-	static const char *const variants[] = { "_set_nostate", "_set", "_nostate", "_nofetch" };
+	static const char *const variants[] = { "_set_nostate", "_plain_nostate", "_set",
+						"_plain",	"_nostate",	  "_nofetch" };
 	size_t n = strlen(prog), i, l;
 
 	for (i = 0; i < sizeof(variants) / sizeof(variants[0]); i++) {

@@ -126,6 +126,9 @@ static void attach_group(struct sched_collector *c, struct sched_span_site *site
 	int in, out = -1, err;
 	size_t i;
 
+	/* Every process (pid -1 to the per-site attach): the link's pid 0. */
+	if (pid < 0)
+		pid = 0;
 	for (i = 0; i < n; i++) {
 		offsets[i] = sites[idx[i]].offset;
 		cookies[i] = sites[idx[i]].metric;

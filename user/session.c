@@ -357,7 +357,7 @@ static pid_t cgroup_first_pid(const char *dir, int depth)
 static int check_attach_targets(struct session *s, char *errbuf, size_t errlen)
 {
 	const struct session_opts *o = &s->opts;
-	char mount[PATH_MAX], dir[PATH_MAX + 256];
+	char *mount = s->cg_mount, dir[PATH_MAX + 256];
 	size_t i, j;
 	int err;
 
@@ -375,7 +375,7 @@ static int check_attach_targets(struct session *s, char *errbuf, size_t errlen)
 	s->pid = o->nr_pids ? o->pids[0] : 1;
 	if (!o->nr_cgroup_paths)
 		return 0;
-	err = cgroup__v2_mount(s->root, mount, sizeof(mount));
+	err = cgroup__v2_mount(s->root, mount, sizeof(s->cg_mount));
 	if (err)
 		return session__errf(
 			errbuf, errlen, err,

@@ -126,7 +126,13 @@ static void bpf_unavailable(struct session *s, int err, bool have_btf)
 		      s->bpf_detail, (int)s->pid);
 }
 
-/* Span sites: notes of every mapped object (attach) or of the command (run), and --span. */
+/* Processes of a set looked at for span sites at its start (the rest share their objects). */
+#define SPAN_SET_PIDS_MAX 4096
+
+/*
+ * Span sites: notes of every object the set's processes map (attach) or of
+ * the command (run), and --span.
+ */
 static void discover_spans(struct session *s)
 {
 	struct span_run_opts so = {
@@ -138,15 +144,46 @@ static void discover_spans(struct session *s)
 		.no_annotations = s->opts.no_annotations,
 		.max_records = s->opts.max_spans,
 	};
-	char exe[PATH_MAX];
+	char exe[PATH_MAX], dir[PATH_MAX + 256];
+	pid_t *pids = NULL, *more = NULL;
+	size_t nr = 0, n_more, i, j;
 	int err;
 
 	if (s->opts.mode == TARGET_MODE_RUN) {
 		if (!runner__resolve_exe(s->opts.argv[0], exe, sizeof(exe)))
 			return;
 		so.exe = exe;
+	} else if (s->set_mode == KHBPF_SET_TREE) {
+		/* Every process of the set now: their objects, each looked at once. */
+		proctarget__descendants(s->root, s->opts.pids, s->opts.nr_pids, SPAN_SET_PIDS_MAX,
+					&pids, &nr);
+	} else if (s->set_mode == KHBPF_SET_CGROUP) {
+		for (i = 0; i < s->opts.nr_cgroup_paths; i++) {
+			snprintf(dir, sizeof(dir), "%s%s", s->cg_mount, s->opts.cgroup_paths[i]);
+			if (proctarget__cgroup_pids(dir, SPAN_SET_PIDS_MAX, &more, &n_more, 0))
+				continue;
+			for (j = 0; j < n_more; j++) {
+				pid_t *grown = realloc(pids, (nr + 1) * sizeof(*grown));
+
+				if (!grown)
+					break;
+				pids = grown;
+				pids[nr++] = more[j];
+			}
+			free(more);
+			more = NULL;
+		}
+	} else if (s->opts.nr_pids > 1) {
+		so.pids = s->opts.pids;
+		so.nr_pids = s->opts.nr_pids;
+	}
+	if (pids && nr) {
+		so.pids = pids;
+		so.nr_pids = nr;
+		so.pid = pids[0];
 	}
 	err = span_run__discover(&s->spans, &so);
+	free(pids);
 	s->spans_discovered = !err;
 	if (err)
 		session__logf(s, "khbpf: span discovery failed: %s\n", strerror(-err));
@@ -191,6 +228,9 @@ void session__setup_collector(struct session *s)
 		co.span_sites = span_run__usable(&s->spans);
 		co.on_span = span_run__on_event;
 		co.on_span_ctx = &s->spans;
+		/* A set that grows: its new processes hit sites attached per file. */
+		co.span_per_file = s->set_mode == KHBPF_SET_TREE ||
+				   s->set_mode == KHBPF_SET_CGROUP || s->opts.nr_pids > 1;
 	}
 	if (s->opts.no_bpf) {
 		s->bpf_avail = AVAIL_DISABLED;
@@ -257,7 +297,7 @@ void session__setup_collector(struct session *s)
 		return;
 	}
 	if (co.spans)
-		span_run__attach(&s->spans, s->coll, s->pid);
+		span_run__attach(&s->spans, s->coll, co.span_per_file ? -1 : s->pid);
 	s->use_bpf = true;
 	s->bpf_avail = AVAIL_AVAILABLE;
 }

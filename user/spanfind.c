@@ -268,6 +268,89 @@ int spanfind__discover(const char *root, pid_t pid, const struct span_request *r
 	return err;
 }
 
+static bool site_known(const struct span_site *v, size_t n, const struct span_site *s)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (v[i].offset == s->offset && !strcmp(v[i].object, s->object) &&
+		    !strcmp(v[i].metric, s->metric))
+			return true;
+	return false;
+}
+
+int spanfind__discover_pids(const char *root, const pid_t *pids, size_t nr_pids,
+			    const struct span_request *reqs, size_t nr_reqs, bool no_annotations,
+			    struct span_site **sites, size_t *nr)
+{
+	char **seen = NULL, **objects = NULL, **fresh, **more_seen;
+	size_t nr_seen = 0, nr_objects = 0, nr_fresh, i, j, k;
+	struct span_site *more = NULL, *grown;
+	size_t nr_more = 0;
+	int err;
+
+	if (!nr_pids)
+		return -EINVAL;
+	err = spanfind__discover(root, pids[0], reqs, nr_reqs, no_annotations, sites, nr);
+	if (err)
+		return err;
+	err = spanfind__mapped_objects(root, pids[0], &seen, &nr_seen);
+	for (i = 1; !err && i < nr_pids; i++) {
+		/* A process gone meanwhile, or unreadable, adds nothing. */
+		if (spanfind__mapped_objects(root, pids[i], &objects, &nr_objects))
+			continue;
+		fresh = calloc(nr_objects + 1, sizeof(*fresh));
+		if (!fresh) {
+			err = -ENOMEM;
+			break;
+		}
+		for (j = 0, nr_fresh = 0; j < nr_objects; j++) {
+			for (k = 0; k < nr_seen && strcmp(seen[k], objects[j]); k++)
+				;
+			if (k == nr_seen)
+				fresh[nr_fresh++] = objects[j];
+		}
+		if (nr_fresh && !discover_in(root, pids[i], fresh, nr_fresh, reqs, nr_reqs,
+					     no_annotations, &more, &nr_more)) {
+			/* Only what it adds: a request it cannot resolve was said for the first. */
+			for (j = 0; j < nr_more && !err; j++) {
+				if (more[j].err || site_known(*sites, *nr, &more[j]))
+					continue;
+				grown = realloc(*sites, (*nr + 1) * sizeof(*grown));
+				if (!grown) {
+					err = -ENOMEM;
+					break;
+				}
+				*sites = grown;
+				grown[(*nr)++] = more[j];
+			}
+			spanfind__free(more, nr_more);
+			more = NULL;
+			nr_more = 0;
+		}
+		/* Its objects are seen now: the array takes them over, the rest are freed. */
+		more_seen = realloc(seen, (nr_seen + nr_fresh + 1) * sizeof(*more_seen));
+		if (!more_seen) {
+			err = -ENOMEM;
+		} else {
+			seen = more_seen;
+			for (j = 0; j < nr_fresh; j++)
+				seen[nr_seen++] = fresh[j];
+		}
+		for (j = 0; j < nr_objects; j++) {
+			for (k = 0; k < nr_fresh && fresh[k] != objects[j]; k++)
+				;
+			if (k == nr_fresh || err)
+				free(objects[j]);
+		}
+		free(objects);
+		objects = NULL;
+		free(fresh);
+	}
+	spanfind__free_objects(seen, nr_seen);
+	return err;
+}
+
 int spanfind__discover_list(const char *root, char **objects, size_t nr_objects,
 			    const struct span_request *reqs, size_t nr_reqs, bool no_annotations,
 			    struct span_site **sites, size_t *nr)

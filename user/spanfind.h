@@ -141,6 +141,15 @@ int spanfind__discover(const char *root, pid_t pid, const struct span_request *r
  * are host paths, objects[0] the executable (what a request without OBJECT
  * means), and none need be mapped by anyone.
  */
+/*
+ * As spanfind__discover for pids[0], then, for each other process, the
+ * sites it adds in objects none of the ones before it maps (annotations,
+ * and the requests it resolves; one it cannot resolve was said for the
+ * first). A set's processes: sites attached per file cover them all.
+ */
+int spanfind__discover_pids(const char *root, const pid_t *pids, size_t nr_pids,
+			    const struct span_request *reqs, size_t nr_reqs, bool no_annotations,
+			    struct span_site **sites, size_t *nr);
 int spanfind__discover_list(const char *root, char **objects, size_t nr_objects,
 			    const struct span_request *reqs, size_t nr_reqs, bool no_annotations,
 			    struct span_site **sites, size_t *nr);

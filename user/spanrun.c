@@ -82,6 +82,9 @@ int span_run__discover(struct span_run *r, const struct span_run_opts *o)
 		return 0;
 	if (o->exe)
 		err = discover_exe(r, o);
+	else if (o->nr_pids > 1)
+		err = spanfind__discover_pids(o->root, o->pids, o->nr_pids, o->reqs, o->nr_reqs,
+					      o->no_annotations, &r->sites, &r->nr_sites);
 	else
 		err = spanfind__discover(o->root, o->pid, o->reqs, o->nr_reqs, o->no_annotations,
 					 &r->sites, &r->nr_sites);

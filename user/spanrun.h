@@ -60,6 +60,9 @@ struct span_run_opts {
 	pid_t pid;
 	/* run mode: the command's executable, read before it runs; NULL in attach mode. */
 	const char *exe;
+	/* attach a set: its processes now (pid among them); else NULL, pid alone. */
+	const pid_t *pids;
+	size_t nr_pids;
 	const struct span_request *reqs;
 	size_t nr_reqs;
 	bool no_annotations;

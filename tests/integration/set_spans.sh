@@ -1,0 +1,78 @@
+#!/bin/bash
+# Spans in the processes of a target set (tests/workloads/forkspans.c): the
+# workload forks workers during the window, half of them exec'ing the binary
+# again, each calling the annotated work-unit (and work-step inside it) a
+# known number of times in two threads. Sites attached per file, kept to the
+# set by the programs, must count every call of every process exactly, in
+# total and per process; with --no-children (sites attached for CMD alone,
+# as before) only CMD's own calls.
+. "$(dirname "$0")/common.bash"
+require_root "spans load BPF"
+W=build/workloads/forkspans
+FIFO_FD=
+trap 'rc=$?; [ -n "${WPID:-}" ] && kill "$WPID" 2>/dev/null; [ -n "${KH:-}" ] && kill "$KH" 2>/dev/null; wait; keep_failed $rc' EXIT
+
+# check DOC TRUTH WORKERS CALLS: the totals, and each process's own.
+check() {
+	"$PYTHON" tests/validate_schema.py "$SCHEMA" "$1" >/dev/null || fail "schema: $1"
+	"$PYTHON" - "$1" "$2" "$3" "$4" <<'PY' || fail "span counts in $1"
+import json, sys
+d = json.load(open(sys.argv[1])); t = json.loads(open(sys.argv[2]).read())
+workers, calls = int(sys.argv[3]), int(sys.argv[4])
+got = {m["metric_id"]: m["calls"] for m in d["span_metrics"]}
+assert got == {"work-unit": t["work-unit"], "work-step": t["work-step"]}, (got, t)
+per = {}
+for m in d["process_span_metrics"]:
+    per.setdefault(m["pid"], {})[m["metric_id"]] = m["calls"]
+assert sorted(t["workers"]) == sorted(p for p in per if p in t["workers"]), (per, t)
+for w in t["workers"]:
+    assert per[w] == {"work-unit": 2 * calls, "work-step": 2 * calls}, (w, per[w])
+main = [p for p in per if p not in t["workers"]]
+assert len(main) == 1 and per[main[0]] == {"work-unit": calls, "work-step": calls}, per
+procs = {p["pid"]: p for p in d["processes"]}
+assert all(w in procs and procs[w]["joined"] == "fork" for w in t["workers"]), d["processes"]
+for k in ("span_records_dropped_ringbuf", "span_state_failures", "span_aggregates_overflow",
+          "span_aggregates_without_process", "span_site_unresolved"):
+    assert d["loss"][k]["value"] == 0, (k, d["loss"][k])
+PY
+}
+
+# run: every worker is forked in the window, odd ones exec the binary again.
+for round in 1 2; do
+	timeout 60 "$KHBPF" run -o "$TMP/run.json" -- "$W" --workers 4 --calls 40 >"$TMP/run.out" \
+		2>"$TMP/kh.err" || fail "run exited $?: $(head -c 400 "$TMP/kh.err")"
+	check "$TMP/run.json" "$TMP/run.out" 4 40
+done
+
+# run --no-children: sites for CMD alone; a forked worker's first hit takes
+# the uprobe off it (uprobe_perf_filter()), so only CMD's own calls count.
+timeout 60 "$KHBPF" run --no-children -o "$TMP/one.json" -- "$W" --workers 4 --calls 40 \
+	>"$TMP/one.out" 2>"$TMP/kh.err" || fail "run --no-children exited $?: $(head -c 400 "$TMP/kh.err")"
+json_check "$TMP/one.json" \
+	"{m['metric_id']: m['calls'] for m in d['span_metrics']} == {'work-unit': 40, 'work-step': 40}" \
+	"len(d['processes']) == 1"
+
+# attach --children to a process that forks its workers after the attach.
+rm -f "$TMP/in"
+mkfifo "$TMP/in" || fail mkfifo
+"$W" --wait --workers 3 --calls 30 <"$TMP/in" >"$TMP/att.out" &
+WPID=$!
+exec 7>"$TMP/in"
+for _ in $(seq 100); do grep -q ready "$TMP/att.out" 2>/dev/null && break; sleep 0.05; done
+grep -q ready "$TMP/att.out" || fail "forkspans did not start"
+"$KHBPF" attach --pid "$WPID" --children -o "$TMP/att.json" 2>"$TMP/kh.err" &
+KH=$!
+for _ in $(seq 200); do grep -q watching "$TMP/kh.err" && break; sleep 0.05; done
+grep -q watching "$TMP/kh.err" || fail "attach did not start: $(cat "$TMP/kh.err")"
+echo go >&7
+exec 7>&-
+wait "$KH" || fail "attach exited $?: $(cat "$TMP/kh.err")"
+KH=
+wait "$WPID" || fail "forkspans exited $?"
+WPID=
+grep '^{' "$TMP/att.out" >"$TMP/att.truth"
+check "$TMP/att.json" "$TMP/att.truth" 3 30
+json_check "$TMP/att.json" "d['window']['end_reason'] == 'target-exit'" \
+	"d['target']['set']['kind'] == 'process-trees' and d['target']['set']['joined_at_fork'] == 3"
+no_bpf_left
+echo "set_spans: ok (every call of forked and exec'd workers, in total and per process; --no-children: CMD's own)"
