@@ -392,7 +392,11 @@ static __always_inline int on_switch(struct task_struct *prev, struct task_struc
 		if (prev_state == TASK_DEAD)
 			task_states_free(prev);
 	}
-	if (kernel_queue_ts && !spans_enabled && !blocked_enabled)
+	/*
+	 * Nothing is kept of a switch-in then, but in a cgroup set whether next
+	 * was moved out while off a CPU: it leaves with the counters it had.
+	 */
+	if (kernel_queue_ts && !spans_enabled && !blocked_enabled && set_mode != KHBPF_SET_CGROUP)
 		return 0;
 	if (!switch_target(next, &known))
 		return 0;

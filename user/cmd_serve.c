@@ -45,6 +45,8 @@ void cmd_serve_help(FILE *f)
 		"                        id to name ({\"<64 hex digits>\": \"web\"}) for a\n"
 		"                        container_name label; reread when it changes\n"
 		"  -p, --pid PID         only this process (repeatable, up to %d)\n"
+		"      --children        with --pid: also its descendants, and every process\n"
+		"                        forked from them while serve runs\n"
 		"      --cgroup PATH     only tasks in this cgroup v2 subtree, e.g.\n"
 		"                        /system.slice/nginx.service (repeatable, up to %d)\n"
 		"  -i, --interval S      evidence window length (default 15)\n"
@@ -65,6 +67,7 @@ void cmd_serve_help(FILE *f)
 		"  sudo khbpf serve\n"
 		"  sudo khbpf serve --listen 0.0.0.0:9464 --by process --top 20\n"
 		"  sudo khbpf serve --cgroup /system.slice --ndjson /var/log/khbpf.ndjson\n"
+		"  sudo khbpf serve --by process --pid \"$(pgrep -o postgres)\" --children\n"
 		"  sudo khbpf serve --labels unit,container,pod\n"
 		"  curl -s localhost:9464/metrics | grep khbpf_runqueue_delay_seconds_count\n",
 		CMDARGS_MAX_PIDS, KHBPF_MAX_CGROUP_FILTERS, KHBPF_DEFAULT_MAX_GROUPS);
@@ -89,6 +92,7 @@ int serve_args__parse(int argc, char **argv, struct serve_args *a)
 		{ "max-threads", required_argument, NULL, 'T' },
 		{ "labels", required_argument, NULL, 'L' },
 		{ "container-names", required_argument, NULL, 'N' },
+		{ "children", no_argument, NULL, 'C' },
 		{ "help", no_argument, NULL, 'h' },
 		{},
 	};
@@ -146,6 +150,9 @@ int serve_args__parse(int argc, char **argv, struct serve_args *a)
 				return CLI_EXIT_USAGE;
 			}
 			a->pids[so->nr_pids++] = (pid_t)v;
+			break;
+		case 'C':
+			so->children = true;
 			break;
 		case 'c':
 			if (so->nr_cgroups == KHBPF_MAX_CGROUP_FILTERS) {
@@ -237,6 +244,11 @@ int serve_args__parse(int argc, char **argv, struct serve_args *a)
 	if (so->container_names && !(so->labels & CGLABELS_CONTAINER)) {
 		cli__error("serve", "--container-names needs --labels container (or all): names "
 				    "are given to container_id labels");
+		return CLI_EXIT_USAGE;
+	}
+	if (so->children && (!so->nr_pids || so->nr_cgroups)) {
+		cli__error("serve", "--children needs --pid (and no --cgroup): it adds the "
+				    "processes' descendants");
 		return CLI_EXIT_USAGE;
 	}
 	if (so->top && so->group_by != KHBPF_GROUP_PROCESS) {

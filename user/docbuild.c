@@ -240,7 +240,8 @@ static int fill_processes(struct docbuild *b, bool set_complete)
 	for (i = 0; i < pw->nr; i++) {
 		const struct window_process *w = &pw->procs[i];
 		struct doc_process *p = &b->processes[i];
-		bool known = set_complete && !w->vanished_threads;
+		/* A process with no thread listed has no sums (its threads could not join). */
+		bool known = set_complete && !w->vanished_threads && w->nr_threads;
 		enum ev_source cpu_src =
 			s->use_bpf ? EV_SRC_BPF_TRACEPOINT : EV_SRC_PROC_PID_SCHEDSTAT;
 
@@ -398,8 +399,14 @@ static int build_document(struct docbuild *b)
 	uint64_t fb_cpu = s->fb.cpu_end - s->fb.cpu_start, seen_cpu = s->win.total.sum_exec_runtime;
 	uint64_t unseen_cpu = !s->use_bpf && fb_cpu > seen_cpu ? fb_cpu - seen_cpu : 0;
 	bool complete = totals_known && fb_cpu_known && (s->use_bpf || fb_cpu == seen_cpu);
-	bool ru_switches =
-		!complete && s->fb.have_rusage && s->fb.child_faults_known && !s->fb.child_faults;
+	/*
+	 * wait4's rusage of run's command: its tree's switches, every process
+	 * it waited for included; for a command alone only when it waited
+	 * for none (their page faults, cminflt + cmajflt, are 0).
+	 */
+	bool ru_switches = !complete && s->fb.have_rusage &&
+			   (s->set_mode == KHBPF_SET_TREE ||
+			    (s->fb.child_faults_known && !s->fb.child_faults));
 	size_t i;
 	int err;
 
@@ -503,7 +510,8 @@ static int build_document(struct docbuild *b)
 	if (doc->sched_detail.recorded)
 		fill_blocked(&doc->sched_detail.blocked, &s->win.total_bpf, s);
 	err = fill_wakers(b, s);
-	err = err ?: fill_processes(b, set_complete);
+	/* Without BPF a process's sums are known only when nothing can have run unseen. */
+	err = err ?: fill_processes(b, s->use_bpf ? set_complete : complete);
 	if (err)
 		return err;
 	doc->kernel_run_delay_ns =

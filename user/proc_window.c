@@ -42,6 +42,24 @@ void proc_exes__free(struct proc_exe *v, size_t nr)
 	free(v);
 }
 
+/* The window has the thread whose id is pid (a leader) of that process. */
+static bool leader_listed(const struct sched_window *w, uint32_t pid, uint64_t start_time)
+{
+	size_t lo = 0, hi = w->nr_threads, mid;
+
+	while (lo < hi) {
+		mid = (lo + hi) / 2;
+		if (w->threads[mid].tid < pid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (; lo < w->nr_threads && w->threads[lo].tid == pid; lo++)
+		if (w->threads[lo].proc_start_time == start_time)
+			return true;
+	return false;
+}
+
 static int proc_cmp(const void *a, const void *b)
 {
 	const struct window_process *x = a, *y = b;
@@ -108,6 +126,10 @@ int proc_window__compute(struct proc_window *pw, const struct proc_window_opts *
 		return -ENOMEM;
 	}
 	for (i = 0; i < o->nr_procs; i++) {
+		/* Forked after the end was read, and none of it in the window: not in it. */
+		if (o->end_mono_ns && o->procs[i].rec.join_ns > o->end_mono_ns &&
+		    !leader_listed(w, o->procs[i].key.pid, o->procs[i].key.start_time))
+			continue;
 		p = &pw->procs[pw->nr++];
 		p->pid = o->procs[i].key.pid;
 		p->start_time = o->procs[i].key.start_time;

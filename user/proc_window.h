@@ -52,6 +52,8 @@ struct proc_window_opts {
 	const struct proc_exe *exes; /* sorted by (pid, start_time) */
 	size_t nr_exes;
 	uint64_t start_boot_ns; /* processes started at or after it were born in the window */
+	/* Records of processes that joined after this (the end's snapshot): not in the window. */
+	uint64_t end_mono_ns;
 };
 
 struct proc_window {

@@ -290,6 +290,8 @@ struct proc_entry {
 	struct khbpf_proc_rec rec;
 };
 int sched_collector__processes(struct sched_collector *c, struct proc_entry **out, size_t *nr);
+/* serve: the records of processes that ended are removed (a window has read them). */
+int sched_collector__drain_processes(struct sched_collector *c);
 /* Cgroup sets: the baselines of threads that joined when moved in. */
 int sched_collector__moved_baselines(struct sched_collector *c, struct thread_table *out);
 int sched_collector__attach(struct sched_collector *c);

@@ -163,3 +163,20 @@ int sched_collector__moved_baselines(struct sched_collector *c, struct thread_ta
 	thread_table__sort(out);
 	return 0;
 }
+
+int sched_collector__drain_processes(struct sched_collector *c)
+{
+	struct proc_entry *v;
+	size_t nr, i;
+	int fd, err;
+
+	err = sched_collector__processes(c, &v, &nr);
+	if (err)
+		return err;
+	fd = bpf_map__fd(c->skel->maps.procs);
+	for (i = 0; i < nr; i++)
+		if (v[i].rec.flags & KHBPF_PROC_EXITED)
+			bpf_map_delete_elem(fd, &v[i].key);
+	free(v);
+	return 0;
+}

@@ -316,6 +316,7 @@ int serve__run(const struct serve_opts *opts, char *errbuf, size_t errlen)
 	so.mode = TARGET_MODE_SERVE;
 	so.pids = s->o.pids;
 	so.nr_pids = s->o.nr_pids;
+	so.children = s->o.children;
 	so.cgroup_ids = ids;
 	so.cgroup_levels = levels;
 	so.nr_cgroups = s->o.nr_cgroups;

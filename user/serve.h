@@ -22,6 +22,7 @@ struct serve_opts {
 	uint32_t group_by; /* KHBPF_GROUP_CGROUP (default when 0) or _PROCESS */
 	const pid_t *pids; /* only these processes; none: every task */
 	size_t nr_pids;
+	bool children; /* ... and their descendants, and every process forked from them */
 	const char *const *cgroups; /* only these cgroup v2 subtrees ("/system.slice") */
 	size_t nr_cgroups;
 	uint32_t top; /* process: the N busiest processes get a pid label */

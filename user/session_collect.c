@@ -59,11 +59,77 @@ void session__pressure_advance(struct session *s)
 	s->thermal.detail[0] = '\0';
 }
 
-/* procfs fallback: the kernel's counters as a thread table. */
+/*
+ * The set's processes as /proc shows them now (no BPF): the roots, with
+ * --children (or run's tree) their descendants, or the cgroups' processes.
+ * A set that grows can have had processes that came and went unseen.
+ */
+static int proc_set_pids(struct session *s, pid_t **out, size_t *nr)
+{
+	char dir[PATH_MAX + 256];
+	pid_t *more = NULL, *grown;
+	size_t n_more, i, j;
+	const pid_t *roots = s->opts.mode == TARGET_MODE_RUN ? &s->pid : s->opts.pids;
+	size_t nr_roots = s->opts.mode == TARGET_MODE_RUN ? 1 : s->opts.nr_pids;
+
+	*out = NULL;
+	*nr = 0;
+	if (s->set_mode == KHBPF_SET_TREE)
+		return proctarget__descendants(s->root, roots, nr_roots, s->opts.max_threads, out,
+					       nr);
+	if (s->set_mode != KHBPF_SET_CGROUP) {
+		*out = malloc((nr_roots ? nr_roots : 1) * sizeof(**out));
+		if (!*out)
+			return -ENOMEM;
+		memcpy(*out, roots, nr_roots * sizeof(**out));
+		*nr = nr_roots;
+		return 0;
+	}
+	for (i = 0; i < s->opts.nr_cgroup_paths; i++) {
+		snprintf(dir, sizeof(dir), "%s%s", s->cg_mount, s->opts.cgroup_paths[i]);
+		if (proctarget__cgroup_pids(dir, s->opts.max_threads, &more, &n_more, 0))
+			continue;
+		grown = realloc(*out, (*nr + n_more + 1) * sizeof(*grown));
+		if (!grown) {
+			free(more);
+			return -ENOMEM;
+		}
+		*out = grown;
+		for (j = 0; j < n_more; j++)
+			grown[(*nr)++] = more[j];
+		free(more);
+		more = NULL;
+	}
+	return 0;
+}
+
+/* procfs fallback: the kernel's counters of the set's threads as one table. */
 static int proc_snapshot(struct session *s, struct thread_table *out)
 {
-	return proctarget__snapshot(s->root, s->pid, s->opts.max_threads, out,
-				    &s->proc_read_errors);
+	struct thread_table t = { 0 };
+	size_t nr, i, j, cap = 0;
+	pid_t *pids;
+	int err = proc_set_pids(s, &pids, &nr);
+
+	memset(out, 0, sizeof(*out));
+	for (i = 0; !err && i < nr; i++) {
+		err = proctarget__snapshot(s->root, pids[i], s->opts.max_threads, &t,
+					   &s->proc_read_errors);
+		/* Gone between the listing and its reading: not there now. */
+		if (err == -ESRCH && (nr > 1 || s->set_mode != KHBPF_SET_PIDS)) {
+			err = 0;
+			continue;
+		}
+		for (j = 0; !err && j < t.nr; j++)
+			err = thread_table__push(out, &cap, &t.recs[j]);
+		thread_table__free(&t);
+	}
+	free(pids);
+	if (err)
+		thread_table__free(out);
+	else
+		thread_table__sort(out);
+	return err;
 }
 
 static int take_snapshot(struct session *s, struct thread_table *out)
@@ -71,20 +137,40 @@ static int take_snapshot(struct session *s, struct thread_table *out)
 	return s->use_bpf ? sched_collector__snapshot(s->coll, out) : proc_snapshot(s, out);
 }
 
+/* The CPU clocks of the set's given processes, summed; -errno when one cannot be read. */
+static int proc_set_cpu(struct session *s, uint64_t *sum)
+{
+	const pid_t *roots = s->opts.mode == TARGET_MODE_RUN ? &s->pid : s->opts.pids;
+	size_t n = s->opts.mode == TARGET_MODE_RUN ? 1 : s->opts.nr_pids, i;
+	uint64_t ns;
+	int err;
+
+	*sum = 0;
+	for (i = 0; i < n; i++) {
+		err = proctarget__cpu_ns(roots[i], &ns);
+		if (err)
+			return err;
+		*sum += ns;
+	}
+	return 0;
+}
+
 /*
- * proc_snapshot between two reads of the process CPU clock: *still is true
- * when it did not move, so the threads read are all that ran until then.
+ * proc_snapshot between two reads of the processes' CPU clocks: *still is
+ * true when they did not move, so the threads read are all that ran until
+ * then. Only a set of fixed processes can be witnessed so: one that grows
+ * (children, cgroups) may have had processes come and go between two reads.
  */
 static int proc_snapshot_witnessed(struct session *s, struct thread_table *out, uint64_t *cpu,
 				   bool *still)
 {
 	uint64_t before = 0;
-	int err, cerr = proctarget__cpu_ns(s->pid, &before);
+	int err, cerr = proc_set_cpu(s, &before);
 
 	err = proc_snapshot(s, out);
 	if (err)
 		return err;
-	*still = !cerr && !proctarget__cpu_ns(s->pid, cpu) && *cpu == before;
+	*still = s->set_mode == KHBPF_SET_PIDS && !cerr && !proc_set_cpu(s, cpu) && *cpu == before;
 	return 0;
 }
 
@@ -481,6 +567,7 @@ int session__finish_window(struct session *s)
 	/* run: the command has exited; keep it a zombie until its threads are read. */
 	proctarget__fill(s->root, s->pid, s->opts.mode, &s->target);
 	if (s->use_bpf) {
+		s->end_snapshot_mono = clock_ns(CLOCK_MONOTONIC);
 		err = take_snapshot(s, &s->end);
 	} else {
 		bool still = false;
@@ -546,6 +633,7 @@ int session__finish_window(struct session *s)
 			.exes = s->exes,
 			.nr_exes = s->nr_exes,
 			.start_boot_ns = wo.start_boot_ns,
+			.end_mono_ns = s->end_snapshot_mono,
 		};
 
 		err = proc_window__compute(&s->pwin, &po);

@@ -67,6 +67,7 @@ struct session {
 	size_t nr_root_fds;
 	uint64_t late_joins;
 	uint64_t start_join_end; /* CLOCK_MONOTONIC when the start's walk was done */
+	uint64_t end_snapshot_mono; /* ... and when the end's snapshot began */
 	char cg_mount[PATH_MAX]; /* attach --cgroup: where cgroup v2 is mounted */
 	uint64_t cg_ids[KHBPF_MAX_CGROUP_FILTERS];
 	uint32_t cg_levels[KHBPF_MAX_CGROUP_FILTERS];

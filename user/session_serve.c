@@ -42,6 +42,9 @@ int session__serve_open(struct session **out, const struct session_opts *opts, c
 	if (!s)
 		return session__errf(errbuf, errlen, -ENOMEM, "out of memory");
 	s->opts.mode = TARGET_MODE_SERVE;
+	/* --pid with --children: a set that grows, kept in the kernel as in attach. */
+	if (opts->nr_pids && !opts->nr_cgroups)
+		s->set_mode = opts->children ? KHBPF_SET_TREE : KHBPF_SET_PIDS;
 	/* Affinity and cgroup quota of the one process, else of init: the host's. */
 	s->pid = opts->nr_pids == 1 ? opts->pids[0] : 1;
 	err = session__setup_signals(s, errbuf, errlen);
@@ -149,6 +152,8 @@ int session__serve_rotate(struct session *s, struct json_object **doc, char **te
 	s->end_reason = END_REASON_DURATION;
 	session__sample_pressure(s, true);
 	err = err ?: sched_collector__drain_exited(s->coll, &s->exited);
+	/* Processes that ended make room in the set's table for those to come. */
+	err = err ?: sched_collector__drain_processes(s->coll);
 	err = err ?: sched_collector__stats(s->coll, &s->stats);
 	if (err)
 		goto out;
