@@ -35,6 +35,7 @@ extern const volatile bool trace_all;
 extern const volatile bool kernel_queue_ts;
 extern const volatile bool spans_enabled;
 extern const volatile bool span_filter;
+extern const volatile bool span_follow_exec;
 extern const volatile __u32 nr_counters;
 extern const volatile __u64 max_spans;
 extern const volatile __u32 span_wakeup_mask;
@@ -83,6 +84,7 @@ extern __u64 join_failures;
 extern __u64 moved_base_overflow;
 extern __u64 cgroup_moves_in;
 extern __u64 cgroup_rejoins;
+extern __u64 exec_events_dropped;
 
 /* sched.bpf.c defines KHBPF_DEFINE_MAPS before including this: the maps are made there. */
 #ifdef KHBPF_DEFINE_MAPS
@@ -293,6 +295,12 @@ KHBPF_MAP struct {
 	__type(key, struct khbpf_thread_key);
 	__type(value, struct khbpf_thread_rec);
 } moved_base SEC(".maps");
+
+/* Execs of the set's processes, for the loader to find span sites in (sized by it). */
+KHBPF_MAP struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 4096);
+} set_events SEC(".maps");
 
 /* A zeroed record to create `exited` entries from, filled in place. */
 KHBPF_MAP struct {

@@ -40,6 +40,8 @@ const volatile bool kernel_queue_ts = false;
 const volatile bool spans_enabled = false;
 /* Span sites attached per file, not per process: the programs keep to the set's members. */
 const volatile bool span_filter = false;
+/* ... and the loader looks for sites in what each member execs (set_events). */
+const volatile bool span_follow_exec = false;
 /*
  * Per-CPU counting events in `counters` (cycles, instructions; or software
  * cpu-clock as a test aid): how many slots per CPU are filled, 0 for none.
@@ -160,6 +162,7 @@ __u64 join_failures = 0; /* threads that could not join: no state could be made 
 __u64 moved_base_overflow = 0; /* moved into the cgroups: no room for the baseline */
 __u64 cgroup_moves_in = 0; /* whole processes moved into the cgroups: the loader walks */
 __u64 cgroup_rejoins = 0; /* threads found in the cgroups again after they left */
+__u64 exec_events_dropped = 0; /* execs set_events had no room for: not looked at */
 
 /* Before thread_info.cpu (x86-64 until 5.15), the CPU is task_struct.cpu. */
 struct task_struct___pre516 {
@@ -692,6 +695,20 @@ int BPF_PROG(khbpf_sched_process_exec, struct task_struct *p, pid_t old_pid,
 	r->exe_tgid = p->tgid;
 	r->exe_start_time = r->start_time;
 	r->flags |= KHBPF_PROC_EXECED;
+	if (span_follow_exec) {
+		struct khbpf_exec_event *e = bpf_ringbuf_reserve(&set_events, sizeof(*e), 0);
+
+		if (!e) {
+			__sync_fetch_and_add(&exec_events_dropped, 1);
+			return 0;
+		}
+		e->pid = p->tgid;
+		e->pad = 0;
+		e->start_time = r->start_time;
+		e->ns = bpf_ktime_get_ns();
+		__builtin_memcpy(e->path, r->exec_path, sizeof(e->path));
+		bpf_ringbuf_submit(e, 0);
+	}
 	return 0;
 }
 

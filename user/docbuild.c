@@ -670,6 +670,9 @@ static int build_document(struct docbuild *b)
 	LOSS("offcpu_stretches_unseen", s->win.total_bpf.offcpu_unseen);
 	LOSS("processes_not_joined", s->stats.procs_overflow);
 	LOSS("span_aggregates_without_process", b->metrics_without_process);
+	LOSS("span_execs_attached_late", s->spans->execs_late);
+	LOSS("span_exec_events_dropped", s->stats.exec_events_dropped);
+	LOSS("span_execs_unreadable", s->spans->exec_search_errors);
 	LOSS("threads_not_joined", s->stats.join_failures);
 	LOSS("threads_joined_late", s->late_joins);
 	LOSS("moved_baselines_dropped", s->stats.moved_base_overflow);

@@ -339,6 +339,10 @@ static struct json_object *span_probe_json(const struct span_probe *p, int *err)
 	if (!p->attached)
 		add(obj, "reason", evjson__string(p->reason[0] ? p->reason : "unknown failure"),
 		    err);
+	if (p->exec_pid) {
+		add(obj, "exec_pid", evjson__u64(p->exec_pid), err);
+		add(obj, "attached_after_exec_ns", evjson__u64(p->attach_delay_ns), err);
+	}
 	return obj;
 }
 

@@ -186,6 +186,8 @@ struct span_probe {
 	char metric_id[SPAN_METRIC_ID_MAX];
 	bool attached;
 	char reason[256]; /* non-empty when !attached */
+	uint32_t exec_pid; /* found when this process exec'd (0: at the start) */
+	uint64_t attach_delay_ns; /* ... attached this long after that exec */
 };
 
 /*

@@ -228,9 +228,15 @@ static int configure_variant(struct sched_collector *c, const struct sched_colle
 	 * checked at link creation (bpf_prog_attach_check_attach_type()), so
 	 * it is chosen here, before load, for every span site.
 	 */
+	/*
+	 * Following a set's execs, sites are attached after the privilege drop:
+	 * a uprobe_multi link needs no perf event (perf_uprobe_event_init()
+	 * refuses one without CAP_SYS_ADMIN here, CAP_PERFMON or not).
+	 */
 	c->span_multi = spans && v.uprobe_multi && opts->span_links != SCHED_SPAN_LINKS_PER_SITE &&
 			(opts->span_links == SCHED_SPAN_LINKS_MULTI ||
-			 opts->span_sites >= SCHED_SPAN_MULTI_MIN_SITES);
+			 opts->span_sites >= SCHED_SPAN_MULTI_MIN_SITES ||
+			 (opts->span_per_file && opts->on_exec));
 	if (c->span_multi) {
 		const enum bpf_attach_type t = (enum bpf_attach_type)UPROBE_MULTI_ATTACH_TYPE;
 
@@ -444,6 +450,13 @@ int sched_collector__open(struct sched_collector **out, const struct sched_colle
 	if (opts && opts->spans) {
 		c->skel->rodata->spans_enabled = true;
 		c->skel->rodata->span_filter = opts->span_per_file;
+		c->follow_exec = opts->span_per_file && opts->on_exec;
+		c->on_exec = opts->on_exec;
+		c->skel->rodata->span_follow_exec = c->follow_exec;
+		if (c->follow_exec)
+			err = err   ?:
+				      bpf_map__set_max_entries(c->skel->maps.set_events,
+							       KHBPF_SET_EVENTS_BYTES);
 		if (opts->max_spans)
 			c->skel->rodata->max_spans = opts->max_spans;
 		if (opts->max_span_keys)

@@ -113,6 +113,12 @@ struct sched_collector_opts {
 	 * uprobe comes off a child at its first hit).
 	 */
 	bool span_per_file;
+	/*
+	 * With span_per_file: each exec of a member is passed to on_exec (with
+	 * on_span_ctx), from sched_collector__drain_spans, so that the sites
+	 * of a binary not seen before are found and attached as it appears.
+	 */
+	void (*on_exec)(void *ctx, const struct khbpf_exec_event *e);
 	enum sched_counters counters; /* per-span counter readings (spans only) */
 	/* How span sites are linked (enum sched_span_links), and how many will be. */
 	enum sched_span_links span_links;
@@ -234,6 +240,7 @@ struct sched_collector_stats {
 	uint64_t moved_base_overflow; /* moved into the cgroups: baseline not kept */
 	uint64_t cgroup_moves_in; /* whole processes moved into the cgroups */
 	uint64_t cgroup_rejoins; /* threads that left the cgroups and were found in them again */
+	uint64_t exec_events_dropped; /* execs the loader was not told of (ring buffer full) */
 	bool set_switch; /* the set's sched_switch program (no helper for non-targets) */
 	/* Groups (serve). */
 	uint64_t groups_made;
@@ -290,6 +297,8 @@ struct proc_entry {
 	struct khbpf_proc_rec rec;
 };
 int sched_collector__processes(struct sched_collector *c, struct proc_entry **out, size_t *nr);
+/* The set's execs are passed to on_exec (spans in a set that grows). */
+bool sched_collector__follows_exec(const struct sched_collector *c);
 /* serve: the records of processes that ended are removed (a window has read them). */
 int sched_collector__drain_processes(struct sched_collector *c);
 /* Cgroup sets: the baselines of threads that joined when moved in. */

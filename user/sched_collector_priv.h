@@ -43,6 +43,8 @@ struct sched_collector {
 	void (*on_span)(void *ctx, const struct khbpf_span_event *e,
 			const struct khbpf_span_wakes *wakes);
 	void *on_span_ctx;
+	bool follow_exec; /* set_events read: span sites looked for in each exec */
+	void (*on_exec)(void *ctx, const struct khbpf_exec_event *e);
 	int stats_fd;
 	bool attached;
 	uint32_t max_exited;

@@ -381,6 +381,7 @@ int sched_collector__stats(struct sched_collector *c, struct sched_collector_sta
 	out->moved_base_overflow = c->skel->bss->moved_base_overflow;
 	out->cgroup_moves_in = c->skel->bss->cgroup_moves_in;
 	out->cgroup_rejoins = c->skel->bss->cgroup_rejoins;
+	out->exec_events_dropped = c->skel->bss->exec_events_dropped;
 	out->set_switch = c->set_switch;
 	out->groups_made = c->skel->bss->groups_made;
 	out->group_overflow = c->skel->bss->group_overflow;

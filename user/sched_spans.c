@@ -25,6 +25,23 @@
  * A record: the span, its counter readings when counters are on, and with
  * wakers, when the span had any, its wakeups (khbpf_span_wakes) after them.
  */
+/* A member exec'd: the loader looks for span sites in it (its callback may attach more). */
+static int exec_event_cb(void *ctx, void *data, size_t size)
+{
+	struct sched_collector *c = ctx;
+	struct khbpf_exec_event e;
+
+	if (size != sizeof(e)) {
+		c->malformed++;
+		return 0;
+	}
+	memcpy(&e, data, sizeof(e));
+	e.path[sizeof(e.path) - 1] = '\0';
+	if (c->on_exec)
+		c->on_exec(c->on_span_ctx, &e);
+	return 0;
+}
+
 static int span_event_cb(void *ctx, void *data, size_t size)
 {
 	struct sched_collector *c = ctx;
@@ -211,6 +228,10 @@ int sched_collector__attach_spans(struct sched_collector *c, struct sched_span_s
 		c->rb = ring_buffer__new(bpf_map__fd(c->skel->maps.span_events), span_event_cb, c,
 					 NULL);
 		if (!c->rb)
+			return -errno;
+		/* The set's execs come through the same epoll: one fd to wait on. */
+		if (c->follow_exec && ring_buffer__add(c->rb, bpf_map__fd(c->skel->maps.set_events),
+						       exec_event_cb, c))
 			return -errno;
 	}
 	/* Bounds first, so that two links per site always fit. */

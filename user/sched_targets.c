@@ -180,3 +180,8 @@ int sched_collector__drain_processes(struct sched_collector *c)
 	free(v);
 	return 0;
 }
+
+bool sched_collector__follows_exec(const struct sched_collector *c)
+{
+	return c->follow_exec;
+}

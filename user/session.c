@@ -591,7 +591,7 @@ int session__exit_code(const struct session *s)
 
 int session__drop_privileges(struct session *s, char *errbuf, size_t errlen)
 {
-	cap_value_t keep[2];
+	cap_value_t keep[5];
 	uid_t uid;
 	gid_t gid;
 	int nr = 0, err;
@@ -600,9 +600,27 @@ int session__drop_privileges(struct session *s, char *errbuf, size_t errlen)
 	if (s->opts.mode == TARGET_MODE_RUN && !s->opts.as_root &&
 	    privs__invoking_user(&uid, &gid) == 1)
 		keep[nr++] = CAP_KILL;
-	/* A kernel that checks every bpf() command: the held maps need CAP_BPF to be read. */
-	if (s->use_bpf && s->coll && sched_collector__bpf_needs_cap(s->coll))
+	/*
+	 * Span sites are attached as the set's processes exec new binaries:
+	 * uprobe_multi links need CAP_BPF and CAP_PERFMON, reading what they
+	 * run CAP_SYS_PTRACE.
+	 */
+	if (s->use_bpf && s->coll && sched_collector__follows_exec(s->coll)) {
 		keep[nr++] = CAP_BPF;
+		keep[nr++] = CAP_PERFMON;
+		/*
+		 * /proc/PID/exe of a process with capabilities khbpf no longer
+		 * has (one running as root) is refused without it
+		 * (cap_ptrace_access_check()).
+		 */
+		keep[nr++] = CAP_SYS_PTRACE;
+		/* A per-site uprobe (no uprobe_multi, before 6.6) is a perf event: CAP_SYS_ADMIN. */
+		if (!sched_collector__span_multi(s->coll))
+			keep[nr++] = CAP_SYS_ADMIN;
+	} else if (s->use_bpf && s->coll && sched_collector__bpf_needs_cap(s->coll)) {
+		/* A kernel that checks every bpf() command: the held maps need CAP_BPF to be read. */
+		keep[nr++] = CAP_BPF;
+	}
 	err = privs__drop(keep, nr);
 	if (err)
 		return session__errf(errbuf, errlen, err,

@@ -291,6 +291,7 @@ static bool in_host_pid_ns(void)
 
 void session__setup_collector(struct session *s)
 {
+	bool grows;
 	struct sched_collector_opts co = {
 		.sz = sizeof(co),
 		.max_exited = s->opts.max_exited,
@@ -305,7 +306,13 @@ void session__setup_collector(struct session *s)
 	s->have_btf = access("/sys/kernel/btf/vmlinux", R_OK) == 0;
 	if (!s->opts.no_bpf && s->opts.mode != TARGET_MODE_SERVE)
 		discover_spans(s);
-	if (span_run__usable(&s->spans)) {
+	/*
+	 * A set that grows, with --span requests: spans are on even when no
+	 * site is found at the start, for the binaries its processes exec.
+	 */
+	grows = s->set_mode == KHBPF_SET_TREE || s->set_mode == KHBPF_SET_CGROUP ||
+		s->opts.nr_pids > 1;
+	if (span_run__usable(&s->spans) || (grows && s->spans_discovered && s->opts.nr_span_reqs)) {
 		co.spans = true;
 		co.max_spans = s->opts.max_spans;
 		co.span_buffer = s->opts.span_buffer;
@@ -315,8 +322,8 @@ void session__setup_collector(struct session *s)
 		co.on_span = span_run__on_event;
 		co.on_span_ctx = &s->spans;
 		/* A set that grows: its new processes hit sites attached per file. */
-		co.span_per_file = s->set_mode == KHBPF_SET_TREE ||
-				   s->set_mode == KHBPF_SET_CGROUP || s->opts.nr_pids > 1;
+		co.span_per_file = grows;
+		co.on_exec = grows ? span_run__on_exec : NULL;
 	}
 	if (s->opts.no_bpf) {
 		s->bpf_avail = AVAIL_DISABLED;

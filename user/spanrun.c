@@ -11,7 +11,7 @@
 #define STR(x) STR_(x)
 #define SPAN_SITES_MAX_STR STR(KHBPF_MAX_SPAN_SITES)
 
-static int metric_index(struct span_run *r, const char *name, uint32_t *idx)
+int span_run__metric_index(struct span_run *r, const char *name, uint32_t *idx)
 {
 	size_t i;
 
@@ -73,6 +73,9 @@ int span_run__discover(struct span_run *r, const struct span_run_opts *o)
 	int err;
 
 	memset(r, 0, sizeof(*r));
+	r->reqs = o->reqs;
+	r->nr_reqs = o->nr_reqs;
+	r->no_annotations = o->no_annotations;
 	r->max_records = o->max_records ? o->max_records : KHBPF_DEFAULT_MAX_SPANS;
 	span_store__init(&r->events, r->max_records);
 	r->metrics = calloc(KHBPF_MAX_METRICS, sizeof(*r->metrics));
@@ -92,14 +95,22 @@ int span_run__discover(struct span_run *r, const struct span_run_opts *o)
 	if (err == -ENOMEM || err == -ESRCH)
 		return err;
 	r->site_metric = calloc(r->nr_sites ? r->nr_sites : 1, sizeof(*r->site_metric));
-	if (!r->site_metric)
+	r->site_exec_pid = calloc(r->nr_sites ? r->nr_sites : 1, sizeof(*r->site_exec_pid));
+	r->site_exec_delay_ns =
+		calloc(r->nr_sites ? r->nr_sites : 1, sizeof(*r->site_exec_delay_ns));
+	if (!r->site_metric || !r->site_exec_pid || !r->site_exec_delay_ns)
 		return -ENOMEM;
+	if (o->exe && span_run__searched(r, o->exe))
+		return -ENOMEM;
+	for (i = 0; i < r->nr_sites; i++)
+		if (span_run__searched(r, r->sites[i].object))
+			return -ENOMEM;
 	for (i = 0; i < r->nr_sites; i++) {
 		struct span_site *s = &r->sites[i];
 
 		if (s->err || !s->metric[0])
 			continue;
-		if (metric_index(r, s->metric, &r->site_metric[i]))
+		if (span_run__metric_index(r, s->metric, &r->site_metric[i]))
 			site_error(s, -E2BIG, s->metric,
 				   "more than 1024 distinct metrics; this one is not attached");
 	}
@@ -134,6 +145,7 @@ void span_run__attach(struct span_run *r, struct sched_collector *c, pid_t pid)
 						   .offset = r->sites[i].offset,
 						   .metric = r->site_metric[i] };
 	}
+	r->coll = c;
 	err = sched_collector__attach_spans(c, v, n, pid);
 	if (err < 0) {
 		span_run__unattach(r, strerror(-err));
@@ -509,6 +521,8 @@ int span_run__document(struct span_run *r, uint64_t start_mono_ns, bool counters
 		snprintf(p->metric_id, sizeof(p->metric_id), "%s", s->metric);
 		p->attached = !s->err;
 		snprintf(p->reason, sizeof(p->reason), "%s", s->reason);
+		p->exec_pid = r->site_exec_pid ? r->site_exec_pid[i] : 0;
+		p->attach_delay_ns = r->site_exec_delay_ns ? r->site_exec_delay_ns[i] : 0;
 	}
 
 	doc->events.spans = NULL;
@@ -528,6 +542,9 @@ void span_run__free(struct span_run *r)
 {
 	spanfind__free(r->sites, r->nr_sites);
 	free(r->site_metric);
+	free(r->site_exec_pid);
+	free(r->site_exec_delay_ns);
+	spanfind__free_objects(r->searched, r->nr_searched);
 	free(r->metrics);
 	span_store__free(&r->events);
 	free(r->aggs);

@@ -43,6 +43,22 @@ struct span_run {
 	uint64_t exit_open_lost; /* ... not kept: out of memory */
 	size_t nr_attached;
 
+	/*
+	 * Following the execs of a set that grows (spanexec.c): what was asked,
+	 * the objects already searched, and per site, for those found later,
+	 * the exec that brought it and how long after it the site was attached.
+	 */
+	struct sched_collector *coll;
+	const struct span_request *reqs;
+	size_t nr_reqs;
+	bool no_annotations;
+	char **searched;
+	size_t nr_searched;
+	uint32_t *site_exec_pid; /* 0: found at the start */
+	uint64_t *site_exec_delay_ns;
+	uint64_t execs_late; /* execs whose binary's sites were attached after them */
+	uint64_t exec_search_errors; /* execs whose executable could not be read */
+
 	/* Document parts, valid after span_run__document. */
 	uint64_t start_mono_ns; /* records' start_ns count from it */
 	bool counters; /* records carry counter readings */
@@ -80,6 +96,16 @@ void span_run__attach(struct span_run *r, struct sched_collector *c, pid_t pid);
  * says why (and its metric is left out of the document, not reported as 0).
  */
 void span_run__unattach(struct span_run *r, const char *why);
+/* A metric's index, registered if new; -E2BIG beyond KHBPF_MAX_METRICS. */
+int span_run__metric_index(struct span_run *r, const char *name, uint32_t *idx);
+/*
+ * sched_collector on_exec callback (spanexec.c): a member exec'd; the
+ * sites of its executable and the libraries it needs, in objects not
+ * searched before, are found and attached for every process.
+ */
+void span_run__on_exec(void *ctx, const struct khbpf_exec_event *e);
+/* The objects searched at the start, so that an exec does not search them again. */
+int span_run__searched(struct span_run *r, const char *object);
 /* sched_collector on_span callback. */
 void span_run__on_event(void *ctx, const struct khbpf_span_event *e,
 			const struct khbpf_span_wakes *wakes);

@@ -74,7 +74,22 @@ struct khbpf_proc_rec {
 	char exec_path[KHBPF_EXEC_PATH_MAX]; /* the filename given to its last exec, or inherited */
 };
 
+/*
+ * A member exec'd (set_events ring buffer, with spans in a set that grows):
+ * the loader looks for span sites in what it runs now.
+ */
+struct khbpf_exec_event {
+	__u32 pid;
+	__u32 pad;
+	__u64 start_time; /* the process's (its leader's) */
+	__u64 ns; /* bpf_ktime_get_ns() at the exec */
+	char path[KHBPF_EXEC_PATH_MAX]; /* the file name given to execve() */
+};
+#define KHBPF_SET_EVENTS_BYTES (64 * 1024)
+
 #ifndef __BPF__
+_Static_assert(sizeof(struct khbpf_exec_event) == 24 + KHBPF_EXEC_PATH_MAX,
+	       "khbpf_exec_event layout");
 _Static_assert(sizeof(struct khbpf_proc_key) == 16, "khbpf_proc_key layout");
 _Static_assert(sizeof(struct khbpf_proc_rec) == 80 + KHBPF_EXEC_PATH_MAX, "khbpf_proc_rec layout");
 #endif

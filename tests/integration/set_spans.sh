@@ -74,5 +74,33 @@ grep '^{' "$TMP/att.out" >"$TMP/att.truth"
 check "$TMP/att.json" "$TMP/att.truth" 3 30
 json_check "$TMP/att.json" "d['window']['end_reason'] == 'target-exit'" \
 	"d['target']['set']['kind'] == 'process-trees' and d['target']['set']['joined_at_fork'] == 3"
+# A binary none of the set's objects was at the start: the command's shell
+# execs forkspans, whose sites (its annotations, and a --span the shell
+# could not resolve) are found and attached when the exec is reported. It
+# waits for the test before it calls anything; the document says how long
+# after the exec the sites were attached, and the test waited longer.
+rm -f "$TMP/in2"
+mkfifo "$TMP/in2" || fail mkfifo
+timeout 60 "$KHBPF" run --span 'caller=caller-fn' -o "$TMP/exec.json" -- \
+	sh -c "exec $W --wait --workers 3 --calls 30" <"$TMP/in2" >"$TMP/exec.out" 2>"$TMP/kh.err" &
+KH=$!
+exec 7>"$TMP/in2"
+for _ in $(seq 100); do grep -q ready "$TMP/exec.out" 2>/dev/null && break; sleep 0.05; done
+grep -q ready "$TMP/exec.out" || fail "forkspans did not start under run"
+sleep 1
+echo go >&7
+exec 7>&-
+wait "$KH" || fail "run exited $?: $(cat "$TMP/kh.err")"
+KH=
+json_check "$TMP/exec.json" \
+	"{m['metric_id']: m['calls'] for m in d['span_metrics']} == {'work-unit': 210, 'work-step': 210, 'caller-fn': 6}" \
+	"[p['status'] for p in d['span_probes'] if p['object'].endswith('/forkspans')] == ['attached'] * 3" \
+	"all(p['attached_after_exec_ns'] < 1000000000 for p in d['span_probes'] if 'exec_pid' in p)" \
+	"d['loss']['span_execs_attached_late']['value'] == 1 and d['loss']['span_exec_events_dropped']['value'] == 0"
+"$PYTHON" - "$TMP/exec.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+print("  sites found at an exec, attached %.1f ms after it" % (max(p["attached_after_exec_ns"] for p in d["span_probes"] if "exec_pid" in p) / 1e6))
+PY
 no_bpf_left
 echo "set_spans: ok (every call of forked and exec'd workers, in total and per process; --no-children: CMD's own)"
