@@ -247,6 +247,7 @@ BENCH_SPANS_DEPS := $(KHBPF) build/tools/bench-span-floor build/workloads/spanbe
 bench: $(KHBPF) build/tools/bench-empty $(BENCH_SPANS_DEPS)
 	$(Q)tools/install-deps.sh --with-bench
 	$(Q)tools/bench-sched.sh
+	$(Q)/usr/bin/python3 tools/bench_fork.py
 	$(Q)tools/bench-spans.sh
 	$(Q)/usr/bin/python3 tools/bench_span_attach.py
 	$(Q)/usr/bin/python3 tools/bench_serve.py

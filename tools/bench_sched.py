@@ -358,9 +358,9 @@ def main():
         "",
         "| ratio (same round) | median (IQR) | goal |",
         "| --- | --- | --- |",
-        f"| khbpf added time / runqlat added time | {r1[0]:.2f} ({r1[1]:.2f}) | <= 0.5 |",
-        f"| khbpf sched_switch ns/run / runqlat's | {r2[0]:.2f} ({r2[1]:.2f}) | <= 0.6 |",
-        f"| non-target switch / empty program | {r3[0]:.2f} ({r3[1]:.2f}) | <= 1.3 |",
+        f"| khbpf added time / runqlat added time | {r1[0]:.2f} ({r1[1]:.2f}) | <= 0.15 |",
+        f"| khbpf sched_switch ns/run / runqlat's | {r2[0]:.2f} ({r2[1]:.2f}) | <= 0.35 |",
+        f"| non-target switch / empty program | {r3[0]:.2f} ({r3[1]:.2f}) | <= 1.1 |",
     ]
     waking = [r["waking_ns"] / r["waking_cnt"] for r in rounds["J"] if r.get("waking_cnt")]
     if waking:
