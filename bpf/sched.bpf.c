@@ -319,6 +319,18 @@ static __always_inline void span_clock_in(struct khbpf_span_clock *ck,
 	}
 }
 
+/*
+ * A set's member has a span clock only once it entered a span (span.bpf.c
+ * marks it): the others' switches skip that lookup. Without a set (serve),
+ * or without BTF task pointers (the mark is not made), every target looks.
+ */
+static __always_inline bool has_span_clock(const struct khbpf_task_state *known)
+{
+	if (!set_mode || !have_task_btf)
+		return true;
+	return known && (known->member & KHBPF_MEMBER_SPANS);
+}
+
 /* The state of a target whose state is known already (a set's member), else made now. */
 static __always_inline struct khbpf_task_state *state_or(struct khbpf_task_state *known,
 							 struct task_struct *p)
@@ -380,7 +392,7 @@ static __always_inline int on_switch(struct task_struct *prev, struct task_struc
 				st->enqueue_ts = now;
 			}
 		}
-		if (spans_enabled && prev_state != TASK_DEAD)
+		if (spans_enabled && prev_state != TASK_DEAD && has_span_clock(known))
 			ck_prev = span_clock_of(prev);
 		if (ck_prev) {
 			switch_read(&sr);
@@ -403,7 +415,7 @@ static __always_inline int on_switch(struct task_struct *prev, struct task_struc
 		return 0;
 	if (!switch_target(next, &known))
 		return 0;
-	if (spans_enabled)
+	if (spans_enabled && has_span_clock(known))
 		ck_next = span_clock_of(next);
 	if (ck_next) {
 		if (!now || !ck_prev)

@@ -45,6 +45,14 @@ static __always_inline bool span_member(struct task_struct *task)
 	       st->start_time == BPF_CORE_READ(task, start_time);
 }
 
+static __always_inline void span_mark_member(struct task_struct *task)
+{
+	struct khbpf_task_state *st = member_state(task);
+
+	if (st)
+		st->member |= KHBPF_MEMBER_SPANS;
+}
+
 static __always_inline __u64 switches(struct task_struct *task)
 {
 	return CUR_READ(task, nvcsw) + CUR_READ(task, nivcsw);
@@ -226,6 +234,9 @@ static __always_inline int span_enter(struct pt_regs *ctx, bool fetch)
 			return 0;
 		}
 		ss->slot = slot;
+		/* A set's switches look for a span clock only on threads that have one. */
+		if (set_mode && have_task_btf)
+			span_mark_member(task);
 	}
 	if (have_cookie) {
 		metric = (__u32)bpf_get_attach_cookie(ctx);

@@ -34,6 +34,7 @@
 /* A thread that left the cgroups: its record is in `exited` (KHBPF_REC_LEFT); never rejoins. */
 #define KHBPF_MEMBER_LEFT 0x2
 #define KHBPF_MEMBER_REJOIN 0x4 /* ... and was found in them again (counted once) */
+#define KHBPF_MEMBER_SPANS 0x8 /* has span state: its switches keep its span clock */
 
 /* Default bound of processes in the set over a window (--max-processes). */
 #define KHBPF_DEFAULT_MAX_PROCESSES 8192
