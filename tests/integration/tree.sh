@@ -34,9 +34,10 @@ timeout 60 "$KHBPF" run --no-children -o "$TMP/one.json" -- "$TREE" "$TMP/truth.
 "$PYTHON" "$CHECK" "$TMP/one.json" "$TMP/truth.jsonl" --no-children || fail "--no-children"
 # Without BPF: the command's threads from /proc, the tree's switches from
 # wait4's rusage of the command (system-call), which has every process it
-# reaped. The root's own getrusage() was read just before its last acts: two
-# writes to a regular file and its exit, so at most its final switch is
-# voluntary beyond it; preemptions only add involuntary ones.
+# reaped. The root's own getrusage() was read just before its last acts (two
+# writes and its exit), so wait4's can only be more; how much more nothing
+# outside the kernel can say: its exit path slept twice more in an emulated
+# 5.10 guest (3 voluntary switches after its reading), so no upper bound.
 rm -f "$TMP/truth.jsonl"
 timeout 60 "$KHBPF" run --no-bpf -o "$TMP/nobpf.json" -- "$TREE" "$TMP/truth.jsonl" "$LEAF" \
 	2>"$TMP/kh.err" || fail "khbpf run --no-bpf exited $?: $(head -c 500 "$TMP/kh.err")"
@@ -51,7 +52,7 @@ assert v["source"] == i["source"] == "system-call", (v, i)
 dv = v["value"]["value"] - ru["self_nvcsw"] - ru["children_nvcsw"]
 di = i["value"]["value"] - ru["self_nivcsw"] - ru["children_nivcsw"]
 print(f"  --no-bpf: wait4 has {dv} voluntary and {di} involuntary switches beyond the root's last getrusage")
-assert 0 <= dv <= 1 and di >= 0, (dv, di, ru, s)
+assert dv >= 0 and di >= 0, (dv, di, ru, s)
 assert d["target"]["set"]["kind"] == "command-tree"
 # Threads may have run unseen: no partial sums as totals, for the set or a process.
 assert d["hardware"]["value"]["utilization"]["all_threads_cpu_ns"]["status"] == "unavailable"
