@@ -8,8 +8,9 @@ command -v setpriv >/dev/null || fail "setpriv (util-linux) is required"
 chmod 0777 "$TMP"
 NOBODY=(setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all)
 
-# run: the command's whole life from /proc of its zombie leader.
-printf '' | expect_exit 0 timeout 30 "${NOBODY[@]}" "$KHBPF" run -o "$TMP/run.json" -- \
+# run: the command's whole life from /proc of its zombie leader (its own
+# process: run's tree without BPF is tree.sh's).
+printf '' | expect_exit 0 timeout 30 "${NOBODY[@]}" "$KHBPF" run --no-children -o "$TMP/run.json" -- \
 	sh -c 'i=0; while [ $i -lt 20 ]; do i=$((i+1)); sleep 0.01; done'
 "$PYTHON" tests/validate_schema.py "$SCHEMA" "$TMP/run.json" >/dev/null || fail "schema (run)"
 cap="[c for c in d['collectors'] if c['collector'] == 'scheduler-activity'][0]"
@@ -31,7 +32,7 @@ json_check "$TMP/run.json" \
 # are wait4's: exactly the process's own getrusage (taken after the other
 # threads were gone) plus what the main thread switched after it.
 cp build/workloads/faults "$TMP/faults"
-printf '' | expect_exit 0 timeout 30 "${NOBODY[@]}" "$KHBPF" run -o "$TMP/ru.json" -- \
+printf '' | expect_exit 0 timeout 30 "${NOBODY[@]}" "$KHBPF" run --no-children -o "$TMP/ru.json" -- \
 	"$TMP/faults" rusage 4
 "$PYTHON" tests/validate_schema.py "$SCHEMA" "$TMP/ru.json" >/dev/null || fail "schema (rusage)"
 "$PYTHON" - "$TMP/ru.json" "$(grep '^{' "$TMP/out")" <<'PY' || fail "run without BPF: process totals"
