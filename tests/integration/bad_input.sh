@@ -57,6 +57,71 @@ trap 'rc=$?; kill "$LIVE" 2>/dev/null; wait "$LIVE" 2>/dev/null; keep_failed $rc
 
 # --- targets -----------------------------------------------------------
 
+# Target sets named wrong: one line each, exit 1 (2 for usage), no -o file.
+set_targets_case() {
+	local gone tid cgroot
+	# A pid that is gone: a child of ours, reaped.
+	sh -c 'exit 0' &
+	gone=$!
+	wait "$gone"
+	expect_exit 1 "$KHBPF" attach --pid "$gone" -d 1 -o "$OUT"
+	one_error attach
+	grep -q "pid $gone" "$TMP/err" || fail "the error does not name pid $gone: $(cat "$TMP/err")"
+	no_output
+	# A thread id given as --pid: named as the thread of its process.
+	"$PYTHON" -c 'import threading, time
+threading.Thread(target=time.sleep, args=(30,), daemon=True).start()
+time.sleep(30)' &
+	local fpid=$!
+	tid=""
+	for _ in $(seq 100); do
+		tid=$(ls /proc/"$fpid"/task 2>/dev/null | grep -vx "$fpid" | head -n 1)
+		[ -n "$tid" ] && break
+		sleep 0.05
+	done
+	if [ -n "$tid" ]; then
+		expect_exit 1 "$KHBPF" attach --pid "$tid" -d 1 -o "$OUT"
+		one_error attach
+		grep -q "thread of process $fpid; give --pid $fpid" "$TMP/err" ||
+			fail "a thread id as --pid: $(cat "$TMP/err")"
+		no_output
+	fi
+	kill "$fpid" 2>/dev/null
+	wait "$fpid" 2>/dev/null
+	[ -n "$tid" ] || fail "the workload never had a second thread"
+	# The same pid twice, --pid with --cgroup, --children with --cgroup.
+	expect_exit 1 "$KHBPF" attach --pid "$LIVE" --pid "$LIVE" -d 1 -o "$OUT"
+	one_error attach
+	no_output
+	expect_exit 2 "$KHBPF" attach --pid "$LIVE" --cgroup / -d 1 -o "$OUT"
+	one_error attach
+	expect_exit 2 "$KHBPF" attach --cgroup / --children -d 1 -o "$OUT"
+	one_error attach
+	grep -q -- "--children applies to --pid" "$TMP/err" || fail "--children --cgroup: $(cat "$TMP/err")"
+	expect_exit 2 "$KHBPF" attach --cgroup relative/path -d 1 -o "$OUT"
+	one_error attach
+	expect_exit 2 "$KHBPF" run --children -- true
+	one_error run
+	expect_exit 2 "$KHBPF" serve --children
+	one_error serve
+	# A cgroup that does not exist; a file, not a cgroup directory.
+	expect_exit 1 "$KHBPF" attach --cgroup /khbpf-no-such-cgroup-$$ -d 1 -o "$OUT"
+	one_error attach
+	grep -q "no such cgroup" "$TMP/err" || fail "missing cgroup: $(cat "$TMP/err")"
+	no_output
+	cgroot=$(awk '$9 == "cgroup2" { print $5; exit }' /proc/self/mountinfo)
+	if [ -n "$cgroot" ] && [ -e "$cgroot/cgroup.procs" ]; then
+		expect_exit 1 "$KHBPF" attach --cgroup /cgroup.procs -d 1 -o "$OUT"
+		one_error attach
+		no_output
+	fi
+	# No cgroup v2 mounted: what to do about it.
+	expect_exit 1 unshare -m sh -c "for m in \$(awk '\$9 == \"cgroup2\" {print \$5}' /proc/self/mountinfo); do umount -l \$m; done; exec $KHBPF attach --cgroup /x -d 1 -o $OUT"
+	one_error attach
+	grep -q "needs cgroup v2" "$TMP/err" || fail "no cgroup v2: $(cat "$TMP/err")"
+	no_output
+}
+
 # The target exits at some point while khbpf checks it, opens its pidfd,
 # loads and takes the baseline (~0.1 s here): a one-line error naming it,
 # or a document ended by its exit. Never anything else.
@@ -568,6 +633,7 @@ case_ "malformed .note.khbpf" malformed_note_case
 case_ "no capabilities" no_permission_case
 case_ "kernel BTF hidden; VMLINUX_BTF at run time" no_btf_case
 case_ "tracefs not mounted" no_tracefs_case
+case_ "target sets named wrong" set_targets_case
 case_ "attach --pid" numeric_case attach --pid --duration 1
 for opt in --duration --interval --max-exited --max-threads --max-spans --span-buffer; do
 	case_ "attach $opt" numeric_case attach "$opt" --pid "$LIVE"

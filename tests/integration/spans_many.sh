@@ -183,10 +183,11 @@ few_sites_per_site_unless_multi() {
 }
 
 run_mode() {
-	# Attached by inode before the command starts, for the command only.
+	# Attached by inode before the command starts, for the command only
+	# (--no-children: run's tree attaches for every process, set_spans.sh).
 	trap stop_held EXIT
 	mkfifo "$TMP/ctl"
-	"$KHBPF" run -o "$TMP/doc.json" --span "$GLOB" -- "$W" --wait --calls 3 --threads 3 \
+	"$KHBPF" run --no-children -o "$TMP/doc.json" --span "$GLOB" -- "$W" --wait --calls 3 --threads 3 \
 		<"$TMP/ctl" >"$TMP/w.out" 2>"$TMP/k.err" &
 	kpid=$!
 	exec 9>"$TMP/ctl"
