@@ -24,7 +24,7 @@ pkgs="make pkg-config gcc libc6-dev clang llvm bpftool libbpf-dev libelf-dev zli
 prometheus="prometheus libcap2-bin curl"
 browser="chromium fonts-dejavu-core"
 valgrind="valgrind"
-tests="python3 python3-jsonschema libclang-rt-dev binutils procps iproute2 util-linux findutils rustc-web bpftrace libsqlite3-0 $prometheus $browser $valgrind"
+tests="python3 python3-jsonschema postgresql-15 libclang-rt-dev binutils procps iproute2 util-linux findutils rustc-web bpftrace libsqlite3-0 $prometheus $browser $valgrind"
 check_only=0
 for arg in "$@"; do
 	case "$arg" in
