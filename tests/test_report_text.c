@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
+#include <json-c/json.h>
 
 #include "report.h"
 #include "report_testdoc.h"
@@ -228,6 +229,82 @@ static void test_report_text__control_characters(void **state)
 	free(text);
 }
 
+/* A process tree: the processes busiest first with the set's totals, threads under them. */
+static void test_report_text__tree_fixture(void **state)
+{
+	char *out = render(fixture_load("tree.json"));
+	const char *procs, *threads, *a, *b;
+
+	(void)state;
+	has_line(out, "  set:      command-tree, 9 processes (8 forked in the window), 9 exited");
+	has_line(out, "Processes (9), busiest first");
+	has_line(out, "       22691    22687 tree-a                 3   35.0 ms   4.22 ms       20 "
+		      "       8      2      28  born, exited 0");
+	has_line(out, "       22687    22686 tree                   2   33.5 ms   16.8 ms       15 "
+		      "       4      2      19  root, exited 0");
+	has_line(out, "       22696    22687 tree-k                 1   2.95 ms   6.06 ms        1 "
+		      "       2      0       3  born, killed by signal 15");
+	has_line(out, "       22697    22695 tree-d                 2   8.84 ms   12.7 ms        7 "
+		      "       4      1      11  born, exited 5");
+	has_line(out, "       total                                14    119 ms   81.4 ms       56 "
+		      "      30      5      86");
+	has_line(out, "Threads (14), by process");
+	/* tree-a's threads under it, before tree's (busier first). */
+	procs = strstr(out, "Processes (9)");
+	threads = strstr(out, "Threads (14)");
+	assert_non_null(procs);
+	assert_non_null(threads);
+	a = strstr(threads, "  pid 22691 (tree-a)\n");
+	b = strstr(threads, "  pid 22687 (tree)\n");
+	assert_non_null(a);
+	assert_non_null(b);
+	assert_true(a < b);
+	assert_non_null(strstr(a, "tree-a-spin"));
+	assert_true(strstr(a, "tree-a-spin") < b);
+	assert_null(strstr(out, "more processes"));
+	free(out);
+}
+
+/* More processes than the table shows: the busiest 20, then one line; --all: every one. */
+static void test_report_text__many_processes(void **state)
+{
+	struct json_object *root = json_object_from_file(FIXTURES "/tree.json"), *arr, *t;
+	struct report_doc *d = NULL;
+	char err[256], *buf = NULL;
+	const char *text;
+	size_t len = 0, i;
+	FILE *f;
+
+	(void)state;
+	assert_non_null(root);
+	assert_true(json_object_object_get_ex(root, "processes", &arr));
+	/* 21 more copies of tree-c under new pids: 30 processes in all. */
+	t = json_object_array_get_idx(arr, 6);
+	for (i = 0; i < 21; i++) {
+		struct json_object *c = NULL;
+
+		assert_int_equal(json_object_deep_copy(t, &c, NULL), 0);
+		json_object_object_add(c, "pid", json_object_new_uint64(40000 + i));
+		json_object_array_add(arr, c);
+	}
+	text = json_object_to_json_string_ext(root, JSON_C_TO_STRING_PLAIN);
+	assert_int_equal(report_doc__load_string(text, strlen(text), &d, err, sizeof(err)), 0);
+	f = open_memstream(&buf, &len);
+	assert_int_equal(report__text(d, f), 0);
+	fclose(f);
+	has_line(buf, "  10 more processes (khbpf report --all lists every one)");
+	free(buf);
+	buf = NULL;
+	f = open_memstream(&buf, &len);
+	assert_int_equal(report__text_all(d, f, true), 0);
+	fclose(f);
+	assert_null(strstr(buf, "more processes"));
+	assert_non_null(strstr(buf, "       40020 "));
+	free(buf);
+	report_doc__free(d);
+	json_object_put(root);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -236,6 +313,8 @@ int main(void)
 		cmocka_unit_test(test_report_text__gaps_fixture),
 		cmocka_unit_test(test_report_text__control_characters),
 		cmocka_unit_test(test_report_text__loss_unknown),
+		cmocka_unit_test(test_report_text__tree_fixture),
+		cmocka_unit_test(test_report_text__many_processes),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -181,6 +181,41 @@ static void test_report_trace__no_spans(void **state)
 	free(text);
 }
 
+/* A process tree: one process track per process, each thread on its own process's. */
+static void test_report_trace__process_tracks(void **state)
+{
+	struct json_object *root, *events;
+	size_t i, procs = 0, threads = 0;
+	char *text;
+
+	(void)state;
+	root = trace_of(fixture_load("tree.json"), &text);
+	events = get(root, "traceEvents");
+	for (i = 0; i < json_object_array_length(events); i++) {
+		struct json_object *e = json_object_array_get_idx(events, i);
+		const char *name = json_object_get_string(get(e, "name"));
+		uint64_t pid = json_object_get_uint64(get(e, "pid"));
+		uint64_t tid = json_object_get_uint64(get(e, "tid"));
+
+		if (!strcmp(name, "process_name")) {
+			procs++;
+			assert_int_equal(pid, tid);
+		} else if (!strcmp(name, "thread_name")) {
+			threads++;
+			/* tree.json: tree-a's threads 22691..22693 are in process 22691. */
+			if (tid >= 22691 && tid <= 22693)
+				assert_int_equal(pid, 22691);
+			if (tid == 22702)
+				assert_int_equal(pid, 22702);
+		}
+	}
+	assert_int_equal(procs, 9);
+	assert_int_equal(threads, 14);
+	assert_non_null(strstr(text, "\"name\":\"tree-d (pid 22697)\""));
+	json_object_put(root);
+	free(text);
+}
+
 /* A crossing span is left out (a viewer could not draw it), and counted. */
 static void test_report_trace__crossing_left_out(void **state)
 {
@@ -278,6 +313,7 @@ int main(void)
 		cmocka_unit_test(test_report_trace__crossing_left_out),
 		cmocka_unit_test(test_report_trace__u64_counters),
 		cmocka_unit_test(test_report_trace__to_file),
+		cmocka_unit_test(test_report_trace__process_tracks),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -26,6 +26,8 @@
 	"                        1G (default 1M); records it has no room for are\n"         \
 	"                        counted in loss.span_records_dropped_ringbuf\n"            \
 	"      --private         create the -o file with mode 0600 (default 0644)\n"        \
+	"      --all             the terminal report lists every process, not the 20\n"     \
+	"                        busiest (as khbpf report --all)\n"                         \
 	"      --blocked         time each thread's and span's blocked time (off-CPU,\n"    \
 	"                        not runnable) by cause: lock, io, sleep, fault,\n"         \
 	"                        other; about 1.5 times the scheduler program's cost\n"     \
@@ -153,6 +155,7 @@ int collect_args__parse(const char *cmd, int argc, char **argv, enum target_mode
 		{ "private", no_argument, NULL, 'P' },
 		{ "html", required_argument, NULL, 'H' },
 		{ "perfetto", required_argument, NULL, 'F' },
+		{ "all", no_argument, NULL, 'a' },
 		{ "children", no_argument, NULL, 'c' },
 		{ "no-children", no_argument, NULL, 'n' },
 		{ "cgroup", required_argument, NULL, 'G' },
@@ -220,6 +223,9 @@ int collect_args__parse(const char *cmd, int argc, char **argv, enum target_mode
 			if (mode != TARGET_MODE_RUN)
 				goto usage;
 			so->no_children = true;
+			break;
+		case 'a':
+			a->all = true;
 			break;
 		case 'm':
 			if (cli__parse_count(optarg, 1u << 24, &so->max_processes)) {
@@ -453,6 +459,7 @@ static int collect(const char *cmd, int argc, char **argv, enum target_mode mode
 		oopts.mode = OUTPUT_MODE_PRIVATE;
 	ro.html = a->html;
 	ro.perfetto = a->perfetto;
+	ro.all = a->all;
 	ro.private_out = a->private_out;
 	ro.text = a->text || !(out || a->json || a->html || a->perfetto);
 	/* As -o: checked before anything runs, as the invoking user. */

@@ -15,12 +15,14 @@
 void cmd_report_help(FILE *f)
 {
 	fprintf(f,
-		"Usage: khbpf report FILE.json [--html OUT.html] [--perfetto OUT.json] [--text]\n\n"
+		"Usage: khbpf report FILE.json [--html OUT.html] [--perfetto OUT.json] [--text]\n"
+		"                    [--all]\n\n"
 		"Show a saved evidence document (from 'khbpf run -o' or 'khbpf attach -o').\n"
 		"Needs only the file: no BPF, no root, any host.\n\n"
-		"Without --html or --perfetto, prints the terminal report: the run, a table of\n"
-		"threads, the runqueue-delay histogram, span metrics by exclusive time, loss\n"
-		"counters, and every gap with its reason and what to do about it.\n\n"
+		"Without --html or --perfetto, prints the terminal report: the run, the\n"
+		"processes (busiest first) and their threads, the runqueue-delay histogram,\n"
+		"span metrics by exclusive time, loss counters, and every gap with its reason\n"
+		"and what to do about it.\n\n"
 		"Options:\n"
 		"      --html FILE      one self-contained HTML page (inline SVG, no scripts, no\n"
 		"                       network): span timeline per thread, runqueue-delay\n"
@@ -29,11 +31,14 @@ void cmd_report_help(FILE *f)
 		"                       counters as counter tracks; opens in ui.perfetto.dev\n"
 		"                       and chrome://tracing\n"
 		"      --text           also print the terminal report when writing files\n"
+		"      --all            every process and its threads in the terminal report,\n"
+		"                       not the 20 busiest\n"
 		"  -h, --help           this help\n\n"
 		"Files are written whole or not at all; '-' writes to stdout.\n\n"
 		"Examples:\n"
 		"  khbpf report run.json\n"
 		"  khbpf report run.json --html run.html --perfetto run.trace.json\n"
+		"  khbpf report build.json --all | less\n"
 		"  sudo khbpf run -o run.json -- ./my-server; khbpf report run.json --html run.html\n");
 }
 
@@ -57,6 +62,7 @@ int report_args__parse(int argc, char **argv, struct report_args *a)
 		{ "html", required_argument, NULL, 'H' },
 		{ "perfetto", required_argument, NULL, 'P' },
 		{ "text", no_argument, NULL, 'T' },
+		{ "all", no_argument, NULL, 'A' },
 		{ "help", no_argument, NULL, 'h' },
 		{},
 	};
@@ -74,6 +80,9 @@ int report_args__parse(int argc, char **argv, struct report_args *a)
 			break;
 		case 'T':
 			a->text = true;
+			break;
+		case 'A':
+			a->all = true;
 			break;
 		case 'h':
 			a->help = true;
@@ -115,6 +124,7 @@ int cmd_report(int argc, char **argv)
 	ro.html = a.html;
 	ro.perfetto = a.trace;
 	ro.text = a.text || !(a.html || a.trace);
+	ro.all = a.all;
 	if ((ret = check_not_input(a.in, "--html", a.html)) ||
 	    (ret = check_not_input(a.in, "--perfetto", a.trace)) ||
 	    (ret = render__check(&ro, false)))

@@ -28,6 +28,7 @@ struct collect_args {
 	const char *out; /* -o, or NULL */
 	const char *html, *perfetto; /* --html / --perfetto FILE, or NULL */
 	bool json, text;
+	bool all; /* --all: every process in the terminal report */
 	bool private_out; /* --private: the -o file gets mode 0600 */
 	bool help; /* --help: print it and exit 0 */
 };
@@ -42,6 +43,7 @@ struct serve_args {
 struct report_args {
 	const char *in, *html, *trace;
 	bool text;
+	bool all; /* --all: every process in the terminal report */
 	bool help;
 };
 

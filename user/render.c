@@ -147,7 +147,7 @@ int render__outputs(const struct report_doc *doc, const struct render_opts *o)
 	if (o->perfetto && !trace_file &&
 	    (ret = write_out(o, "--perfetto", o->perfetto, trace_buf, trace_len)))
 		goto cleanup;
-	if (o->text && (report__text(doc, stdout) || fflush(stdout))) {
+	if (o->text && (report__text_all(doc, stdout, o->all) || fflush(stdout))) {
 		cli__error(o->cmd, "cannot write the report to stdout: %s", strerror(errno));
 		ret = CLI_EXIT_FAILURE;
 	}

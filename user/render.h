@@ -19,6 +19,7 @@ struct render_opts {
 	const char *html; /* --html FILE ("-": stdout), or NULL */
 	const char *perfetto; /* --perfetto FILE ("-": stdout), or NULL */
 	bool text; /* the terminal report on stdout */
+	bool all; /* ... with every process and thread (--all) */
 	bool private_out; /* files get mode 0600 (--private), else 0644 */
 };
 

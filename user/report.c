@@ -323,6 +323,7 @@ void report_doc__free(struct report_doc *d)
 	free(d->freq);
 	free(d->collectors);
 	free(d->threads);
+	free(d->processes);
 	free(d->spans);
 	free(d->metrics);
 	free(d->failed_probes);

@@ -64,6 +64,7 @@ struct report_blocked {
 
 struct report_thread {
 	uint64_t tid;
+	uint64_t pid; /* its process (threads[].pid), else the target's */
 	const char *comm;
 	bool exited;
 	bool born;
@@ -76,6 +77,23 @@ struct report_thread {
 	size_t first_span;
 	size_t nr_spans;
 	unsigned int depth; /* nesting levels of its spans (0: none) */
+};
+
+/* A process of the target set (`processes`). */
+struct report_process {
+	uint64_t pid;
+	struct ev_u64 ppid;
+	const char *comm;
+	const char *exe; /* NULL: a gap */
+	uint64_t start_unix_ns;
+	bool exit_recorded;
+	bool exit_signaled;
+	uint64_t exit_value;
+	const char *joined;
+	bool born, exited, left_cgroup;
+	uint64_t threads;
+	struct scheduler_evidence sched;
+	struct sev_u64 on_cpu_ns;
 };
 
 /*
@@ -196,6 +214,9 @@ struct report_doc {
 
 	struct report_collector *collectors;
 	size_t nr_collectors;
+	struct report_process *processes; /* in document order (pid, start) */
+	size_t nr_processes;
+	const char *set_kind; /* target.set.kind, or NULL */
 	struct report_thread *threads; /* listed ones first, in document order */
 	size_t nr_threads;
 	size_t nr_listed;
@@ -292,6 +313,12 @@ void report__exit_phrase(const struct report_doc *doc, char *buf, size_t len);
 
 /* The terminal report. Returns 0 or -EIO. */
 int report__text(const struct report_doc *doc, FILE *f);
+/*
+ * The same; all: every process and thread, not the busiest
+ * REPORT_TEXT_PROCESSES processes and their threads.
+ */
+#define REPORT_TEXT_PROCESSES 20
+int report__text_all(const struct report_doc *doc, FILE *f, bool all);
 
 /* HTML-escaped, UTF-8-sanitized copy of s (malloc'd), or NULL on ENOMEM. */
 char *report_html__escape(const char *s);

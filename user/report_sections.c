@@ -147,6 +147,9 @@ static void load_thread(struct loader *ld, struct json_object *t, size_t i, void
 	}
 	th->listed = true;
 	th->tid = loader__get_u64(ld, t, w, "thread_id");
+	/* Documents before target sets name no process: the target's. */
+	th->pid = json_object_object_get_ex(t, "pid", NULL) ? loader__get_u64(ld, t, w, "pid") :
+							      d->pid;
 	th->comm = loader__own(ld, loader__get_str(ld, t, w, "comm", true));
 	th->exited = loader__get_bool(ld, t, w, "exited", true);
 	th->born = loader__get_bool(ld, t, w, "born", false);
@@ -164,6 +167,77 @@ static void load_thread(struct loader *ld, struct json_object *t, size_t i, void
 		loader__get_blocked(ld, v, wb, "blocked", &th->blocked);
 	}
 	d->nr_threads++;
+}
+
+static void load_process(struct loader *ld, struct json_object *o, size_t i)
+{
+	struct report_process *p = &ld->doc->processes[i];
+	struct json_object *v, *n;
+	enum ev_gap reason;
+	bool rec;
+	char w[64];
+
+	snprintf(w, sizeof(w), "processes[%zu]", i);
+	if (!json_object_is_type(o, json_type_object)) {
+		loader__fail(ld, "%s: expected an object", w);
+		return;
+	}
+	p->pid = loader__get_u64(ld, o, w, "pid");
+	p->ppid = loader__get_ev_u64(ld, o, w, "parent_pid");
+	p->comm = loader__get_str(ld, o, w, "comm", true);
+	v = loader__member(ld, o, w, "exe", json_type_object, true);
+	if (v) {
+		char we[80];
+
+		snprintf(we, sizeof(we), "%s.exe", w);
+		v = loader__get_ev(ld, v, we, "value", &rec, &reason);
+		if (v && json_object_is_type(v, json_type_string))
+			p->exe = json_object_get_string(v);
+	}
+	p->start_unix_ns = loader__get_u64(ld, o, w, "start_unix_ns");
+	v = loader__get_ev(ld, o, w, "exit", &p->exit_recorded, &reason);
+	if (v) {
+		p->exit_signaled = json_object_object_get_ex(v, "signal", &n);
+		if (!p->exit_signaled && !json_object_object_get_ex(v, "code", &n))
+			loader__fail(ld, "%s.exit.value: expected {\"code\": N} or {\"signal\": N}",
+				     w);
+		else
+			loader__u64_of(ld, n, w, p->exit_signaled ? "signal" : "code",
+				       &p->exit_value);
+	}
+	p->joined = loader__get_str(ld, o, w, "joined", true);
+	p->born = loader__get_bool(ld, o, w, "born", true);
+	p->exited = loader__get_bool(ld, o, w, "exited", true);
+	p->left_cgroup = loader__get_bool(ld, o, w, "left_cgroup", true);
+	p->threads = loader__get_u64(ld, o, w, "threads");
+	loader__get_sched(ld, o, w, &p->sched);
+	p->on_cpu_ns = loader__get_sev_u64(ld, o, w, "on_cpu_ns");
+}
+
+/* processes and target.set: documents before target sets have neither. */
+static void load_processes(struct loader *ld, struct json_object *root)
+{
+	struct report_doc *d = ld->doc;
+	struct json_object *arr, *t, *set;
+	size_t i, n;
+
+	if (json_object_object_get_ex(root, "target", &t) &&
+	    json_object_object_get_ex(t, "set", &set))
+		d->set_kind = loader__get_str(ld, set, "target.set", "kind", true);
+	if (!json_object_object_get_ex(root, "processes", NULL))
+		return;
+	arr = loader__member(ld, root, "", "processes", json_type_array, true);
+	n = arr ? json_object_array_length(arr) : 0;
+	if (!n)
+		return;
+	d->processes = calloc(n, sizeof(*d->processes));
+	if (!d->processes) {
+		loader__nomem(ld);
+		return;
+	}
+	for (i = 0; i < n && !ld->failed; i++)
+		load_process(ld, json_object_array_get_idx(arr, i), i);
+	d->nr_processes = n;
 }
 
 static void load_threads(struct loader *ld, struct json_object *root)
@@ -518,6 +592,7 @@ void loader__load_sections(struct loader *ld, struct json_object *root)
 			NULL;
 		loader__get_blocked(ld, v, "scheduler_detail.value", "blocked", &ld->doc->blocked);
 	}
+	load_processes(ld, root);
 	load_threads(ld, root);
 	load_metrics(ld, root);
 	load_spans(ld, root);

@@ -53,6 +53,8 @@ static void put_name(FILE *f, const char *fmt, const char *s)
 	free(clean);
 }
 
+static void print_set(const struct report_doc *d, FILE *f);
+
 static void print_run(const struct report_doc *d, FILE *f)
 {
 	char wall[32], buf[64];
@@ -71,6 +73,8 @@ static void print_run(const struct report_doc *d, FILE *f)
 		put_name(f, "  exe:      %s\n", d->exe);
 	report__exit_phrase(d, buf, sizeof(buf));
 	fprintf(f, "  target:   %s\n", buf);
+	if (d->set_kind)
+		print_set(d, f);
 	if (d->khbpf_version)
 		fprintf(f, "  producer: khbpf %s, kernel %s\n", d->khbpf_version,
 			d->kernel_release ? d->kernel_release : "?");
@@ -186,23 +190,162 @@ static void print_blocked(const struct report_doc *d, FILE *f)
 	}
 }
 
-static void print_threads(const struct report_doc *d, FILE *f)
+static uint64_t on_cpu_key(struct sev_u64 v)
+{
+	return v.ev.recorded ? v.ev.value : 0;
+}
+
+/* Busiest first (a gap counts as none), then by pid. */
+static int by_cpu(const void *a, const void *b, void *ctx)
+{
+	const struct report_process *p = ctx, *x = &p[*(const size_t *)a],
+				    *y = &p[*(const size_t *)b];
+	uint64_t cx = on_cpu_key(x->on_cpu_ns), cy = on_cpu_key(y->on_cpu_ns);
+
+	if (x->on_cpu_ns.ev.recorded != y->on_cpu_ns.ev.recorded)
+		return x->on_cpu_ns.ev.recorded ? -1 : 1;
+	if (cx != cy)
+		return cx > cy ? -1 : 1;
+	return x->pid < y->pid ? -1 : x->pid > y->pid;
+}
+
+/* The processes in the order the report shows them (malloc'd), or NULL. */
+static size_t *process_order(const struct report_doc *d)
+{
+	size_t *o = calloc(d->nr_processes ? d->nr_processes : 1, sizeof(*o)), i;
+
+	if (!o)
+		return NULL;
+	for (i = 0; i < d->nr_processes; i++)
+		o[i] = i;
+	qsort_r(o, d->nr_processes, sizeof(*o), by_cpu, d->processes);
+	return o;
+}
+
+static void print_set(const struct report_doc *d, FILE *f)
+{
+	size_t i, forked = 0, exited = 0, left = 0;
+
+	for (i = 0; i < d->nr_processes; i++) {
+		forked += !strcmp(d->processes[i].joined, "fork");
+		exited += d->processes[i].exited;
+		left += d->processes[i].left_cgroup;
+	}
+	fprintf(f, "  set:      %s, %zu process%s (%zu forked in the window), %zu exited",
+		d->set_kind, d->nr_processes, d->nr_processes == 1 ? "" : "es", forked, exited);
+	if (left)
+		fprintf(f, ", %zu left the cgroups", left);
+	fputc('\n', f);
+}
+
+static void process_flags(const struct report_process *p, FILE *f)
+{
+	const char *sep = "  ";
+
+	if (!strcmp(p->joined, "root") || !strcmp(p->joined, "moved")) {
+		fprintf(f, "%s%s", sep, p->joined);
+		sep = ", ";
+	}
+	if (p->born) {
+		fprintf(f, "%sborn", sep);
+		sep = ", ";
+	}
+	if (p->exit_recorded) {
+		fprintf(f, "%s%s %" PRIu64, sep, p->exit_signaled ? "killed by signal" : "exited",
+			p->exit_value);
+		sep = ", ";
+	} else if (p->exited) {
+		fprintf(f, "%sexited", sep);
+		sep = ", ";
+	}
+	if (p->left_cgroup)
+		fprintf(f, "%sleft the cgroups", sep);
+}
+
+/* The set's processes, busiest first: the first REPORT_TEXT_PROCESSES unless all. */
+static void print_processes(const struct report_doc *d, const size_t *order, size_t shown, FILE *f)
 {
 	struct sched_cols c;
+	uint64_t threads = 0;
 	size_t i;
 
-	fprintf(f, "\nThreads (%zu)\n", d->nr_listed);
+	fprintf(f, "\nProcesses (%zu), busiest first\n", d->nr_processes);
+	fprintf(f, "  %10s %8s %-16s %7s %9s %9s %8s %8s %6s %7s\n", "PID", "PPID", "COMM",
+		"THREADS", "ON-CPU", "RQ-DELAY", "VOL", "INVOL", "MIGR", "SLICES");
+	for (i = 0; i < d->nr_processes; i++) {
+		const struct report_process *p = &d->processes[order[i]];
+		char ppid[24];
+
+		threads += p->threads;
+		if (i >= shown)
+			continue;
+		sched_cols(&c, p->on_cpu_ns.ev, &p->sched);
+		col(ppid, sizeof(ppid), p->ppid, false);
+		fprintf(f, "  %10" PRIu64 " %8s ", p->pid, ppid);
+		put_name(f, "%-16s", p->comm);
+		fprintf(f, " %7" PRIu64 " %9s %9s %8s %8s %6s %7s", p->threads, c.on, c.rq, c.vol,
+			c.invol, c.mig, c.slices);
+		process_flags(p, f);
+		fputc('\n', f);
+	}
+	if (d->hardware_recorded) {
+		sched_cols(&c, d->all_threads_cpu_ns, &d->totals);
+		fprintf(f, "  %10s %8s %-16s %7" PRIu64 " %9s %9s %8s %8s %6s %7s\n", "total", "",
+			"", threads, c.on, c.rq, c.vol, c.invol, c.mig, c.slices);
+	}
+	if (shown < d->nr_processes)
+		fprintf(f, "  %zu more processes (khbpf report --all lists every one)\n",
+			d->nr_processes - shown);
+}
+
+static void print_thread(const struct report_thread *th, FILE *f)
+{
+	struct sched_cols c;
+
+	sched_cols(&c, th->on_cpu_ns.ev, &th->sched);
+	fprintf(f, "  %10" PRIu64 " ", th->tid);
+	put_name(f, "%-16s", th->comm);
+	fprintf(f, " %9s %9s %8s %8s %6s %7s%s%s%s\n", c.on, c.rq, c.vol, c.invol, c.mig, c.slices,
+		th->born ? "  born" : "", th->born && th->exited ? "," : "",
+		th->exited ? (th->born ? " exited" : "  exited") : "");
+}
+
+/*
+ * The threads: of one process, in document order; of several, under their
+ * process, in the process table's order, for the processes it shows.
+ */
+static void print_threads(const struct report_doc *d, const size_t *order, size_t shown, FILE *f)
+{
+	struct sched_cols c;
+	size_t i, j, hidden = 0;
+
+	if (d->nr_processes > 1)
+		fprintf(f, "\nThreads (%zu), by process\n", d->nr_listed);
+	else
+		fprintf(f, "\nThreads (%zu)\n", d->nr_listed);
 	fprintf(f, "  %10s %-16s %9s %9s %8s %8s %6s %7s\n", "TID", "COMM", "ON-CPU", "RQ-DELAY",
 		"VOL", "INVOL", "MIGR", "SLICES");
-	for (i = 0; i < d->nr_listed; i++) {
-		const struct report_thread *th = &d->threads[i];
+	if (d->nr_processes <= 1) {
+		for (i = 0; i < d->nr_listed; i++)
+			print_thread(&d->threads[i], f);
+	} else {
+		for (i = 0; i < d->nr_processes; i++) {
+			const struct report_process *p = &d->processes[order[i]];
 
-		sched_cols(&c, th->on_cpu_ns.ev, &th->sched);
-		fprintf(f, "  %10" PRIu64 " ", th->tid);
-		put_name(f, "%-16s", th->comm);
-		fprintf(f, " %9s %9s %8s %8s %6s %7s%s%s%s\n", c.on, c.rq, c.vol, c.invol, c.mig,
-			c.slices, th->born ? "  born" : "", th->born && th->exited ? "," : "",
-			th->exited ? (th->born ? " exited" : "  exited") : "");
+			if (i >= shown) {
+				for (j = 0; j < d->nr_listed; j++)
+					hidden += d->threads[j].pid == p->pid;
+				continue;
+			}
+			fprintf(f, "  pid %" PRIu64, p->pid);
+			put_name(f, " (%s)\n", p->comm);
+			for (j = 0; j < d->nr_listed; j++)
+				if (d->threads[j].pid == p->pid)
+					print_thread(&d->threads[j], f);
+		}
+		if (hidden)
+			fprintf(f, "  %zu more threads in %zu processes (khbpf report --all)\n",
+				hidden, d->nr_processes - shown);
 	}
 	if (!d->hardware_recorded)
 		return;
@@ -489,16 +632,32 @@ static void print_gaps(const struct report_doc *d, FILE *f)
  */
 int report__text(const struct report_doc *d, FILE *f)
 {
+	return report__text_all(d, f, false);
+}
+
+int report__text_all(const struct report_doc *d, FILE *f, bool all)
+{
 	char *buf = NULL, *clean, *p;
-	size_t len = 0;
+	size_t len = 0, shown;
+	size_t *order;
 	FILE *m;
 	int err;
 
-	m = open_memstream(&buf, &len);
-	if (!m)
+	order = process_order(d);
+	if (!order)
 		return -ENOMEM;
+	shown = all || d->nr_processes <= REPORT_TEXT_PROCESSES ? d->nr_processes :
+								  REPORT_TEXT_PROCESSES;
+	m = open_memstream(&buf, &len);
+	if (!m) {
+		free(order);
+		return -ENOMEM;
+	}
 	print_run(d, m);
-	print_threads(d, m);
+	if (d->nr_processes > 1)
+		print_processes(d, order, shown, m);
+	print_threads(d, order, shown, m);
+	free(order);
 	print_blocked(d, m);
 	print_rq(d, m);
 	print_migrations(d, m);

@@ -54,20 +54,39 @@ static struct json_object *us(uint64_t ns)
 	return json_object_new_double_s((double)(ns / 1000), s);
 }
 
-static struct json_object *event(struct tracer *t, const char *name, const char *ph, uint64_t tid)
+/* Each thread on its own process's track (one process track per process of the set). */
+static struct json_object *event(struct tracer *t, const char *name, const char *ph, uint64_t pid,
+				 uint64_t tid)
 {
 	struct json_object *ev = json_object_new_object();
 
 	add(t, ev, "name", evjson__string(name));
 	add(t, ev, "ph", json_object_new_string(ph));
-	add(t, ev, "pid", evjson__u64(t->doc->pid));
+	add(t, ev, "pid", evjson__u64(pid));
 	add(t, ev, "tid", evjson__u64(tid));
 	return ev;
 }
 
-static void metadata(struct tracer *t, const char *what, uint64_t tid, struct json_object *arg)
+/* A thread's process: documents before target sets name none (the target's). */
+static uint64_t pid_of_thread(const struct report_doc *d, const struct report_thread *th)
 {
-	struct json_object *ev = event(t, what, "M", tid), *args = json_object_new_object();
+	return th && th->pid ? th->pid : d->pid;
+}
+
+static uint64_t pid_of_tid(const struct report_doc *d, uint64_t tid)
+{
+	size_t i;
+
+	for (i = 0; i < d->nr_threads; i++)
+		if (d->threads[i].tid == tid)
+			return pid_of_thread(d, &d->threads[i]);
+	return d->pid;
+}
+
+static void metadata(struct tracer *t, const char *what, uint64_t pid, uint64_t tid,
+		     struct json_object *arg)
+{
+	struct json_object *ev = event(t, what, "M", pid, tid), *args = json_object_new_object();
 
 	add(t, args, !strcmp(what, "thread_sort_index") ? "sort_index" : "name", arg);
 	add(t, ev, "args", args);
@@ -81,16 +100,26 @@ static void names(struct tracer *t)
 	size_t i;
 
 	snprintf(name, sizeof(name), "%.64s (pid %" PRIu64 ")", d->comm ? d->comm : "?", d->pid);
-	metadata(t, "process_name", d->pid, evjson__string(name));
+	metadata(t, "process_name", d->pid, d->pid, evjson__string(name));
+	for (i = 0; i < d->nr_processes; i++) {
+		const struct report_process *p = &d->processes[i];
+
+		if (p->pid == d->pid)
+			continue;
+		snprintf(name, sizeof(name), "%.64s (pid %" PRIu64 ")", p->comm ? p->comm : "?",
+			 p->pid);
+		metadata(t, "process_name", p->pid, p->pid, evjson__string(name));
+	}
 	for (i = 0; i < d->nr_threads; i++) {
 		const struct report_thread *th = &d->threads[i];
+		uint64_t pid = pid_of_thread(d, th);
 
 		if (th->comm && th->comm[0])
 			snprintf(name, sizeof(name), "%.64s", th->comm);
 		else
 			snprintf(name, sizeof(name), "tid %" PRIu64, th->tid);
-		metadata(t, "thread_name", th->tid, evjson__string(name));
-		metadata(t, "thread_sort_index", th->tid, evjson__u64(i));
+		metadata(t, "thread_name", pid, th->tid, evjson__string(name));
+		metadata(t, "thread_sort_index", pid, th->tid, evjson__u64(i));
 	}
 }
 
@@ -137,7 +166,10 @@ static void spans(struct tracer *t)
 		/* Viewers need X events on a thread to nest: a crossing one is left out. */
 		if (s->overlaps)
 			continue;
-		ev = event(t, d->metrics[s->metric].id, "X", s->thread_id);
+		ev = event(
+			t, d->metrics[s->metric].id, "X",
+			pid_of_thread(d, s->thread < d->nr_threads ? &d->threads[s->thread] : NULL),
+			s->thread_id);
 		add(t, ev, "cat", json_object_new_string(s->open ? "span,open" : "span"));
 		add(t, ev, "ts", us(s->start_ns));
 		add(t, ev, "dur", us(s->inclusive_ns));
@@ -249,7 +281,8 @@ static void wakeups(struct tracer *t)
 		add(t, args, "waker_pid", evjson__u64(w->pid));
 		add(t, args, "waker_comm", evjson__string(w->comm));
 		snprintf(name, sizeof(name), "woken by %.16s", w->comm);
-		wakeup_end(t, name, d->pid, all[i].wakee, all[i].ts, i + 1, false, args);
+		wakeup_end(t, name, pid_of_tid(d, all[i].wakee), all[i].wakee, all[i].ts, i + 1,
+			   false, args);
 	}
 	free(all);
 }
@@ -280,10 +313,10 @@ static int point_cmp(const void *a, const void *b)
 	return x->ts < y->ts ? -1 : x->ts > y->ts;
 }
 
-static void counter(struct tracer *t, const char *name, uint64_t tid, uint64_t ts,
+static void counter(struct tracer *t, const char *name, uint64_t pid, uint64_t tid, uint64_t ts,
 		    struct json_object *args)
 {
-	struct json_object *ev = event(t, name, "C", tid);
+	struct json_object *ev = event(t, name, "C", pid, tid);
 
 	add(t, ev, "ts", us(ts));
 	add(t, ev, "args", args);
@@ -320,7 +353,7 @@ static void open_spans(struct tracer *t, struct step *pts)
 			continue;
 		args = json_object_new_object();
 		add(t, args, "spans", json_object_new_int64(open));
-		counter(t, "open spans", t->doc->pid, pts[i].ts, args);
+		counter(t, "open spans", t->doc->pid, t->doc->pid, pts[i].ts, args);
 	}
 }
 
@@ -359,7 +392,7 @@ static void thread_counters(struct tracer *t, const struct report_thread *th, st
 			add(t, args, cyc, evjson__u64(pts[i].cycles.value));
 		if (pts[i].instructions.recorded)
 			add(t, args, ins, evjson__u64(pts[i].instructions.value));
-		counter(t, name, th->tid, pts[i].ts, args);
+		counter(t, name, pid_of_thread(t->doc, th), th->tid, pts[i].ts, args);
 	}
 }
 
@@ -376,7 +409,7 @@ static void counters(struct tracer *t)
 		add(t, args, "min", evjson__u64(d->freq[i].min_khz));
 		add(t, args, "mean", evjson__u64(d->freq[i].mean_khz));
 		add(t, args, "max", evjson__u64(d->freq[i].max_khz));
-		counter(t, "cpu frequency (kHz)", d->pid, d->freq[i].elapsed_ns, args);
+		counter(t, "cpu frequency (kHz)", d->pid, d->pid, d->freq[i].elapsed_ns, args);
 	}
 	if (!d->nr_spans)
 		return;
