@@ -200,6 +200,36 @@ static void test_report_html__scheduler_only(void **state)
 	free(html);
 }
 
+/* A process tree: each process nested under its parent, threads with their pid, gaps folded. */
+static void test_report_html__process_tree(void **state)
+{
+	char *page = render(fixture_load("tree.json"));
+	const char *sec, *tree, *a, *c, *d, *gaps;
+
+	(void)state;
+	sec = strstr(page, "<section id=\"processes\">");
+	assert_non_null(sec);
+	assert_non_null(strstr(sec, "<h2>Processes (command-tree)</h2>"));
+	tree = strstr(sec, "<td class=\"l\" style=\"padding-left:8px\">22687</td>");
+	/* tree-c (22695) at depth 1, its double-forked tree-d (22697) under it at depth 2. */
+	c = strstr(sec, "<td class=\"l\" style=\"padding-left:24px\">22695</td>");
+	d = strstr(sec, "<td class=\"l\" style=\"padding-left:40px\">22697</td>");
+	a = strstr(sec, "<td class=\"l\" style=\"padding-left:24px\">22691</td>");
+	assert_non_null(tree);
+	assert_non_null(c);
+	assert_non_null(d);
+	assert_non_null(a);
+	assert_true(tree < a && a < c && c < d);
+	assert_non_null(strstr(sec, "killed by signal 15"));
+	/* Threads name their process; gaps with nothing to fix are folded into rows. */
+	assert_non_null(strstr(page, "<tr><td>22692</td><td>22691</td>"));
+	gaps = strstr(page, "<section id=\"gaps\">");
+	assert_non_null(gaps);
+	assert_non_null(strstr(gaps, "more groups of fields</td>"));
+	assert_null(strstr(gaps, "hardware.value.topology.affinity_cpus"));
+	free(page);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -208,6 +238,7 @@ int main(void)
 		cmocka_unit_test(test_report_html__spans_fixture),
 		cmocka_unit_test(test_report_html__merges_sub_pixel_spans),
 		cmocka_unit_test(test_report_html__scheduler_only),
+		cmocka_unit_test(test_report_html__process_tree),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

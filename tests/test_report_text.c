@@ -14,17 +14,28 @@
 #include "report.h"
 #include "report_testdoc.h"
 
-static char *render(struct report_doc *d)
+static char *render_opts(struct report_doc *d, bool all)
 {
 	char *buf = NULL;
 	size_t len = 0;
 	FILE *f = open_memstream(&buf, &len);
 
 	assert_non_null(f);
-	assert_int_equal(report__text(d, f), 0);
+	assert_int_equal(all ? report__text_all(d, f, true) : report__text(d, f), 0);
 	assert_int_equal(fclose(f), 0);
 	report_doc__free(d);
 	return buf;
+}
+
+static char *render(struct report_doc *d)
+{
+	return render_opts(d, false);
+}
+
+/* --all: every gap on its own line, those with nothing to fix too. */
+static char *render_all(struct report_doc *d)
+{
+	return render_opts(d, true);
 }
 
 /* The whole line is in the report. */
@@ -56,7 +67,7 @@ static void test_report_text__spans_fixture(void **state)
 		"stage-spin",  "stage-migrate", "stage-sleep", "stage-middle", "stage-recurse",
 		"stage-outer", "stage-inner",	"stage-sib-b", "stage-sib-a",  "stage-hold",
 	};
-	char *out = render(fixture_load("spans.json"));
+	char *out = render_all(fixture_load("spans.json"));
 	const char *p, *table;
 	size_t i;
 
@@ -115,7 +126,7 @@ static void test_report_text__spans_fixture(void **state)
 
 static void test_report_text__sched_fixture(void **state)
 {
-	char *out = render(fixture_load("sched.json"));
+	char *out = render_all(fixture_load("sched.json"));
 
 	(void)state;
 	has_line(out, "  target:   exited with 0");
@@ -144,7 +155,7 @@ static void test_report_text__sched_fixture(void **state)
 /* A document full of gaps: every gap listed, each with its reason and a fix. */
 static void test_report_text__gaps_fixture(void **state)
 {
-	char *out = render(fixture_load("gaps.json"));
+	char *out = render_all(fixture_load("gaps.json"));
 
 	(void)state;
 	has_line(out, "  target:   exit status: gap (unavailable)");
@@ -265,6 +276,25 @@ static void test_report_text__tree_fixture(void **state)
 	free(out);
 }
 
+/* Without --all, the gaps with nothing to fix, and those the host cannot give, fold. */
+static void test_report_text__gaps_fold(void **state)
+{
+	char *out = render(fixture_load("sched.json"));
+	const char *fix, *fold;
+
+	(void)state;
+	assert_null(strstr(out, "hardware.value.topology.affinity_cpus:"));
+	fix = strstr(out, "collect with --bpf-stats");
+	fold = strstr(out, "  unsupported: ");
+	assert_non_null(fix);
+	assert_non_null(fold);
+	/* The ones a user can fix first. */
+	assert_true(fix < fold);
+	assert_non_null(strstr(fold, "which this host, kernel or CPU cannot give or need no fix "
+				     "(khbpf report --all lists them)\n"));
+	free(out);
+}
+
 /* More processes than the table shows: the busiest 20, then one line; --all: every one. */
 static void test_report_text__many_processes(void **state)
 {
@@ -315,6 +345,7 @@ int main(void)
 		cmocka_unit_test(test_report_text__loss_unknown),
 		cmocka_unit_test(test_report_text__tree_fixture),
 		cmocka_unit_test(test_report_text__many_processes),
+		cmocka_unit_test(test_report_text__gaps_fold),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -290,6 +290,18 @@ int report_doc__load_string_opts(const char *text, size_t len, struct report_doc
 				 const struct report_load_opts *opts, char *err, size_t errlen);
 void report_doc__free(struct report_doc *doc);
 
+/*
+ * Whom a gap is for: one the user can fix (collect again otherwise), one
+ * with nothing to fix (the hint says so: not applicable, not observable),
+ * one this host, kernel or CPU cannot give (unsupported). The renderers put
+ * the first first and fold the others into a line per reason.
+ */
+enum report_gap_kind { REPORT_GAP_FIXABLE, REPORT_GAP_NOTHING_TO_FIX, REPORT_GAP_HOST_CANNOT };
+enum report_gap_kind report__gap_kind(const struct report_gap *g);
+/* Blocked time: its total, "lock 98.2%, sleep 1.8%", "w-holder (1234) 58.1 ms x3, ...". */
+uint64_t report__blocked_total(const struct report_blocked *b);
+void report__causes_phrase(const struct report_blocked *b, char *buf, size_t len);
+void report__wakers_phrase(const struct report_blocked *b, size_t max, char *buf, size_t len);
 /* What to do about a gap of the field at path ("[*]" for indices). */
 const char *report__gap_hint(const char *path, enum ev_gap reason);
 /* What to do about a collector that is not available, when it gives no detail. */

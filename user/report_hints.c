@@ -141,3 +141,12 @@ const char *report__availability_hint(const char *availability)
 			return reason_hints[collector_availability__gap(i)];
 	return reason_hints[EV_GAP_UNAVAILABLE];
 }
+
+enum report_gap_kind report__gap_kind(const struct report_gap *g)
+{
+	if (g->hint && strstr(g->hint, "nothing to fix"))
+		return REPORT_GAP_NOTHING_TO_FIX;
+	if (g->reason == EV_GAP_UNSUPPORTED || g->reason == EV_GAP_LEGACY_V1_NOT_RECORDED)
+		return REPORT_GAP_HOST_CANNOT;
+	return REPORT_GAP_FIXABLE;
+}

@@ -14,6 +14,7 @@
 
 #include "evjson.h"
 #include "report.h"
+#include "report_html_int.h"
 
 #define PAGE_W 1200
 #define LABEL_W 200
@@ -96,14 +97,8 @@ char *report_html__escape(const char *s)
 	return out;
 }
 
-struct page {
-	const struct report_doc *doc;
-	FILE *f;
-	int err;
-};
-
 /* Escaped text; fmt has one %s for it. */
-static void esc(struct page *pg, const char *fmt, const char *s)
+void report_html__esc(struct page *pg, const char *fmt, const char *s)
 {
 	char *e = report_html__escape(s);
 
@@ -115,17 +110,17 @@ static void esc(struct page *pg, const char *fmt, const char *s)
 	free(e);
 }
 
-static void dur(char *buf, size_t len, uint64_t ns)
+void report_html__dur(char *buf, size_t len, uint64_t ns)
 {
 	report__fmt_ns(buf, len, ns);
 }
 
-static void ev_str(char *buf, size_t len, struct ev_u64 ev, bool ns)
+void report_html__ev_str(char *buf, size_t len, struct ev_u64 ev, bool ns)
 {
 	if (!ev.recorded)
 		snprintf(buf, len, "gap: %s", ev_gap__name(ev.reason));
 	else if (ns)
-		dur(buf, len, ev.value);
+		report_html__dur(buf, len, ev.value);
 	else
 		snprintf(buf, len, "%" PRIu64, ev.value);
 }
@@ -177,30 +172,31 @@ static void header(struct page *pg)
 	time_t secs = (time_t)(d->start_unix_ns / 1000000000u);
 	struct tm tm;
 
-	dur(wall, sizeof(wall), d->wall_ns);
+	report_html__dur(wall, sizeof(wall), d->wall_ns);
 	if (gmtime_r(&secs, &tm))
 		strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S UTC", &tm);
-	esc(pg, "<header>\n<h1>khbpf report: %s", d->comm);
+	report_html__esc(pg, "<header>\n<h1>khbpf report: %s", d->comm);
 	fprintf(pg->f, " (pid %" PRIu64 ")</h1>\n", d->pid);
-	esc(pg, "<p>%s", d->mode ? d->mode : "?");
+	report_html__esc(pg, "<p>%s", d->mode ? d->mode : "?");
 	fprintf(pg->f, ", window %s from %s, ended by ", wall, when);
-	esc(pg, "%s; ", d->end_reason ? d->end_reason : "?");
+	report_html__esc(pg, "%s; ", d->end_reason ? d->end_reason : "?");
 	report__exit_phrase(d, a, sizeof(a));
-	esc(pg, "target %s</p>\n", a);
+	report_html__esc(pg, "target %s</p>\n", a);
 	if (d->exe || d->khbpf_version) {
 		fprintf(pg->f, "<p class=\"note\">");
 		if (d->exe)
-			esc(pg, "%s", d->exe);
+			report_html__esc(pg, "%s", d->exe);
 		if (d->khbpf_version) {
 			fprintf(pg->f, "%s", d->exe ? " · " : "");
-			esc(pg, "khbpf %s", d->khbpf_version);
-			esc(pg, ", kernel %s", d->kernel_release ? d->kernel_release : "?");
+			report_html__esc(pg, "khbpf %s", d->khbpf_version);
+			report_html__esc(pg, ", kernel %s",
+					 d->kernel_release ? d->kernel_release : "?");
 		}
 		fprintf(pg->f, "</p>\n");
 	}
 	if (d->hardware_recorded) {
-		ev_str(a, sizeof(a), d->all_threads_cpu_ns, true);
-		ev_str(b, sizeof(b), d->totals.scheduler_delay_ns.ev, true);
+		report_html__ev_str(a, sizeof(a), d->all_threads_cpu_ns, true);
+		report_html__ev_str(b, sizeof(b), d->totals.scheduler_delay_ns.ev, true);
 		fprintf(pg->f, "<p>%zu threads: on-CPU %s, waiting for a CPU %s", d->nr_listed, a,
 			b);
 		if (d->parallelism_milli.recorded)
@@ -240,7 +236,7 @@ static void axis(struct page *pg, uint64_t end, int y0, int height)
 
 	for (t = 0; t <= end; t += step) {
 		px(x, sizeof(x), PLOT_X * 100 + scale(t, end, PLOT_W));
-		dur(lbl, sizeof(lbl), t);
+		report_html__dur(lbl, sizeof(lbl), t);
 		fprintf(pg->f,
 			"<line x1=\"%s\" y1=\"%d\" x2=\"%s\" y2=\"%d\" stroke=\"#d0d0d0\"/>"
 			"<text class=\"axis\" x=\"%s\" y=\"%d\" text-anchor=\"middle\">%s</text>\n",
@@ -270,12 +266,12 @@ static void put_span_wakers(struct page *pg, const struct report_ledger *l)
 
 		fputs(i ? ", " : "; woken by ", pg->f);
 		if (w->kind == WAKER_THREAD) {
-			esc(pg, "%s", w->comm);
+			report_html__esc(pg, "%s", w->comm);
 			fprintf(pg->f, " (%" PRIu32 ")", w->tid);
 		} else {
 			fputs(w->kind == WAKER_TIMER ? "a timer" : "an interrupt", pg->f);
 		}
-		dur(ns, sizeof(ns), w->ns);
+		report_html__dur(ns, sizeof(ns), w->ns);
 		fprintf(pg->f, " %s x%" PRIu64, ns, w->count);
 	}
 }
@@ -333,11 +329,11 @@ static void flush(struct page *pg, struct pending *p, int y)
 		ROW_H - 2, metric_color(m),
 		p->first->open ? " fill-opacity=\"0.5\" stroke=\"#333\" stroke-dasharray=\"3 2\"" :
 				 "");
-	dur(a, sizeof(a), p->start);
+	report_html__dur(a, sizeof(a), p->start);
 	if (p->count == 1) {
-		dur(b, sizeof(b), p->first->inclusive_ns);
-		dur(c, sizeof(c), p->first->exclusive_ns);
-		esc(pg, "<title>%s", m->id);
+		report_html__dur(b, sizeof(b), p->first->inclusive_ns);
+		report_html__dur(c, sizeof(c), p->first->exclusive_ns);
+		report_html__esc(pg, "<title>%s", m->id);
 		if (p->first->open)
 			fprintf(pg->f, ": from %s, still open when the window ended", a);
 		else
@@ -345,16 +341,16 @@ static void flush(struct page *pg, struct pending *p, int y)
 		if (parts_known(p->first)) {
 			const struct report_ledger *l = &p->first->ledger;
 
-			dur(a, sizeof(a), l->on_cpu_ns.value);
-			dur(b, sizeof(b), l->run_delay_ns);
-			dur(c, sizeof(c), l->blocked_ns);
+			report_html__dur(a, sizeof(a), l->on_cpu_ns.value);
+			report_html__dur(b, sizeof(b), l->run_delay_ns);
+			report_html__dur(c, sizeof(c), l->blocked_ns);
 			fprintf(pg->f, "; %s on a CPU, %s waiting for one, %s blocked", a, b, c);
 			put_span_wakers(pg, l);
 		}
 		fprintf(pg->f, " (span %" PRIu64 ")</title>", p->first->span_id);
 	} else {
-		dur(b, sizeof(b), p->end);
-		esc(pg, "<title>%s", m->id);
+		report_html__dur(b, sizeof(b), p->end);
+		report_html__esc(pg, "<title>%s", m->id);
 		fprintf(pg->f, ": %zu spans from %s to %s, each narrower than a pixel</title>",
 			p->count, a, b);
 	}
@@ -364,9 +360,9 @@ static void flush(struct page *pg, struct pending *p, int y)
 	/* A label where it fits: about 7 px a character at 11 px. */
 	if (width / 100 >= (int64_t)strlen(m->id) * 7 + 8) {
 		px(x, sizeof(x), PLOT_X * 100 + p->x0 + 300);
-		esc(pg, "<text x=\"%s\"", x);
+		report_html__esc(pg, "<text x=\"%s\"", x);
 		fprintf(pg->f, " y=\"%d\">", y + ROW_H - 5);
-		esc(pg, "%s</text>\n", m->id);
+		report_html__esc(pg, "%s</text>\n", m->id);
 	}
 }
 
@@ -407,7 +403,7 @@ static void lane(struct page *pg, const struct report_thread *t, int y, struct p
 static void thread_label(struct page *pg, const struct report_thread *t, int x, int y)
 {
 	fprintf(pg->f, "<text x=\"%d\" y=\"%d\">", x, y);
-	esc(pg, "%s", t->comm && t->comm[0] ? t->comm : "?");
+	report_html__esc(pg, "%s", t->comm && t->comm[0] ? t->comm : "?");
 	fprintf(pg->f, " <tspan class=\"axis\">%" PRIu64 "</tspan></text>\n", t->tid);
 }
 
@@ -487,7 +483,7 @@ static void timeline(struct page *pg)
 	for (i = 0; i < d->nr_metrics; i++) {
 		fprintf(pg->f, "<li><span class=\"sw\" style=\"background:%s\"></span>",
 			metric_color(&d->metrics[i]));
-		esc(pg, "%s</li>\n", d->metrics[i].id);
+		report_html__esc(pg, "%s</li>\n", d->metrics[i].id);
 	}
 	fprintf(pg->f, "</ul>\n");
 	free(pend);
@@ -545,7 +541,7 @@ static void histogram(struct page *pg)
 			all[n++] = rq->buckets[i];
 		max = rq->buckets[i].count > max ? rq->buckets[i].count : max;
 	}
-	dur(tot, sizeof(tot), rq->wait_ns);
+	report_html__dur(tot, sizeof(tot), rq->wait_ns);
 	fprintf(pg->f,
 		"<p class=\"note\">Every wait for a CPU on its own, all threads: %" PRIu64
 		" waits, %s in total",
@@ -569,12 +565,12 @@ static void histogram(struct page *pg)
 			bh = 1;
 		px(x, sizeof(x), bx);
 		px(w, sizeof(w), slot * 8 / 10);
-		dur(lo, sizeof(lo), all[i].lower);
+		report_html__dur(lo, sizeof(lo), all[i].lower);
 		fprintf(pg->f,
 			"<rect x=\"%s\" y=\"%d\" width=\"%s\" height=\"%d\" fill=\"" HIST_BAR
 			"\"><title>%" PRIu64 " waits of %s",
 			x, TOP + H - bh, w, bh, all[i].count, lo);
-		dur(lo, sizeof(lo), all[i].upper);
+		report_html__dur(lo, sizeof(lo), all[i].upper);
 		fprintf(pg->f, " to %s</title></rect>\n", all[i].upper == UINT64_MAX ? "more" : lo);
 		px(x, sizeof(x), bx + slot * 4 / 10);
 		if (all[i].count)
@@ -582,7 +578,7 @@ static void histogram(struct page *pg)
 				"<text x=\"%s\" y=\"%d\" text-anchor=\"middle\">%" PRIu64
 				"</text>\n",
 				x, TOP + H - bh - 3, all[i].count);
-		dur(lo, sizeof(lo), all[i].lower);
+		report_html__dur(lo, sizeof(lo), all[i].lower);
 		fprintf(pg->f,
 			"<text class=\"axis\" x=\"%s\" y=\"%d\" text-anchor=\"end\" "
 			"transform=\"rotate(-40 %s %d)\">%s</text>\n",
@@ -603,7 +599,7 @@ static void thread_bars(struct page *pg)
 	int h = (int)n * (BAR_H + BAR_GAP) + 4;
 	char wall[32];
 
-	dur(wall, sizeof(wall), d->wall_ns);
+	report_html__dur(wall, sizeof(wall), d->wall_ns);
 	fprintf(pg->f,
 		"<section id=\"thread-time\">\n<h2>Where each thread's time went</h2>\n"
 		"<p class=\"note\">Each bar is the window (%s): "
@@ -629,8 +625,8 @@ static void thread_bars(struct page *pg)
 			"<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"" OFF_CPU
 			"\"/>\n",
 			PLOT_X, y, BARS_W, BAR_H);
-		ev_str(a, sizeof(a), on, true);
-		ev_str(b, sizeof(b), rq, true);
+		report_html__ev_str(a, sizeof(a), on, true);
+		report_html__ev_str(b, sizeof(b), rq, true);
 		if (!on.recorded || !rq.recorded || !d->wall_ns) {
 			fprintf(pg->f, "<text x=\"%d\" y=\"%d\">on-CPU %s, runqueue %s</text>\n",
 				PLOT_X + 6, y + BAR_H - 4, a, b);
@@ -662,6 +658,41 @@ static void thread_bars(struct page *pg)
 	fprintf(pg->f, "</section>\n");
 }
 
+/*
+ * A metric's calls, where their time went: on-CPU + runqueue + blocked by
+ * cause (+ unattributed), and who woke them, as the terminal report says.
+ */
+static void metric_time(struct page *pg, const struct report_metric *m)
+{
+	char on[32], rq[32], bl[32], un[32] = "", causes[256], wakers[512];
+	int64_t u = m->blocked.unattributed_ns;
+
+	if (!m->has_ledger || !m->calls || !m->on_cpu_ns.recorded) {
+		fprintf(pg->f, "<td class=\"l\">-</td><td class=\"l\">-</td></tr>\n");
+		return;
+	}
+	report_html__dur(on, sizeof(on), m->on_cpu_ns.value);
+	report_html__dur(rq, sizeof(rq), m->run_delay_ns);
+	fprintf(pg->f, "<td class=\"w\">%s on-CPU + %s runqueue", on, rq);
+	if (!m->blocked.present || !m->blocked.recorded) {
+		fprintf(pg->f, " (blocked time: %s)</td><td class=\"l\">-</td></tr>\n",
+			m->blocked.present ? ev_gap__name(m->blocked.reason) : "not timed");
+		return;
+	}
+	report_html__dur(bl, sizeof(bl), report__blocked_total(&m->blocked));
+	report__causes_phrase(&m->blocked, causes, sizeof(causes));
+	if (u)
+		report_html__dur(un, sizeof(un), (uint64_t)(u < 0 ? -u : u));
+	fprintf(pg->f, " + %s blocked", bl);
+	report_html__esc(pg, "%s", causes[0] ? " (" : "");
+	report_html__esc(pg, "%s", causes);
+	report_html__esc(pg, "%s", causes[0] ? ")" : "");
+	if (u)
+		fprintf(pg->f, " %c %s unattributed", u < 0 ? '-' : '+', un);
+	report__wakers_phrase(&m->blocked, 3, wakers, sizeof(wakers));
+	report_html__esc(pg, "</td><td class=\"w\">%s</td></tr>\n", wakers[0] ? wakers : "-");
+}
+
 static void span_table(struct page *pg)
 {
 	const struct report_doc *d = pg->doc;
@@ -676,28 +707,31 @@ static void span_table(struct page *pg)
 		pg->err = -ENOMEM;
 		return;
 	}
-	fprintf(pg->f, "<section id=\"spans\">\n<h2>Span metrics, by exclusive time</h2>\n"
-		       "<table>\n<tr><th class=\"l\">metric</th><th>calls</th><th>inclusive</th>"
-		       "<th>exclusive</th><th>share</th><th>mean</th><th>open at end</th></tr>\n");
+	fprintf(pg->f,
+		"<section id=\"spans\">\n<h2>Span metrics, by exclusive time</h2>\n"
+		"<table>\n<tr><th class=\"l\">metric</th><th>calls</th><th>inclusive</th>"
+		"<th>exclusive</th><th>share</th><th>mean</th><th>open at end</th>"
+		"<th class=\"l\">where the time went</th><th class=\"l\">woken by</th></tr>\n");
 	for (i = 0; i < d->nr_metrics; i++) {
 		const struct report_metric *m = v[i];
 		char a[32], b[32], c[32] = "-";
 		uint64_t pm =
 			total ? (uint64_t)((unsigned __int128)m->exclusive_ns * 1000 / total) : 0;
 
-		dur(a, sizeof(a), m->inclusive_ns);
-		dur(b, sizeof(b), m->exclusive_ns);
+		report_html__dur(a, sizeof(a), m->inclusive_ns);
+		report_html__dur(b, sizeof(b), m->exclusive_ns);
 		if (m->calls)
-			dur(c, sizeof(c), m->inclusive_ns / m->calls);
+			report_html__dur(c, sizeof(c), m->inclusive_ns / m->calls);
 		fprintf(pg->f,
 			"<tr><td class=\"l\"><span class=\"sw\" style=\"background:%s\"></span>",
 			metric_color(m));
-		esc(pg, "%s", m->id);
+		report_html__esc(pg, "%s", m->id);
 		fprintf(pg->f,
 			"%s</td><td>%" PRIu64 "</td><td>%s</td><td>%s</td><td>%" PRIu64 ".%" PRIu64
-			"%%</td><td>%s</td><td>%" PRIu64 "</td></tr>\n",
+			"%%</td><td>%s</td><td>%" PRIu64 "</td>",
 			m->has_totals ? "" : " *", m->calls, a, b, pm / 10, pm % 10, c,
 			m->unfinished);
+		metric_time(pg, m);
 	}
 	fprintf(pg->f, "</table>\n");
 	for (i = 0; i < d->nr_metrics; i++)
@@ -708,68 +742,6 @@ static void span_table(struct page *pg)
 			       "records kept, not exact totals.</p>\n");
 	fprintf(pg->f, "</section>\n");
 	free(v);
-}
-
-static void thread_table(struct page *pg)
-{
-	const struct report_doc *d = pg->doc;
-	size_t i;
-
-	fprintf(pg->f,
-		"<section id=\"threads\">\n<h2>Threads</h2>\n<table>\n<tr><th>tid</th>"
-		"<th class=\"l\">comm</th><th>on-CPU</th><th>runqueue delay</th><th>voluntary</th>"
-		"<th>involuntary</th><th>migrations</th><th>timeslices</th><th class=\"l\"></th></tr>\n");
-	for (i = 0; i < d->nr_listed; i++) {
-		const struct report_thread *t = &d->threads[i];
-		char a[32], b[32], c[32], e[32], g[32], h[32];
-
-		ev_str(a, sizeof(a), t->on_cpu_ns.ev, true);
-		ev_str(b, sizeof(b), t->sched.scheduler_delay_ns.ev, true);
-		ev_str(c, sizeof(c), t->sched.voluntary_context_switches.ev, false);
-		ev_str(e, sizeof(e), t->sched.involuntary_context_switches.ev, false);
-		ev_str(g, sizeof(g), t->sched.cpu_migrations.ev, false);
-		ev_str(h, sizeof(h), t->sched.timeslices.ev, false);
-		fprintf(pg->f, "<tr><td>%" PRIu64 "</td>", t->tid);
-		esc(pg, "<td class=\"l\">%s</td>", t->comm);
-		fprintf(pg->f,
-			"<td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td>"
-			"<td class=\"l\">%s%s%s</td></tr>\n",
-			a, b, c, e, g, h, t->born ? "born" : "", t->born && t->exited ? ", " : "",
-			t->exited ? "exited" : "");
-	}
-	fprintf(pg->f, "</table>\n</section>\n");
-}
-
-static void gap_list(struct page *pg)
-{
-	const struct report_doc *d = pg->doc;
-	size_t i;
-
-	fprintf(pg->f,
-		"<section id=\"gaps\">\n<h2>Gaps</h2>\n<p class=\"note\">What was not measured, "
-		"why, and what to do about it: %" PRIu64 " fields in %zu groups.</p>\n"
-		"<table>\n<tr><th class=\"l\">field or collector</th><th>count</th>"
-		"<th class=\"l\">reason</th><th class=\"l\">what to do</th></tr>\n",
-		d->gap_fields, d->nr_gaps);
-	for (i = 0; i < d->nr_collectors; i++) {
-		const struct report_collector *c = &d->collectors[i];
-
-		if (!strcmp(c->availability, "available"))
-			continue;
-		esc(pg, "<tr><td class=\"l\">collector %s</td><td></td>", c->id);
-		esc(pg, "<td class=\"l\">%s</td>", c->availability);
-		esc(pg, "<td class=\"w\">%s</td></tr>\n",
-		    c->detail ? c->detail : report__availability_hint(c->availability));
-	}
-	for (i = 0; i < d->nr_gaps; i++) {
-		const struct report_gap *g = &d->gaps[i];
-
-		esc(pg, "<tr><td class=\"l\">%s</td>", g->path);
-		fprintf(pg->f, "<td>%" PRIu64 "</td><td class=\"l\">%s</td>", g->count,
-			ev_gap__name(g->reason));
-		esc(pg, "<td class=\"w\">%s</td></tr>\n", g->hint);
-	}
-	fprintf(pg->f, "</table>\n</section>\n");
 }
 
 int report__html(const struct report_doc *doc, char **buf, size_t *len)
@@ -787,7 +759,7 @@ int report__html(const struct report_doc *doc, char **buf, size_t *len)
 	fprintf(pg.f, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
 		      "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
 		      "style-src 'unsafe-inline'\">\n");
-	esc(&pg, "<title>khbpf report: %s", doc->comm);
+	report_html__esc(&pg, "<title>khbpf report: %s", doc->comm);
 	fprintf(pg.f, " (pid %" PRIu64 ")</title>\n", doc->pid);
 	style(&pg);
 	fprintf(pg.f, "</head>\n<body>\n");
@@ -796,8 +768,10 @@ int report__html(const struct report_doc *doc, char **buf, size_t *len)
 	histogram(&pg);
 	thread_bars(&pg);
 	span_table(&pg);
-	thread_table(&pg);
-	gap_list(&pg);
+	report_html__processes(&pg);
+	report_html__threads(&pg);
+	report_html__blocked(&pg);
+	report_html__gaps(&pg);
 	fprintf(pg.f, "</body>\n</html>\n");
 	err = pg.err;
 	if (ferror(pg.f))

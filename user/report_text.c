@@ -95,53 +95,24 @@ static void print_run(const struct report_doc *d, FILE *f)
 /* "lock 98.2%, sleep 1.8%": each cause with time, as a share of the blocked time. */
 static void put_causes(const struct report_blocked *b, FILE *f)
 {
-	uint64_t total = 0, pm;
-	bool any = false;
-	int i;
+	char buf[256];
 
-	for (i = 0; i < BLOCK_CAUSES; i++)
-		total += b->ns[i];
-	for (i = 0; i < BLOCK_CAUSES; i++) {
-		if (!b->ns[i])
-			continue;
-		pm = (uint64_t)((unsigned __int128)b->ns[i] * 1000 / total);
-		fprintf(f, "%s%s %" PRIu64 ".%" PRIu64 "%%", any ? ", " : "",
-			blocked_cause__name((size_t)i), pm / 10, pm % 10);
-		any = true;
-	}
+	report__causes_phrase(b, buf, sizeof(buf));
+	fputs(buf, f);
 }
 
 static uint64_t blocked_total(const struct report_blocked *b)
 {
-	uint64_t t = 0;
-	int i;
-
-	for (i = 0; i < BLOCK_CAUSES; i++)
-		t += b->ns[i];
-	return t;
+	return report__blocked_total(b);
 }
 
 /* The first `max` wakers: "w-holder (1234) 58.1 ms x3, a timer 20.0 ms x2". */
 static void put_wakers(const struct report_blocked *b, size_t max, FILE *f)
 {
-	char ns[24];
-	size_t i;
+	char buf[512];
 
-	for (i = 0; i < b->nr_wakers && i < max; i++) {
-		const struct waker_row *w = &b->wakers[i];
-
-		report__fmt_ns(ns, sizeof(ns), w->ns);
-		fputs(i ? ", " : "", f);
-		if (w->kind == WAKER_THREAD) {
-			put_name(f, "%s", w->comm);
-			fprintf(f, " (%" PRIu32 ")", w->tid);
-		} else {
-			fputs(w->kind == WAKER_TIMER ? "a timer" : "an interrupt", f);
-		}
-		fprintf(f, " %s x%" PRIu64, ns, w->count);
-	}
-	if (b->nr_wakers > max)
-		fprintf(f, ", %zu more", b->nr_wakers - max);
+	report__wakers_phrase(b, max, buf, sizeof(buf));
+	fputs(buf, f);
 }
 
 /* Blocked time by cause and the wakers of each thread that was blocked at all. */
@@ -577,9 +548,36 @@ static size_t parent_len(const char *path)
 	return dot ? (size_t)(dot - path) : 0;
 }
 
-static void print_gaps(const struct report_doc *d, FILE *f)
+static void print_gap(const struct report_doc *d, size_t i, size_t j, size_t plen, FILE *f)
 {
-	size_t i, j, k, nr_cols = 0;
+	const struct report_gap *g = &d->gaps[i];
+	size_t k;
+
+	if (j - i == 1) {
+		put_name(f, "  %s", g->path);
+		if (g->count > 1)
+			fprintf(f, " (%" PRIu64 ")", g->count);
+	} else {
+		fprintf(f, "  %.*s.{", (int)plen, g->path);
+		for (k = i; k < j; k++) {
+			put_name(f, k > i ? ", %s" : "%s", d->gaps[k].path + plen + 1);
+			if (d->gaps[k].count > 1)
+				fprintf(f, " (%" PRIu64 ")", d->gaps[k].count);
+		}
+		fputc('}', f);
+	}
+	fprintf(f, ": %s — %s\n", ev_gap__name(g->reason), g->hint);
+}
+
+/*
+ * Gaps a user can fix first, siblings with one reason and one fix on one
+ * line; then those with nothing to fix and those this host cannot give,
+ * a line per reason (every one with all).
+ */
+static void print_gaps(const struct report_doc *d, bool all, FILE *f)
+{
+	size_t i, j, nr_cols = 0, plen;
+	int pass, r;
 
 	for (i = 0; i < d->nr_collectors; i++)
 		nr_cols += strcmp(d->collectors[i].availability, "available") != 0;
@@ -595,32 +593,46 @@ static void print_gaps(const struct report_doc *d, FILE *f)
 		put_name(f, "%s\n",
 			 c->detail ? c->detail : report__availability_hint(c->availability));
 	}
-	for (i = 0; i < d->nr_gaps; i = j) {
-		const struct report_gap *g = &d->gaps[i];
-		size_t plen = parent_len(g->path);
+	/* Pass 0: the gaps a user can fix; pass 1: the others, a line per reason. */
+	for (pass = 0; pass < 2; pass++) {
+		for (r = 0; r < EV_GAP__COUNT; r++) {
+			uint64_t fields = 0;
+			size_t groups = 0;
 
-		/* Siblings with one reason and one fix share a line. */
-		for (j = i + 1; j < d->nr_gaps && plen; j++) {
-			const struct report_gap *h = &d->gaps[j];
+			for (i = 0; i < d->nr_gaps; i = j) {
+				const struct report_gap *g = &d->gaps[i];
 
-			if (h->reason != g->reason || h->hint != g->hint ||
-			    parent_len(h->path) != plen || strncmp(h->path, g->path, plen))
-				break;
-		}
-		if (j - i == 1) {
-			put_name(f, "  %s", g->path);
-			if (g->count > 1)
-				fprintf(f, " (%" PRIu64 ")", g->count);
-		} else {
-			fprintf(f, "  %.*s.{", (int)plen, g->path);
-			for (k = i; k < j; k++) {
-				put_name(f, k > i ? ", %s" : "%s", d->gaps[k].path + plen + 1);
-				if (d->gaps[k].count > 1)
-					fprintf(f, " (%" PRIu64 ")", d->gaps[k].count);
+				plen = parent_len(g->path);
+				/* Siblings with one reason and one fix share a line. */
+				for (j = i + 1; j < d->nr_gaps && plen; j++) {
+					const struct report_gap *h = &d->gaps[j];
+
+					if (h->reason != g->reason || h->hint != g->hint ||
+					    parent_len(h->path) != plen ||
+					    strncmp(h->path, g->path, plen))
+						break;
+				}
+				if ((int)g->reason != r ||
+				    (report__gap_kind(g) == REPORT_GAP_FIXABLE) != !pass)
+					continue;
+				if (!pass || all) {
+					print_gap(d, i, j, plen, f);
+					continue;
+				}
+				for (; i < j; i++) {
+					fields += d->gaps[i].count;
+					groups++;
+				}
 			}
-			fputc('}', f);
+			if (groups)
+				fprintf(f,
+					"  %s: %" PRIu64
+					" fields in %zu groups, %s (khbpf report --all lists them)\n",
+					ev_gap__name((enum ev_gap)r), fields, groups,
+					r == EV_GAP_UNSUPPORTED ?
+						"which this host, kernel or CPU cannot give or need no fix" :
+						"with nothing to fix");
 		}
-		fprintf(f, ": %s — %s\n", ev_gap__name(g->reason), g->hint);
 	}
 }
 
@@ -663,7 +675,7 @@ int report__text_all(const struct report_doc *d, FILE *f, bool all)
 	print_migrations(d, m);
 	err = print_spans(d, m) ? -ENOMEM : 0;
 	print_loss(d, m);
-	print_gaps(d, m);
+	print_gaps(d, all, m);
 	if (fclose(m) && !err)
 		err = -ENOMEM;
 	clean = err ? NULL : evjson__utf8_sanitize(buf, len);

@@ -78,12 +78,16 @@ def check_text(doc_path, text_path):
     doc = json.load(open(doc_path))
     text = open(text_path, encoding="utf-8").read()
     lines = text.splitlines()
+    # The thread rows: the Threads section (a process row starts with its pid too).
+    first = next(i for i, ln in enumerate(lines) if ln.startswith("Threads ("))
+    end = next((i for i in range(first, len(lines)) if not lines[i].strip()), len(lines))
+    thread_lines = lines[first:end]
     for t in doc["threads"]:
         s = t["scheduler"]
         want = [str(t["thread_id"])]
         cols = [ev(s[k]) for k in ("voluntary_context_switches", "involuntary_context_switches",
                                    "cpu_migrations", "timeslices")]
-        row = [ln for ln in lines if ln.split()[:1] == want]
+        row = [ln for ln in thread_lines if ln.split()[:1] == want]
         if len(row) != 1:
             fail(f"thread {t['thread_id']}: {len(row)} rows")
             continue

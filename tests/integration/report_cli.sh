@@ -13,8 +13,9 @@ CHECK=tests/integration/report_check.py
 "$PYTHON" tests/validate_schema.py "$SCHEMA" "$FIX"/*.json >/dev/null || fail "a fixture does not validate"
 
 # -- terminal and trace, for each fixture
-for f in spans sched gaps; do
-	expect_exit 0 "$KHBPF" report "$FIX/$f.json"
+# (--all: every gap on a line of its own, for report_check.py to find each.)
+for f in spans sched gaps tree; do
+	expect_exit 0 "$KHBPF" report --all "$FIX/$f.json"
 	[ ! -s "$TMP/err" ] || fail "report $f wrote to stderr: $(cat "$TMP/err")"
 	cp "$TMP/out" "$TMP/$f.txt"
 	"$PYTHON" "$CHECK" text "$FIX/$f.json" "$TMP/$f.txt" || fail "terminal report of $f.json"
@@ -28,7 +29,7 @@ grep -q '^  hardware-counters: unsupported — perf_event_open: no hardware PMU'
 	fail "the PMU gap and its fix are not in the report"
 
 # Both files and the terminal report in one run; '-' is stdout.
-expect_exit 0 "$KHBPF" report "$FIX/spans.json" --html "$TMP/both.html" --perfetto "$TMP/both.json" --text
+expect_exit 0 "$KHBPF" report "$FIX/spans.json" --html "$TMP/both.html" --perfetto "$TMP/both.json" --text --all
 cmp -s "$TMP/both.html" "$TMP/spans.html" || fail "--html differs between runs"
 cmp -s "$TMP/both.json" "$TMP/spans.trace.json" || fail "--perfetto differs between runs"
 cmp -s "$TMP/out" "$TMP/spans.txt" || fail "--text differs from the plain report"
@@ -151,7 +152,7 @@ line = text.count("\n", 0, at) + 1
 open(sys.argv[4], "w").write(f"line {line}, column {at - text.rfind(chr(10), 0, at)}")
 PY
 [ -s "$TMP/bad.where" ] || fail "could not make the large document"
-expect_exit 0 "$KHBPF" report "$TMP/big.json"
+expect_exit 0 "$KHBPF" report --all "$TMP/big.json"
 cp "$TMP/out" "$TMP/big.txt"
 "$PYTHON" "$CHECK" text "$TMP/big.json" "$TMP/big.txt" || fail "terminal report of the large document"
 grep -q "^Spans: 15600 records" "$TMP/big.txt" || fail "large document: $(grep ^Spans "$TMP/big.txt")"
@@ -177,7 +178,7 @@ if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null; then
 	chmod 755 "$pub"
 	cp "$FIX/spans.json" "$pub/doc.json"
 	chmod 644 "$pub/doc.json"
-	setpriv --reuid=65534 --regid=65534 --clear-groups "$KHBPF" report "$pub/doc.json" >"$TMP/nobody.txt" 2>"$TMP/err"
+	setpriv --reuid=65534 --regid=65534 --clear-groups "$KHBPF" report --all "$pub/doc.json" >"$TMP/nobody.txt" 2>"$TMP/err"
 	rc=$?
 	rm -rf "$pub"
 	[ "$rc" -eq 0 ] || fail "report as nobody exited $rc: $(cat "$TMP/err")"
@@ -190,7 +191,7 @@ if [ "$(id -u)" -eq 0 ]; then
 		build/workloads/spanned --threads 2 --iterations 2 >/dev/null 2>"$TMP/err" ||
 		fail "khbpf run failed: $(cat "$TMP/err")"
 	expect_exit 0 "$KHBPF" report "$TMP/live.json" --perfetto "$TMP/live.trace.json" \
-		--html "$TMP/live.html" --text
+		--html "$TMP/live.html" --text --all
 	cp "$TMP/out" "$TMP/live.txt"
 	"$PYTHON" "$CHECK" text "$TMP/live.json" "$TMP/live.txt" || fail "terminal report of a live run"
 	"$PYTHON" "$CHECK" trace "$TMP/live.json" "$TMP/live.trace.json" || fail "trace of a live run"
