@@ -152,6 +152,7 @@ window children --pid "$PM" --children
 check children process-trees
 window cgroup --cgroup "/$CG"
 check cgroup cgroups
+checkpoint windows
 
 # The postmaster alone: its backends are other processes.
 "$KHBPF" attach --pid "$PM" -d 1 -o "$TMP/alone.json" 2>"$TMP/alone.err" ||
