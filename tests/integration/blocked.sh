@@ -174,10 +174,17 @@ waits = {}
 for t in truth:
     if waited(t):
         waits[(t["tid"], t["metric"])] = waits.get((t["tid"], t["metric"]), 0) + 1
+def is_waker(w, t):
+    if t["waker_tid"]:
+        return w["kind"] == "thread" and w["tid"] == t["waker_tid"] and w["comm"] == t["waker_comm"]
+    return w["kind"] == "timer"
 threads = {t["thread_id"]: t for t in d["threads"]}
+unseen_left = [d["loss"]["blocked_wakeups_unseen"]["value"]]
+checked = set()
 for t in truth:
-    if not waited(t):
+    if not waited(t) or t["tid"] in checked:
         continue
+    checked.add(t["tid"])
     # Nested spans share their waits: the most of any one metric. A call
     # across a switch-in made without khbpf's program (a gap, above) has no
     # waker for that stretch (6.18: w-sleep's timer 2 of 3).
@@ -188,22 +195,22 @@ for t in truth:
         bad.append(f"thread {t['tid']}: no blocked evidence")
         continue
     wk = b["value"]["wakers"]
-    if t["waker_tid"]:
-        ok = any(w["kind"] == "thread" and w["tid"] == t["waker_tid"]
-                 and w["comm"] == t["waker_comm"] and w["count"] >= need for w in wk)
-    else:
-        ok = any(w["kind"] == "timer" and w["count"] >= need for w in wk)
-    if not ok:
-        bad.append(f"{t['comm']}: wakers {wk}, expected {t['waker_comm']} ({t['waker_tid']})")
-def is_waker(w, t):
-    if t["waker_tid"]:
-        return w["kind"] == "thread" and w["tid"] == t["waker_tid"] and w["comm"] == t["waker_comm"]
-    return w["kind"] == "timer"
+    have = max([w["count"] for w in wk if is_waker(w, t)] + [0])
+    # A sched_waking the kernel ran without khbpf's program (its recursion
+    # guard: the program already running on that CPU when a timer's wakeup
+    # interrupted it; once in ASan's pass on 6.18) leaves the stretch with
+    # no waker, counted in loss: each such stretch excuses one call.
+    if have < need and need - have <= unseen_left[0]:
+        unseen_left[0] -= need - have
+    elif have < need:
+        bad.append(f"{t['comm']}: wakers {wk}, expected {t['waker_comm']} ({t['waker_tid']}) "
+                   f"{need} times, {unseen_left[0]} stretches without a waker left in loss")
 def adds_up(b, what):
     listed = sum(w["ns"] for w in b["wakers"]) + b["other_wakers"]["ns"] + b["without_waker_ns"]
     if listed != b["blocked_ns"]:
         bad.append(f"{what}: wakers {listed} ns in all, blocked {b['blocked_ns']}")
 # Each span's: the partner (or the timer) ended most of its blocked time.
+span_unseen = [d["loss"]["blocked_wakeups_unseen"]["value"]]
 seen = {}
 span_wakers = 0
 for t in truth:
@@ -230,6 +237,9 @@ for t in truth:
     # TCG guest).
     causes = {c["cause"]: c["ns"] for c in b["blocked_by"]}
     top = next((w for w in b["wakers"] if is_waker(w, t)), None)
+    if not top and b["without_waker_ns"] >= causes.get(t["cause"], 0) // 2 and span_unseen[0]:
+        span_unseen[0] -= 1  # the stretch in loss, as the thread's above
+        continue
     if not top or top["ns"] < causes.get(t["cause"], 0) // 2:
         bad.append(f"{k}#{i}: span wakers {b['wakers']}, expected {t['waker_comm']} ({t['waker_tid']}) for most of its {t['cause']} time {causes}")
         continue

@@ -4,12 +4,8 @@
 # and runs threads in its children. Every process and thread must be listed
 # with its own counters (each thread read them as its last act), its parent,
 # executable and exit status, and the set's totals must meet the tree's own
-# rusage as the kernel's bookkeeping says they must (tree_check.py). Then
-# The report shows the processes busiest first, threads under their process.
-"$KHBPF" report "$TMP/doc.json" >"$TMP/report.txt" || fail "khbpf report failed"
-grep -q '^Processes (9), busiest first' "$TMP/report.txt" || fail "no process table: $(head -20 "$TMP/report.txt")"
-[ "$(grep -c '^  pid [0-9]* (' "$TMP/report.txt")" -eq 9 ] || fail "threads not under their 9 processes"
-
+# rusage as the kernel's bookkeeping says they must (tree_check.py). The
+# report shows the processes busiest first, threads under their process.
 # --no-children: only the command's own process, as before sets existed;
 # --no-bpf: the tree's switches from wait4's rusage, other totals gaps.
 . "$(dirname "$0")/common.bash"
@@ -31,6 +27,9 @@ for round in $(seq "$ROUNDS"); do
 		"d['target']['exit'] == {'status': 'recorded', 'value': {'code': 0}}" \
 		"d['window']['end_reason'] == 'target-exit'"
 done
+"$KHBPF" report "$TMP/doc.json" >"$TMP/report.txt" || fail "khbpf report failed"
+grep -q '^Processes (9), busiest first' "$TMP/report.txt" || fail "no process table: $(head -20 "$TMP/report.txt")"
+[ "$(grep -c '^  pid [0-9]* (' "$TMP/report.txt")" -eq 9 ] || fail "threads not under their 9 processes"
 
 rm -f "$TMP/truth.jsonl"
 timeout 60 "$KHBPF" run --no-children -o "$TMP/one.json" -- "$TREE" "$TMP/truth.jsonl" "$LEAF" \
