@@ -729,8 +729,6 @@ int khbpf_iter_task(struct bpf_iter__task *ctx)
 {
 	struct seq_file *seq = ctx->meta->seq;
 	struct task_struct *task = ctx->task;
-	struct khbpf_thread_rec *r;
-	__u32 zero = 0, flags = 0;
 
 	if (!task || !is_target(task))
 		return 0;
@@ -745,15 +743,5 @@ int khbpf_iter_task(struct bpf_iter__task *ctx)
 		if (st)
 			stamp_baseline(task, st, iter_init_state);
 	}
-	r = bpf_map_lookup_elem(&scratch, &zero);
-	if (!r)
-		return 0;
-	if (task->flags & PF_EXITING)
-		flags |= KHBPF_REC_EXITING;
-	if (task->exit_state)
-		flags |= KHBPF_REC_ZOMBIE;
-	fill_rec(r, task, flags);
-	if (bpf_seq_write(seq, r, sizeof(*r)))
-		__sync_fetch_and_add(&iter_write_errors, 1);
-	return 0;
+	return iter_write_rec(seq, task, 0);
 }

@@ -109,8 +109,7 @@ int khbpf_iter_join(struct bpf_iter__task *ctx)
 	struct seq_file *seq = ctx->meta->seq;
 	struct task_struct *task = ctx->task;
 	struct khbpf_task_state *st;
-	struct khbpf_thread_rec *r;
-	__u32 zero = 0, how = KHBPF_PROC_WALKED, flags = KHBPF_REC_JOINED;
+	__u32 how = KHBPF_PROC_WALKED;
 
 	if (!task || !task->pid || !set_mode || member_state(task))
 		return 0;
@@ -130,15 +129,5 @@ int khbpf_iter_join(struct bpf_iter__task *ctx)
 		return 0;
 	stamp_baseline(task, st, join_how);
 	join_done(st);
-	r = bpf_map_lookup_elem(&scratch, &zero);
-	if (!r)
-		return 0;
-	if (task->flags & PF_EXITING)
-		flags |= KHBPF_REC_EXITING;
-	if (task->exit_state)
-		flags |= KHBPF_REC_ZOMBIE;
-	fill_rec(r, task, flags);
-	if (bpf_seq_write(seq, r, sizeof(*r)))
-		__sync_fetch_and_add(&iter_write_errors, 1);
-	return 0;
+	return iter_write_rec(seq, task, KHBPF_REC_JOINED);
 }

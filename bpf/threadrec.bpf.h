@@ -79,4 +79,27 @@ static __always_inline struct khbpf_thread_rec *exited_entry(const struct khbpf_
 	return bpf_map_lookup_elem(&exited, key);
 }
 
+/*
+ * A task iterator's record of task, marked as exiting or a zombie where it
+ * is one (khbpf_iter_task, khbpf_iter_join).
+ */
+static __always_inline int iter_write_rec(struct seq_file *seq, struct task_struct *task,
+					  __u32 flags)
+{
+	struct khbpf_thread_rec *r;
+	__u32 zero = 0;
+
+	r = bpf_map_lookup_elem(&scratch, &zero);
+	if (!r)
+		return 0;
+	if (task->flags & PF_EXITING)
+		flags |= KHBPF_REC_EXITING;
+	if (task->exit_state)
+		flags |= KHBPF_REC_ZOMBIE;
+	fill_rec(r, task, flags);
+	if (bpf_seq_write(seq, r, sizeof(*r)))
+		__sync_fetch_and_add(&iter_write_errors, 1);
+	return 0;
+}
+
 #endif /* KHBPF_THREADREC_BPF_H */

@@ -294,6 +294,25 @@ static void test_sched_window__slot_bounds(void **state)
 	}
 }
 
+/* A tid reused by a later thread: the first of them; absent tids: where they would go. */
+static void test_sched_window__first_tid(void **state)
+{
+	struct window_thread t[5] = {
+		{ .tid = 3 }, { .tid = 7 }, { .tid = 7 }, { .tid = 9 }, { .tid = 12 }
+	};
+	struct sched_window w = { .threads = t, .nr_threads = 5 };
+	struct sched_window none = { 0 };
+
+	(void)state;
+	assert_int_equal(sched_window__first_tid(&w, 7), 1);
+	assert_int_equal(sched_window__first_tid(&w, 3), 0);
+	assert_int_equal(sched_window__first_tid(&w, 12), 4);
+	assert_int_equal(sched_window__first_tid(&w, 1), 0);
+	assert_int_equal(sched_window__first_tid(&w, 8), 3);
+	assert_int_equal(sched_window__first_tid(&w, 13), 5);
+	assert_int_equal(sched_window__first_tid(&none, 7), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -304,6 +323,7 @@ int main(void)
 		cmocka_unit_test(test_sched_window__bpf_counts_from_baseline),
 		cmocka_unit_test(test_sched_window__blocked_from_baseline),
 		cmocka_unit_test(test_sched_window__slot_bounds),
+		cmocka_unit_test(test_sched_window__first_tid),
 	};
 
 	return cmocka_run_group_tests_name("sched_window", tests, NULL, NULL);

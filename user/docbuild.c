@@ -298,15 +298,8 @@ static int fill_processes(struct docbuild *b, bool set_complete)
 /* The window thread with this tid, when exactly one has it; -1 else. */
 static ssize_t only_thread(const struct sched_window *w, uint32_t tid)
 {
-	size_t lo = 0, hi = w->nr_threads, mid;
+	size_t lo = sched_window__first_tid(w, tid);
 
-	while (lo < hi) {
-		mid = (lo + hi) / 2;
-		if (w->threads[mid].tid < tid)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	if (lo >= w->nr_threads || w->threads[lo].tid != tid)
 		return -1;
 	if (lo + 1 < w->nr_threads && w->threads[lo + 1].tid == tid)

@@ -45,15 +45,8 @@ void proc_exes__free(struct proc_exe *v, size_t nr)
 /* The window has the thread whose id is pid (a leader) of that process. */
 static bool leader_listed(const struct sched_window *w, uint32_t pid, uint64_t start_time)
 {
-	size_t lo = 0, hi = w->nr_threads, mid;
+	size_t lo = sched_window__first_tid(w, pid);
 
-	while (lo < hi) {
-		mid = (lo + hi) / 2;
-		if (w->threads[mid].tid < pid)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	for (; lo < w->nr_threads && w->threads[lo].tid == pid; lo++)
 		if (w->threads[lo].proc_start_time == start_time)
 			return true;

@@ -239,3 +239,17 @@ uint64_t rq_slot__upper(unsigned int slot)
 		return UINT64_MAX;
 	return (1ULL << (slot + 1)) - 1;
 }
+
+size_t sched_window__first_tid(const struct sched_window *w, uint32_t tid)
+{
+	size_t lo = 0, hi = w->nr_threads, mid;
+
+	while (lo < hi) {
+		mid = lo + (hi - lo) / 2;
+		if (w->threads[mid].tid < tid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}

@@ -56,6 +56,8 @@ int sched_window__compute(struct sched_window *w, const struct window_opts *opts
 void sched_window__counters_add(struct khbpf_task_counters *t, const struct khbpf_task_counters *d);
 void sched_window__bpf_add(struct khbpf_task_bpf *t, const struct khbpf_task_bpf *b);
 void sched_window__free(struct sched_window *w);
+/* Index of the first thread with this tid, or nr_threads when none has it. */
+size_t sched_window__first_tid(const struct sched_window *w, uint32_t tid);
 
 /* Histogram bucket bounds of slot k (see KHBPF_RQ_SLOTS). */
 uint64_t rq_slot__lower(unsigned int slot);
