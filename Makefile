@@ -4,6 +4,7 @@
 #
 #   make                 build build/khbpf
 #   make check           build, then run every test (unit, sanitized unit, integration)
+#   make depcheck        user/'s dependencies run one way (tools/depcheck.py)
 #   make format-check    clang-format (kernel style) over every C file
 #   make build/workloads/rust-spanned   the Rust span example (needs rustc;
 #                        not in `all`: tests/integration/spans_rust.sh builds it)
@@ -81,12 +82,16 @@ BPF_SRCS := $(filter-out $(SCHED_PARTS),$(wildcard bpf/*.bpf.c)) bpf/sched.bpf.c
 BPF_OBJS := $(patsubst bpf/%.bpf.c,$(BPF_OUT)/%.bpf.o,$(BPF_SRCS))
 SKELS := $(patsubst bpf/%.bpf.c,$(BPF_OUT)/%.skel.h,$(BPF_SRCS))
 
-LIB_SRCS := $(filter-out user/main.c,$(wildcard user/*.c))
+# user/ has a folder per job (user/README.md), each depending only on the
+# folders below it (tools/depcheck.py, run by `make check`).
+USER_DIRS := lib host document collect spans session report serve cmd
+LIB_SRCS := $(filter-out user/cmd/main.c,$(foreach d,$(USER_DIRS),$(wildcard user/$(d)/*.c)))
 LIB_OBJS := $(patsubst user/%.c,$(BUILD)/obj/%.o,$(LIB_SRCS))
 LIB := $(BUILD)/libkhbpf.a
 KHBPF := $(BUILD)/khbpf
 
-TEST_SRCS := $(wildcard tests/test_*.c)
+# One tests/<folder>/test_<module>.c per module of user/<folder>/.
+TEST_SRCS := $(wildcard tests/*/test_*.c)
 TESTS := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRCS))
 # Workloads are measured, never sanitized: always the plain build in build/.
 WORKLOADS := $(patsubst tests/workloads/%.c,build/workloads/%,$(wildcard tests/workloads/*.c))
@@ -94,9 +99,10 @@ WORKLOADS := $(patsubst tests/workloads/%.c,build/workloads/%,$(wildcard tests/w
 # finalcount), plain build only.
 HELPERS := $(patsubst tests/helpers/%.c,build/tests/helpers/%,$(wildcard tests/helpers/*.c))
 
-C_FILES := $(wildcard bpf/*.c bpf/*.h user/*.c user/*.h include/khbpf/*.h tests/*.c tests/*.h tests/workloads/*.c tests/workloads/*.h tests/helpers/*.c tools/*.c)
+C_FILES := $(wildcard bpf/*.c bpf/*.h user/*/*.c user/*/*.h include/khbpf/*.h tests/*.h \
+	tests/*/*.c tests/workloads/*.h tools/*.c)
 
-.PHONY: all check fresh-check vmtest unit-tests workloads demo bench bench-spans bench-span-attach bench-span-memory bench-serve soak format format-check clean deps
+.PHONY: all check depcheck fresh-check vmtest unit-tests workloads demo bench bench-spans bench-span-attach bench-span-memory bench-serve soak format format-check clean deps
 all: $(KHBPF)
 
 deps: $(DEPS_STAMP)
@@ -145,16 +151,16 @@ $(LIB): $(LIB_OBJS)
 	$(Q)rm -f $@
 	$(Q)ar rcs $@ $^
 
-$(KHBPF): $(BUILD)/obj/main.o $(LIB)
+$(KHBPF): $(BUILD)/obj/cmd/main.o $(LIB)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(ALL_LDFLAGS) $^ $(LDLIBS) -o $@
 
 $(BUILD)/tests/%.o: tests/%.c $(SKELS) | $(DEPS_STAMP)
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(ALL_CFLAGS) -Wno-missing-prototypes $(PC_CFLAGS) -c $< -o $@
+	$(Q)$(CC) $(ALL_CFLAGS) -Itests -Wno-missing-prototypes $(PC_CFLAGS) -c $< -o $@
 
-$(BUILD)/tests/test_%: $(BUILD)/tests/test_%.o $(LIB)
+$(TESTS): $(BUILD)/tests/%: $(BUILD)/tests/%.o $(LIB)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(ALL_LDFLAGS) $^ $(LDLIBS) -lcmocka -o $@
 
@@ -192,9 +198,17 @@ unit-tests: $(TESTS) $(KHBPF)
 # Every program the tests run is installed first (install-deps.sh --with-tests).
 check: unit-tests workloads $(HELPERS)
 	$(Q)tools/install-deps.sh --with-tests
+	$(Q)$(MAKE) --no-print-directory depcheck
 	$(Q)$(MAKE) --no-print-directory SANITIZE=address,undefined unit-tests
 	$(Q)tests/run.sh build build/sanitize
 	$(Q)$(MAKE) --no-print-directory fuzz-check
+
+# user/'s folders depend one way and its modules form no cycle, by includes
+# and by calls (the plain build's objects); the check itself first, on
+# trees made to fail it.
+depcheck: $(KHBPF)
+	$(Q)$(PYTHON) tests/tools/test_depcheck.py
+	$(Q)$(PYTHON) tools/depcheck.py --objects build/obj
 
 # libFuzzer harnesses (tests/fuzz/fuzz_*.c): the user code built by clang with
 # ASan+UBSan and coverage in build/fuzz, each harness linked with libFuzzer.
@@ -210,7 +224,7 @@ FUZZ_CFLAGS := -O1 -g -std=gnu11 $(WARN) $(FUZZ_SAN) -D_GNU_SOURCE \
 FUZZ_TARGETS := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_BINS := $(patsubst %,$(FUZZ_BUILD)/fuzz_%,$(FUZZ_TARGETS))
 FUZZ_LIB := $(FUZZ_BUILD)/libkhbpf.a
-C_FILES += $(wildcard tests/fuzz/*.c tests/fuzz/*.h)
+C_FILES += $(wildcard tests/fuzz/*.h)
 .PHONY: fuzz fuzz-check fuzz-build
 
 $(FUZZ_BUILD)/obj/%.o: user/%.c $(SKELS) | $(DEPS_STAMP)
@@ -308,5 +322,5 @@ clean:
 	$(call msg,CLEAN,build)
 	$(Q)rm -rf build
 
--include $(wildcard $(BUILD)/obj/*.d $(BUILD)/tests/*.d $(BUILD)/tests/helpers/*.d)
--include $(wildcard $(FUZZ_BUILD)/obj/*.d $(FUZZ_BUILD)/*.d)
+-include $(wildcard $(BUILD)/obj/*/*.d $(BUILD)/tests/*/*.d)
+-include $(wildcard $(FUZZ_BUILD)/obj/*/*.d $(FUZZ_BUILD)/*.d)

@@ -35,7 +35,7 @@ for build in "$@"; do
 	out="$build/test-out"
 	rm -rf "$out"
 	mkdir -p "$out"
-	for t in "$build"/tests/test_*; do
+	for t in "$build"/tests/*/test_*; do
 		[ -x "$t" ] && [ -f "$t" ] || continue
 		case "$t" in *.o | *.d) continue ;; esac
 		echo "== $t"

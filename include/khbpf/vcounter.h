@@ -12,7 +12,7 @@
  * count is partial, so the span's reading becomes a gap.
  *
  * Pure arithmetic on fixed-width fields, compiled into the BPF programs (bpf/khbpf.bpf.h) and
- * into tests/test_vcounter.c, which feeds it readings.
+ * into tests/include/test_vcounter.c, which feeds it readings.
  */
 #ifndef KHBPF_VCOUNTER_H
 #define KHBPF_VCOUNTER_H

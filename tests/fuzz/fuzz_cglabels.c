@@ -16,8 +16,8 @@
 #include <json-c/json.h>
 
 #include "fuzz.h"
-#include "cglabels.h"
-#include "cgnames.h"
+#include "serve/cglabels.h"
+#include "host/cgnames.h"
 
 static bool lower_hex(const char *s, size_t n)
 {

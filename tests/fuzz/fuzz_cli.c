@@ -15,9 +15,9 @@
 #include <getopt.h>
 #include <limits.h>
 
-#include "cglabels.h"
-#include "cli.h"
-#include "cmdargs.h"
+#include "serve/cglabels.h"
+#include "cmd/cli.h"
+#include "cmd/cmdargs.h"
 #include "fuzz.h"
 
 #define MAX_ARGS 64

@@ -22,11 +22,11 @@
 #include <limits.h>
 #include <json-c/json.h>
 
-#include "document.h"
-#include "evjson.h"
+#include "document/document.h"
+#include "document/evjson.h"
 #include "fuzz.h"
-#include "promtext.h"
-#include "report.h"
+#include "serve/promtext.h"
+#include "report/report.h"
 
 enum {
 	F_COMM,

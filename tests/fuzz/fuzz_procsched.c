@@ -15,9 +15,9 @@
 #include <limits.h>
 
 #include "fuzz.h"
-#include "census.h"
-#include "procsched.h"
-#include "spanfind.h"
+#include "host/census.h"
+#include "host/procsched.h"
+#include "spans/spanfind.h"
 
 static const char *const keys[3] = { "nr_voluntary_switches", "nr_involuntary_switches",
 				     "se.nr_migrations" };

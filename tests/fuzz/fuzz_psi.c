@@ -12,7 +12,7 @@
 #include <inttypes.h>
 
 #include "fuzz.h"
-#include "pressure.h"
+#include "host/pressure.h"
 
 #define PSI_TEXT_MAX 4096
 

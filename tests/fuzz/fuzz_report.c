@@ -17,7 +17,7 @@
 #include <json-c/json.h>
 
 #include "fuzz.h"
-#include "report.h"
+#include "report/report.h"
 
 static char *text_of(const struct report_doc *doc, size_t *len)
 {

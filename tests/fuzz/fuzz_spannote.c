@@ -19,7 +19,7 @@
 
 #include "khbpf/span.h"
 #include "fuzz.h"
-#include "spanfind.h"
+#include "spans/spanfind.h"
 
 static char open_path[PATH_MAX];
 

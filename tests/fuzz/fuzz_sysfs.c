@@ -14,11 +14,11 @@
 #include <inttypes.h>
 #include <limits.h>
 
-#include "cgroup.h"
-#include "cpufreq.h"
-#include "fsutil.h"
+#include "host/cgroup.h"
+#include "host/cpufreq.h"
+#include "lib/fsutil.h"
 #include "fuzz.h"
-#include "topology.h"
+#include "host/topology.h"
 
 #define CPU "sys/devices/system/cpu/"
 #define NODE "sys/devices/system/node/"

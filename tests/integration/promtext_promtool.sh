@@ -3,12 +3,12 @@
 # (Debian's prometheus package) with no complaint at all: parse errors and
 # lint warnings both fail. The sample is a realistic exposition (info,
 # counters with and without a unit, a gauge, log2 histograms, hostile label
-# values) written by build/tests/test_promtext. The OpenMetrics variant is
+# values) written by build/tests/serve/test_promtext. The OpenMetrics variant is
 # checked with the prometheus_client OpenMetrics parser when python3 has it
 # (promtool knows only the text format).
 . "$(dirname "$0")/common.bash"
 
-TEST_PROMTEXT=${BUILD:-build}/tests/test_promtext
+TEST_PROMTEXT=${BUILD:-build}/tests/serve/test_promtext
 PROMTOOL=${PROMTOOL:-$(command -v promtool)}
 
 if [ -z "$PROMTOOL" ]; then

@@ -1,0 +1,352 @@
+// SPDX-License-Identifier: MIT
+/* report_text.c: the terminal report, line by line against the fixtures' numbers. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+#include <json-c/json.h>
+
+#include "report/report.h"
+#include "report_testdoc.h"
+
+static char *render_opts(struct report_doc *d, bool all)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	assert_non_null(f);
+	assert_int_equal(all ? report__text_all(d, f, true) : report__text(d, f), 0);
+	assert_int_equal(fclose(f), 0);
+	report_doc__free(d);
+	return buf;
+}
+
+static char *render(struct report_doc *d)
+{
+	return render_opts(d, false);
+}
+
+/* --all: every gap on its own line, those with nothing to fix too. */
+static char *render_all(struct report_doc *d)
+{
+	return render_opts(d, true);
+}
+
+/* The whole line is in the report. */
+static void has_line(const char *out, const char *line)
+{
+	const char *p = out;
+	size_t n = strlen(line);
+
+	while ((p = strstr(p, line))) {
+		if ((p == out || p[-1] == '\n') && (p[n] == '\n' || !p[n]))
+			return;
+		p += n;
+	}
+	fail_msg("no line '%s' in:\n%s", line, out);
+}
+
+static const char *after(const char *out, const char *what)
+{
+	const char *p = strstr(out, what);
+
+	if (!p)
+		fail_msg("no '%s' in:\n%s", what, out);
+	return p;
+}
+
+static void test_report_text__spans_fixture(void **state)
+{
+	static const char *const by_exclusive[] = {
+		"stage-spin",  "stage-migrate", "stage-sleep", "stage-middle", "stage-recurse",
+		"stage-outer", "stage-inner",	"stage-sib-b", "stage-sib-a",  "stage-hold",
+	};
+	char *out = render_all(fixture_load("spans.json"));
+	const char *p, *table;
+	size_t i;
+
+	(void)state;
+	has_line(out, "khbpf report: pid 2128 (spanned), run, window 41.2 ms, ended by duration");
+	has_line(out, "  target:   still running when the window ended");
+	has_line(out,
+		 "  totals:   on-CPU 22.6 ms, runqueue delay 6.31 ms, switches 14 voluntary + 5 "
+		 "involuntary, 5 migrations, 19 timeslices");
+	has_line(out, "  parallelism: 0.548 CPUs busy on average, of 2");
+	has_line(out, "Threads (3)");
+	has_line(out, "        2131 spanned            10.2 ms   4.16 ms        5        3      2 "
+		      "      8  born, exited");
+	has_line(out, "        2128 spanned            1.84 ms   21.1 us        4        0      1 "
+		      "      4  born");
+	has_line(out, "       total                    22.6 ms   6.31 ms       14        5      5 "
+		      "     19");
+	has_line(out, "Runqueue delay, each wait on its own (all threads): 19 waits, 6.31 ms");
+	has_line(out, "  (2 of them before the first look, known only as a sum)");
+	has_line(out,
+		 "       0 ns -> 1 ns     : 9          |****************************************|");
+	has_line(out,
+		 "    1.05 ms -> 2.10 ms  : 3          |*************                           |");
+	has_line(out,
+		 "Spans: 52 records, 1 still open at the end, 0 dropped, 0 sampled out; 10 of 10 "
+		 "probe sites attached");
+	has_line(out,
+		 "  stage-spin                        4     15.8 ms    15.8 ms  50.8%   3.95 ms  "
+		 " 4.19 ms   8.39 ms     0");
+	has_line(out,
+		 "  stage-recurse                    20      129 us    44.4 us   0.1%   6.44 us  "
+		 " 8.19 us   16.4 us     0");
+	has_line(out,
+		 "  stage-hold                        0        0 ns       0 ns   0.0%         -  "
+		 "       -         -     1");
+	/* Sorted by exclusive time, largest first (ties by name). */
+	table = after(out, "METRIC (by exclusive time)");
+	for (i = 0, p = table; i < sizeof(by_exclusive) / sizeof(by_exclusive[0]); i++)
+		p = after(p, by_exclusive[i]);
+	has_line(out, "Loss: none (every loss counter is zero)");
+	has_line(out, "Gaps: 162 fields in 33 groups; collectors not available: 1");
+	has_line(out,
+		 "  hardware-counters: unsupported — perf_event_open: no hardware PMU events on "
+		 "this host (No such file or directory); run on bare metal or a VM with a "
+		 "virtual PMU");
+	has_line(out,
+		 "  events.spans[*].task_id (52): unavailable — not observable from the kernel: "
+		 "khbpf sees threads, not the program's own task ids; nothing to fix");
+	has_line(out,
+		 "  hardware.value.counters.{cycles, instructions, cache_references, "
+		 "cache_misses, branch_instructions, branch_misses, stalled_cycles_frontend, "
+		 "stalled_cycles_backend}: unsupported — this host exposes no PMU; run on bare "
+		 "metal or a VM with a virtual PMU (vPMU)");
+	free(out);
+}
+
+static void test_report_text__sched_fixture(void **state)
+{
+	char *out = render_all(fixture_load("sched.json"));
+
+	(void)state;
+	has_line(out, "  target:   exited with 0");
+	has_line(out, "Threads (10)");
+	has_line(out, "       30121 demo-pong          56.6 ms    123 ms    26385     1652      1 "
+		      "  28037  born, exited");
+	has_line(out, "Runqueue delay, each wait on its own (all threads): 56718 waits, 1.66 s");
+	has_line(out, "Migrations by distance: smt-sibling 0, same-llc 32, other-llc 0, "
+		      "other-node 0, unknown 0");
+	has_line(out,
+		 "     512 ns -> 1.02 us  : 49334      |****************************************|");
+	has_line(out,
+		 "     256 ns -> 511 ns   : 1          |                                        |");
+	has_line(out, "Spans: none recorded (events.availability collector-disabled) — no span "
+		      "sites: annotate functions with KHBPF_SPAN or pass --span [OBJECT:]SYMBOL");
+	has_line(out, "  span-probes: disabled — no annotated span functions (KHBPF_SPAN) in the "
+		      "target and no --span given");
+	has_line(out,
+		 "  hardware.value.topology.affinity_cpus: unavailable — read at the window's "
+		 "end, after the target had exited: nothing to fix (attach to a live process to "
+		 "get it)");
+	assert_null(strstr(out, "METRIC"));
+	free(out);
+}
+
+/* A document full of gaps: every gap listed, each with its reason and a fix. */
+static void test_report_text__gaps_fixture(void **state)
+{
+	char *out = render_all(fixture_load("gaps.json"));
+
+	(void)state;
+	has_line(out, "  target:   exit status: gap (unavailable)");
+	has_line(out,
+		 "  totals:   on-CPU -, runqueue delay -, switches - voluntary + - involuntary, "
+		 "- migrations, - timeslices");
+	has_line(out, "        4243 <script>&\"'x             -         -        -        -      - "
+		      "      -  born, exited");
+	has_line(out, "        4244 worker-2                 -         -        -        -      - "
+		      "      -  exited");
+	has_line(out,
+		 "Runqueue delay histogram: permission-denied — BPF was not allowed: run khbpf "
+		 "as root or grant CAP_BPF, CAP_PERFMON and CAP_SYS_RESOURCE");
+	has_line(out, "Spans: none recorded (events.availability permission-denied) — uprobes need "
+		      "CAP_BPF and CAP_PERFMON: run khbpf as root");
+	has_line(out, "Loss: threads_vanished 1, proc_read_errors 2");
+	has_line(out, "Gaps: 61 fields in 45 groups; collectors not available: 5");
+	has_line(out, "  cpu-topology: unsupported — this host, kernel or CPU does not provide it; "
+		      "collect on one that does (see 'khbpf probe')");
+	has_line(out,
+		 "  thread-utilization: unavailable — it exists but could not be read this "
+		 "time; check the collectors' details and the loss counters, then collect again");
+	has_line(out, "  target.exe: permission-denied — /proc/PID/exe of another user's process "
+		      "needs root");
+	has_line(out, "  hardware.value.counters.stalled_cycles_memory: unsupported — Linux has no "
+		      "perf event for memory stall cycles: always a gap on Linux");
+	has_line(out,
+		 "  threads[*].on_cpu_ns (3): unavailable — the thread was not seen at both "
+		 "ends of the window (/proc cannot see threads that end inside it); run as root "
+		 "so BPF records every thread");
+	has_line(out, "  threads[*].bpf_detail (3): permission-denied — BPF was not allowed: run "
+		      "khbpf as root or grant CAP_BPF, CAP_PERFMON and CAP_SYS_RESOURCE");
+	has_line(out, "  hardware.value.utilization.threads[0].utilization_milli: "
+		      "legacy-v1-not-recorded — the producer did not record this field; collect "
+		      "again with a current khbpf");
+	has_line(out,
+		 "  hardware.value.topology.{physical_cores, packages, numa_nodes}: unsupported "
+		 "— this host's sysfs has no CPU topology; run where /sys/devices/system/cpu is "
+		 "complete");
+	free(out);
+}
+
+/* A loss counter the kernel does not keep is unknown, not "zero". */
+static void test_report_text__loss_unknown(void **state)
+{
+	char *text, *out;
+
+	(void)state;
+	text = testdoc(1000, TESTDOC_THREAD(1, "a"), "",
+		       ",\"loss\":{\"version\":1,"
+		       "\"threads_vanished\":{\"status\":\"recorded\",\"value\":0},"
+		       "\"khbpf_sched_switch_recursion_misses\":{\"status\":\"unavailable\","
+		       "\"reason\":\"unsupported\"}}");
+	out = render(testdoc_load(text));
+	has_line(out, "Loss: none counted; 1 loss counter unknown (gaps)");
+	free(out);
+	free(text);
+	text = testdoc(1000, TESTDOC_THREAD(1, "a"), "",
+		       ",\"loss\":{\"version\":1,"
+		       "\"threads_vanished\":{\"status\":\"recorded\",\"value\":2},"
+		       "\"a_recursion_misses\":{\"status\":\"unavailable\","
+		       "\"reason\":\"unsupported\"},"
+		       "\"b_recursion_misses\":{\"status\":\"unavailable\","
+		       "\"reason\":\"unsupported\"}}");
+	out = render(testdoc_load(text));
+	has_line(out, "Loss: threads_vanished 2; 2 loss counters unknown (gaps)");
+	free(out);
+	free(text);
+}
+
+/* A name that would drive the terminal is printed inert. */
+static void test_report_text__control_characters(void **state)
+{
+	char *text = testdoc(1000, TESTDOC_THREAD(3, "a\\u001b[2Jb\\u0007"), "", "");
+	char *out = render(testdoc_load(text));
+
+	(void)state;
+	assert_null(strchr(out, '\x1b'));
+	assert_null(strchr(out, '\a'));
+	assert_non_null(strstr(out, "a?[2Jb?"));
+	free(out);
+	free(text);
+}
+
+/* A process tree: the processes busiest first with the set's totals, threads under them. */
+static void test_report_text__tree_fixture(void **state)
+{
+	char *out = render(fixture_load("tree.json"));
+	const char *procs, *threads, *a, *b;
+
+	(void)state;
+	has_line(out, "  set:      command-tree, 9 processes (8 forked in the window), 9 exited");
+	has_line(out, "Processes (9), busiest first");
+	has_line(out, "       22691    22687 tree-a                 3   35.0 ms   4.22 ms       20 "
+		      "       8      2      28  born, exited 0");
+	has_line(out, "       22687    22686 tree                   2   33.5 ms   16.8 ms       15 "
+		      "       4      2      19  root, exited 0");
+	has_line(out, "       22696    22687 tree-k                 1   2.95 ms   6.06 ms        1 "
+		      "       2      0       3  born, killed by signal 15");
+	has_line(out, "       22697    22695 tree-d                 2   8.84 ms   12.7 ms        7 "
+		      "       4      1      11  born, exited 5");
+	has_line(out, "       total                                14    119 ms   81.4 ms       56 "
+		      "      30      5      86");
+	has_line(out, "Threads (14), by process");
+	/* tree-a's threads under it, before tree's (busier first). */
+	procs = strstr(out, "Processes (9)");
+	threads = strstr(out, "Threads (14)");
+	assert_non_null(procs);
+	assert_non_null(threads);
+	a = strstr(threads, "  pid 22691 (tree-a)\n");
+	b = strstr(threads, "  pid 22687 (tree)\n");
+	assert_non_null(a);
+	assert_non_null(b);
+	assert_true(a < b);
+	assert_non_null(strstr(a, "tree-a-spin"));
+	assert_true(strstr(a, "tree-a-spin") < b);
+	assert_null(strstr(out, "more processes"));
+	free(out);
+}
+
+/* Without --all, the gaps with nothing to fix, and those the host cannot give, fold. */
+static void test_report_text__gaps_fold(void **state)
+{
+	char *out = render(fixture_load("sched.json"));
+	const char *fix, *fold;
+
+	(void)state;
+	assert_null(strstr(out, "hardware.value.topology.affinity_cpus:"));
+	fix = strstr(out, "collect with --bpf-stats");
+	fold = strstr(out, "  unsupported: ");
+	assert_non_null(fix);
+	assert_non_null(fold);
+	/* The ones a user can fix first. */
+	assert_true(fix < fold);
+	assert_non_null(strstr(fold, "which this host, kernel or CPU cannot give or need no fix "
+				     "(khbpf report --all lists them)\n"));
+	free(out);
+}
+
+/* More processes than the table shows: the busiest 20, then one line; --all: every one. */
+static void test_report_text__many_processes(void **state)
+{
+	struct json_object *root = json_object_from_file(FIXTURES "/tree.json"), *arr, *t;
+	struct report_doc *d = NULL;
+	char err[256], *buf = NULL;
+	const char *text;
+	size_t len = 0, i;
+	FILE *f;
+
+	(void)state;
+	assert_non_null(root);
+	assert_true(json_object_object_get_ex(root, "processes", &arr));
+	/* 21 more copies of tree-c under new pids: 30 processes in all. */
+	t = json_object_array_get_idx(arr, 6);
+	for (i = 0; i < 21; i++) {
+		struct json_object *c = NULL;
+
+		assert_int_equal(json_object_deep_copy(t, &c, NULL), 0);
+		json_object_object_add(c, "pid", json_object_new_uint64(40000 + i));
+		json_object_array_add(arr, c);
+	}
+	text = json_object_to_json_string_ext(root, JSON_C_TO_STRING_PLAIN);
+	assert_int_equal(report_doc__load_string(text, strlen(text), &d, err, sizeof(err)), 0);
+	f = open_memstream(&buf, &len);
+	assert_int_equal(report__text(d, f), 0);
+	fclose(f);
+	has_line(buf, "  10 more processes (khbpf report --all lists every one)");
+	free(buf);
+	buf = NULL;
+	f = open_memstream(&buf, &len);
+	assert_int_equal(report__text_all(d, f, true), 0);
+	fclose(f);
+	assert_null(strstr(buf, "more processes"));
+	assert_non_null(strstr(buf, "       40020 "));
+	free(buf);
+	report_doc__free(d);
+	json_object_put(root);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_report_text__spans_fixture),
+		cmocka_unit_test(test_report_text__sched_fixture),
+		cmocka_unit_test(test_report_text__gaps_fixture),
+		cmocka_unit_test(test_report_text__control_characters),
+		cmocka_unit_test(test_report_text__loss_unknown),
+		cmocka_unit_test(test_report_text__tree_fixture),
+		cmocka_unit_test(test_report_text__many_processes),
+		cmocka_unit_test(test_report_text__gaps_fold),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,181 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The document's span records from the records as delivered: kept in their
+ * compact form and made one at a time (span_run__record), they are the
+ * records, in the order, that converting them all and sorting the copies
+ * made before (the reference below is that code).
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+#include <json-c/json.h>
+
+#include "document/evjson.h"
+#include "spans/spanrun.h"
+
+#define START_MONO 1000000ULL
+
+/* The conversion as it was done for every record at once. */
+static void reference_record(const struct khbpf_span_event *e, const char (*metrics)[64],
+			     size_t nr_metrics, bool counters, enum ev_gap hw_reason,
+			     struct span_record *s)
+{
+	const struct khbpf_span_hw *h;
+
+	memset(s, 0, sizeof(*s));
+	s->span_id = e->span_id;
+	s->parent_span_id = e->parent_span_id ? ev_u64__recorded(e->parent_span_id) :
+						ev_u64__gap(EV_GAP_UNAVAILABLE);
+	snprintf(s->metric_id, sizeof(s->metric_id), "%s",
+		 e->metric < nr_metrics ? metrics[e->metric] : "unknown");
+	s->start_ns = e->start_ns > START_MONO ? e->start_ns - START_MONO : 0;
+	s->inclusive_ns = e->inclusive_ns;
+	s->exclusive_ns = e->exclusive_ns;
+	s->thread_id = e->tid;
+	s->task_id = ev_u64__gap(EV_GAP_UNAVAILABLE);
+	s->worker_id = ev_u64__gap(EV_GAP_UNAVAILABLE);
+	s->hardware_reason = hw_reason;
+	if (counters) {
+		s->hardware_recorded = true;
+		h = &e->hw[KHBPF_CTR_CYCLES];
+		s->hardware.cycles_begin =
+			h->status ? ev_u64__gap(EV_GAP_UNAVAILABLE) : ev_u64__recorded(h->begin);
+		s->hardware.cycles_end =
+			h->status ? ev_u64__gap(EV_GAP_UNAVAILABLE) : ev_u64__recorded(h->end);
+		h = &e->hw[KHBPF_CTR_INSTRUCTIONS];
+		s->hardware.instructions_begin =
+			h->status ? ev_u64__gap(EV_GAP_UNAVAILABLE) : ev_u64__recorded(h->begin);
+		s->hardware.instructions_end =
+			h->status ? ev_u64__gap(EV_GAP_UNAVAILABLE) : ev_u64__recorded(h->end);
+	}
+	s->has_ledger = true;
+	s->ledger.on_cpu_ns = e->flags & KHBPF_SPAN_F_CLOCK_GAP ?
+				      ev_u64__gap(EV_GAP_UNAVAILABLE) :
+				      ev_u64__recorded(e->ledger.on_cpu_ns);
+	s->ledger.run_delay_ns = e->ledger.run_delay_ns;
+	s->ledger.voluntary_switches = e->ledger.nvcsw;
+	s->ledger.involuntary_switches = e->ledger.nivcsw;
+	s->ledger.migrations = e->ledger.migrations;
+	/* Blocked time: a gap across a missed switch-in; off-CPU less delay and blocked is the rest. */
+	if (e->flags & KHBPF_SPAN_F_CLOCK_GAP) {
+		s->ledger.blocked.reason = EV_GAP_UNAVAILABLE;
+	} else {
+		int64_t rest = (int64_t)e->ledger.offcpu_ns - (int64_t)e->ledger.run_delay_ns;
+		int c;
+
+		s->ledger.blocked.recorded = true;
+		for (c = 0; c < BLOCK_CAUSES; c++) {
+			s->ledger.blocked.ns[c] = e->ledger.blocked.ns[c];
+			s->ledger.blocked.count[c] = e->ledger.blocked.count[c];
+			rest -= (int64_t)e->ledger.blocked.ns[c];
+		}
+		s->ledger.blocked.unattributed_ns = rest;
+	}
+}
+
+static int reference_cmp(const void *a, const void *b)
+{
+	const struct span_record *x = a, *y = b;
+
+	if (x->start_ns != y->start_ns)
+		return x->start_ns < y->start_ns ? -1 : 1;
+	return x->span_id < y->span_id ? -1 : x->span_id > y->span_id;
+}
+
+static void expect_same_records(bool counters, enum ev_gap hw_reason)
+{
+	enum { N = 2000 };
+	struct span_run r;
+	struct evidence_doc doc;
+	struct span_hw_aggregation agg;
+	struct span_record *want = calloc(N, sizeof(*want));
+	size_t i;
+
+	assert_non_null(want);
+	memset(&r, 0, sizeof(r));
+	memset(&doc, 0, sizeof(doc));
+	memset(&agg, 0, sizeof(agg));
+	r.nr_metrics = 2;
+	r.blocked = true;
+	r.metrics = calloc(r.nr_metrics, sizeof(*r.metrics));
+	r.events.recs = calloc(N, sizeof(*r.events.recs));
+	assert_non_null(r.metrics);
+	assert_non_null(r.events.recs);
+	snprintf(r.metrics[0], sizeof(r.metrics[0]), "stage/a");
+	snprintf(r.metrics[1], sizeof(r.metrics[1]), "stage/b");
+	/* Delivered out of order: by end, and spread over threads. */
+	for (i = 0; i < N; i++) {
+		struct khbpf_span_event *e = &r.events.recs[i];
+		size_t k = (i * 7919) % N; /* a permutation of 0..N-1 */
+
+		e->span_id = ((uint64_t)(k % 3 + 1) << KHBPF_SPAN_SEQ_BITS) + (N - k);
+		e->parent_span_id = k % 4 ? e->span_id - 1 : 0;
+		/*
+		 * Starts tie in fours; the first ones began before the window
+		 * (start 0 in the document, then ordered by span id alone).
+		 */
+		e->start_ns = k < 40 ? START_MONO - 1000 + k : START_MONO + (k / 4) * 100;
+		e->inclusive_ns = 100 + k;
+		e->exclusive_ns = 50 + k % 50;
+		e->tid = 100 + (uint32_t)(k % 3);
+		e->metric = (uint32_t)(k % 5 == 4 ? 9 : k % 2); /* 9: not a known metric */
+		e->depth = k % 4 ? 1 : 0;
+		e->flags = k % 17 ? 0 : KHBPF_SPAN_F_CLOCK_GAP;
+		e->ledger = (struct khbpf_span_ledger){ .on_cpu_ns = k * 10,
+							.run_delay_ns = k,
+							.nvcsw = k % 3,
+							.nivcsw = k % 5,
+							.migrations = k % 2,
+							.offcpu_ns = 7 * k + 3 };
+		e->ledger.blocked.ns[k % BLOCK_CAUSES] = 2 * k;
+		e->ledger.blocked.count[k % BLOCK_CAUSES] = 1 + k % 4;
+		e->ledger.blocked.ns[(k + 2) % BLOCK_CAUSES] += k;
+		e->hw[KHBPF_CTR_CYCLES] = (struct khbpf_span_hw){ k, k * 3, k % 6 ? 0 : 2, 0 };
+		e->hw[KHBPF_CTR_INSTRUCTIONS] = (struct khbpf_span_hw){ 0, k, k % 9 ? 0 : 1, 0 };
+		reference_record(e, r.metrics, r.nr_metrics, counters, hw_reason, &want[i]);
+	}
+	r.events.nr = r.events.cap = r.events.max = N;
+	qsort(want, N, sizeof(*want), reference_cmp);
+
+	assert_int_equal(span_run__document(&r, START_MONO, counters, hw_reason, &doc, &agg), 0);
+	assert_null(doc.events.spans);
+	assert_int_equal(doc.events.nr_spans, N);
+	assert_non_null(doc.events.span_at);
+	for (i = 0; i < N; i++) {
+		struct span_record got;
+		struct json_object *a, *b;
+
+		doc.events.span_at(doc.events.span_ctx, i, &got);
+		a = evjson__span_record(&want[i]);
+		b = evjson__span_record(&got);
+		assert_string_equal(evjson__to_string(b), evjson__to_string(a));
+		json_object_put(a);
+		json_object_put(b);
+	}
+	span_hw_aggregation__free(&agg);
+	span_run__free(&r);
+	free(want);
+}
+
+static void test_spanrun__records_as_converted_whole(void **state)
+{
+	(void)state;
+	expect_same_records(false, EV_GAP_UNSUPPORTED);
+	expect_same_records(true, EV_GAP_UNSUPPORTED);
+	expect_same_records(false, EV_GAP_COLLECTOR_DISABLED);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_spanrun__records_as_converted_whole),
+	};
+
+	return cmocka_run_group_tests_name("spanrun", tests, NULL, NULL);
+}

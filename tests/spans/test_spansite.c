@@ -1,0 +1,171 @@
+// SPDX-License-Identifier: MIT
+/*
+ * spansite: --span request parsing, metric names, and the error sentences
+ * a site carries.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "khbpf/span.h"
+#include "spans/spansite.h"
+
+static void test_spansite__request_parse(void **state)
+{
+	static const char m63[] = "a23456789-123456789-123456789-123456789-123456789-123456789-123";
+	struct {
+		const char *arg, *object, *symbol, *metric;
+	} good[] = {
+		{ "foo", NULL, "foo", NULL },
+		{ "foo=bar-baz", NULL, "foo", "bar-baz" },
+		{ "libc.so.6:getpid", "libc.so.6", "getpid", NULL },
+		{ "/usr/lib/x.so:f=m1", "/usr/lib/x.so", "f", "m1" },
+		{ "stage_*=stages", NULL, "stage_*", "stages" },
+		{ "a:b:c", "a:b", "c", NULL },
+		{ "x:[a-c]?_$.@!^*=0", "x", "[a-c]?_$.@!^*", "0" },
+		{ "f=a-b-c9", NULL, "f", "a-b-c9" },
+	};
+	char sym256[300], obj4096[PATH_MAX + 8], metric64[80], buf[PATH_MAX + 16];
+	const char *bad[] = {
+		"",	  ":",	   "x:",	 ":f",	      "f=",    "=m",	"f=Bad",
+		"f=a--b", "f=-a",  "f=a-",	 "f=a_b",     "f=a:b", "f=a=b", "f g",
+		"f\n",	  "x\t:f", "f,g",	 "f/g",	      "a=b:c", "f=a b", "o:f=",
+		":f=m",	  "f()",   "f=\xc3\xa9", "lib\x01:f", "f=a.b",
+	};
+	struct span_request r, pristine;
+	size_t i;
+
+	(void)state;
+	assert_int_equal(strlen(m63), 63);
+	for (i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		memset(&r, 0x5a, sizeof(r));
+		assert_int_equal(span_request__parse(good[i].arg, &r, buf, sizeof(buf)), 0);
+		if (good[i].object)
+			assert_string_equal(r.object, good[i].object);
+		else
+			assert_null(r.object);
+		assert_string_equal(r.symbol, good[i].symbol);
+		if (good[i].metric)
+			assert_string_equal(r.metric, good[i].metric);
+		else
+			assert_null(r.metric);
+	}
+	snprintf(buf, sizeof(buf), "f=%s", m63);
+	assert_int_equal(span_request__parse(buf, &r, metric64, sizeof(metric64)), 0);
+	assert_string_equal(r.metric, m63);
+
+	/* Failures leave out and buf as they were. */
+	memset(&pristine, 0x5a, sizeof(pristine));
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		r = pristine;
+		memset(buf, 'Q', sizeof(buf));
+		assert_int_equal(span_request__parse(bad[i], &r, buf, sizeof(buf)), -EINVAL);
+		assert_memory_equal(&r, &pristine, sizeof(r));
+		assert_true(buf[0] == 'Q' && buf[sizeof(buf) - 1] == 'Q');
+	}
+	snprintf(metric64, sizeof(metric64), "f=%s3", m63);
+	assert_int_equal(span_request__parse(metric64, &r, buf, sizeof(buf)), -EINVAL);
+	memset(sym256, 'a', 256);
+	sym256[256] = '\0';
+	assert_int_equal(span_request__parse(sym256, &r, buf, sizeof(buf)), -EINVAL);
+	sym256[255] = '\0';
+	assert_int_equal(span_request__parse(sym256, &r, buf, sizeof(buf)), 0);
+	assert_int_equal(strlen(r.symbol), 255);
+	memset(obj4096, 'o', PATH_MAX);
+	memcpy(obj4096 + PATH_MAX, ":f", 3);
+	assert_int_equal(span_request__parse(obj4096, &r, buf, sizeof(buf)), -EINVAL);
+	assert_int_equal(span_request__parse(obj4096 + 1, &r, buf, sizeof(buf)), 0);
+	assert_int_equal(strlen(r.object), PATH_MAX - 1);
+
+	/* "ab:f" needs 5 bytes; 4 is -ENAMETOOLONG, untouched. */
+	r = pristine;
+	memset(buf, 'Q', 8);
+	assert_int_equal(span_request__parse("ab:f", &r, buf, 4), -ENAMETOOLONG);
+	assert_memory_equal(&r, &pristine, sizeof(r));
+	assert_memory_equal(buf, "QQQQ", 4);
+	assert_int_equal(span_request__parse("ab:f", &r, buf, 5), 0);
+	assert_string_equal(r.object, "ab");
+	assert_string_equal(r.symbol, "f");
+	assert_int_equal(span_request__parse(NULL, &r, buf, 5), -EINVAL);
+}
+
+static void test_spansite__metric_from_symbol(void **state)
+{
+	char out[KHBPF_METRIC_MAX + 1], sym[200];
+
+	(void)state;
+	assert_int_equal(spansite__metric_from_symbol("Stage_Outer2", out), 0);
+	assert_string_equal(out, "stage-outer2");
+	assert_int_equal(spansite__metric_from_symbol("__x86.get_pc_thunk.bx", out), 0);
+	assert_string_equal(out, "x86-get-pc-thunk-bx");
+	assert_true(spansite__metric_valid(out));
+	assert_int_equal(spansite__metric_from_symbol("_Z3fooi", out), 0);
+	assert_string_equal(out, "z3fooi");
+	assert_int_equal(spansite__metric_from_symbol("__$$__", out), -EINVAL);
+	assert_int_equal(spansite__metric_from_symbol("", out), -EINVAL);
+	/* Cut at the longest valid name: never a trailing '-'. */
+	memset(sym, 'a', sizeof(sym));
+	sym[KHBPF_METRIC_MAX - 1] = '_';
+	sym[sizeof(sym) - 1] = '\0';
+	assert_int_equal(spansite__metric_from_symbol(sym, out), 0);
+	assert_int_equal(strlen(out), KHBPF_METRIC_MAX - 1);
+	assert_true(spansite__metric_valid(out));
+	assert_false(spansite__metric_valid("a--b"));
+	assert_false(spansite__metric_valid("-a"));
+	assert_true(spansite__metric_valid_n("ab-c=", 4));
+}
+
+static void test_spansite__fail_escapes_and_hand_over(void **state)
+{
+	struct site_vec vec = { 0 };
+	struct span_site *s, *sites = NULL;
+	size_t nr = 0, i;
+
+	(void)state;
+	for (i = 0; i < 40; i++) {
+		s = site_vec__push(&vec, "/lib/x.so", "/proc/1/root/lib/x.so", i & 1);
+		assert_non_null(s);
+		s->offset = i;
+	}
+	s = &vec.v[3];
+	span_site__fail(s, -ENOENT, "no '%s' in %s", "a\nb\x7f", "x");
+	assert_int_equal(s->err, -ENOENT);
+	assert_string_equal(s->reason, "no 'a\\x0ab\\x7f' in x");
+	assert_int_equal(site_vec__push_not_found(&vec, false, "/lib/x.so", "p", "f*", "m"), 0);
+	assert_int_equal(vec.v[40].err, -ENOENT);
+	assert_non_null(strstr(vec.v[40].reason, "stripped"));
+	assert_string_equal(vec.v[40].metric, "m");
+	assert_int_equal(site_vec__push_file_error(&vec, "o", "p", "f", NULL, false, -EISDIR,
+						   "o is not a regular file"),
+			 -EISDIR);
+	assert_string_equal(vec.v[41].reason, "cannot look up 'f': o is not a regular file");
+
+	/* Appended after what the caller has, twice. */
+	assert_int_equal(site_vec__hand_over(&vec, &sites, &nr), 0);
+	assert_int_equal(site_vec__hand_over(&vec, &sites, &nr), 0);
+	assert_int_equal(nr, 84);
+	assert_int_equal(sites[42 + 39].offset, 39);
+	assert_true(sites[42 + 1].from_note);
+	assert_string_equal(sites[42 + 3].reason, "no 'a\\x0ab\\x7f' in x");
+	free(vec.v);
+	spanfind__free(sites, nr);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_spansite__request_parse),
+		cmocka_unit_test(test_spansite__metric_from_symbol),
+		cmocka_unit_test(test_spansite__fail_escapes_and_hand_over),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

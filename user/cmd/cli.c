@@ -1,0 +1,236 @@
+// SPDX-License-Identifier: MIT
+#include <errno.h>
+#include <getopt.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <json-c/json.h>
+
+#include "cmd/cli.h"
+#include "lib/fsutil.h"
+#include "document/evjson.h"
+#include "lib/jsonstream.h"
+#include "lib/output.h"
+
+/* -v: libbpf debug output and the commands' progress detail (main.c sets it). */
+bool cli_verbose;
+
+/* Seconds with up to 9 decimals → ns, exactly (no floating point). */
+int cli__parse_seconds(const char *s, uint64_t *ns)
+{
+	uint64_t whole = 0, frac = 0;
+	int digits = 0, frac_digits = 0;
+	const char *p = s;
+
+	for (; *p >= '0' && *p <= '9'; p++, digits++) {
+		whole = whole * 10 + (uint64_t)(*p - '0');
+		if (whole > CLI_MAX_SECONDS)
+			return -ERANGE;
+	}
+	if (*p == '.') {
+		for (p++; *p >= '0' && *p <= '9'; p++, frac_digits++) {
+			if (frac_digits == 9)
+				return -EINVAL;
+			frac = frac * 10 + (uint64_t)(*p - '0');
+		}
+	}
+	if (*p || (!digits && !frac_digits))
+		return -EINVAL;
+	while (frac_digits++ < 9)
+		frac *= 10;
+	/* A year exactly is the most: whole == CLI_MAX_SECONDS leaves no room for frac. */
+	if (!(whole || frac) || whole * 1000000000ULL + frac > CLI_MAX_SECONDS * 1000000000ULL)
+		return -ERANGE;
+	*ns = whole * 1000000000ULL + frac;
+	return 0;
+}
+
+int cli__parse_count(const char *s, uint64_t max, uint32_t *out)
+{
+	uint64_t v;
+
+	if (fsutil__parse_u64(s, &v) || v == 0 || v > max)
+		return -EINVAL;
+	*out = (uint32_t)v;
+	return 0;
+}
+
+int cli__parse_bytes(const char *s, uint64_t *out)
+{
+	uint64_t v = 0;
+	unsigned int shift = 0;
+	const char *p = s;
+
+	for (; *p >= '0' && *p <= '9'; p++) {
+		uint64_t d = (uint64_t)(*p - '0');
+
+		if (v > (UINT64_MAX - d) / 10)
+			return -ERANGE;
+		v = v * 10 + d;
+	}
+	if (p == s)
+		return -EINVAL;
+	switch (*p) {
+	case 'K':
+	case 'k':
+		shift = 10;
+		break;
+	case 'M':
+	case 'm':
+		shift = 20;
+		break;
+	case 'G':
+	case 'g':
+		shift = 30;
+		break;
+	case '\0':
+		break;
+	default:
+		return -EINVAL;
+	}
+	if (shift && *++p)
+		return -EINVAL;
+	if (v > UINT64_MAX >> shift)
+		return -ERANGE;
+	*out = v << shift;
+	return 0;
+}
+
+void cli__error(const char *cmd, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "khbpf%s%s: ", cmd ? " " : "", cmd ? cmd : "");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+int cli__bad_option(const char *cmd, int c, char **argv)
+{
+	char opt[64];
+
+	const char *arg = optind > 0 ? argv[optind - 1] : "";
+
+	/* A long option names itself; a short one may sit inside a bundle. */
+	if (!strncmp(arg, "--", 2))
+		snprintf(opt, sizeof(opt), "%.*s", (int)strcspn(arg, "="), arg);
+	else
+		snprintf(opt, sizeof(opt), "-%c", optopt);
+	if (c == ':')
+		cli__error(cmd, "option '%s' needs a value; run 'khbpf %s --help'", opt, cmd);
+	else
+		cli__error(cmd, "unknown option '%s'; run 'khbpf %s --help'", opt, cmd);
+	return CLI_EXIT_USAGE;
+}
+
+/* Why an output path was refused, with what to do: one line. */
+static void output_error(const char *cmd, const char *opt, const char *path, int err)
+{
+	const char *sudo = geteuid() == 0 ? getenv("SUDO_UID") : NULL;
+	char dir[PATH_MAX];
+
+	snprintf(dir, sizeof(dir), "%s", path);
+	switch (err) {
+	case -ELOOP:
+		cli__error(
+			cmd,
+			"%s '%s' is a symbolic link; khbpf does not write through links: give the real path",
+			opt, path);
+		break;
+	case -EEXIST:
+		cli__error(cmd, "%s '%s' exists and is not a regular file; choose another path",
+			   opt, path);
+		break;
+	case -ENOENT:
+	case -ENOTDIR:
+		cli__error(
+			cmd,
+			"%s '%s': directory '%s' does not exist; create it or choose another path",
+			opt, path, dirname(dir));
+		break;
+	case -EPERM:
+		cli__error(
+			cmd,
+			"%s '%s': may not replace it (%s; in a sticky directory such as /tmp only its owner may); remove it or choose another path",
+			opt, path, strerror(-err));
+		break;
+	case -EACCES:
+	case -EROFS:
+		cli__error(
+			cmd, "%s '%s': cannot create files in '%s' (%s%s%s); choose another path",
+			opt, path, dirname(dir), strerror(-err),
+			sudo && err != -EROFS ? "; under sudo they are created as SUDO_UID=" : "",
+			sudo && err != -EROFS ? sudo : "");
+		break;
+	case -ENOSPC:
+	case -EDQUOT:
+	case -EFBIG:
+		cli__error(
+			cmd,
+			"%s '%s': %s; nothing was written, free some space or choose another path",
+			opt, path, strerror(-err));
+		break;
+	default:
+		cli__error(cmd, "%s '%s': cannot write: %s; nothing was written", opt, path,
+			   strerror(-err));
+	}
+}
+
+int cli__emit_json(const char *cmd, struct json_object *obj, const char *path)
+{
+	return cli__emit_json_opts(cmd, obj, path, NULL);
+}
+
+struct emit {
+	struct json_object *obj;
+	int err; /* jsonstream__write's own: the text could not be made */
+};
+
+static int emit_fill(int fd, void *ctx)
+{
+	struct emit *e = ctx;
+
+	e->err = jsonstream__write(e->obj, EVJSON_TO_STRING_FLAGS, true, fd);
+	return e->err;
+}
+
+int cli__emit_json_opts(const char *cmd, struct json_object *obj, const char *path,
+			const struct output_opts *oopts)
+{
+	struct emit e = { .obj = obj };
+	int err;
+
+	if (!obj) {
+		cli__error(cmd, "out of memory building the JSON document");
+		return CLI_EXIT_FAILURE;
+	}
+	/*
+	 * Written as it is made: lazily built arrays (threads, span records)
+	 * go to the file an element at a time, never whole in memory.
+	 */
+	err = output__write_with(path ? path : "-", emit_fill, &e, oopts);
+	if (err == -ENOMEM && e.err == -ENOMEM) {
+		cli__error(cmd, "out of memory building the JSON document");
+		return CLI_EXIT_FAILURE;
+	}
+	if (err) {
+		output_error(cmd, "-o", path ? path : "-", err);
+		return CLI_EXIT_FAILURE;
+	}
+	return 0;
+}
+
+int cli__check_output_path(const char *cmd, const char *opt, const char *path)
+{
+	int err = output__check(path);
+
+	if (err)
+		output_error(cmd, opt, path, err);
+	return err;
+}

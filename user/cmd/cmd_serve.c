@@ -1,0 +1,280 @@
+// SPDX-License-Identifier: MIT
+/* `khbpf serve`: the fleet daemon, scraped by Prometheus. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+
+#include "serve/cglabels.h"
+#include "cmd/cli.h"
+#include "cmd/cmdargs.h"
+#include "lib/fsutil.h"
+#include "serve/httpd.h"
+#include "serve/serve.h"
+
+void cmd_serve_help(FILE *f)
+{
+	fprintf(f,
+		"Usage: khbpf serve [--listen ADDR:PORT] [--by cgroup|process] [--top N]\n"
+		"                   [--pid PID ...] [--cgroup PATH ...] [--interval S]\n"
+		"                   [--ndjson FILE|-] [--max-groups N] [--max-age S]\n"
+		"                   [--labels unit,container,pod] [--container-names FILE]\n\n"
+		"Account the scheduler for every task of the host (or the named processes or\n"
+		"cgroups), summed in the kernel per cgroup (default) or per process, and serve\n"
+		"it over HTTP until SIGINT/SIGTERM/SIGHUP:\n"
+		"  GET /metrics   Prometheus text format (OpenMetrics when the Accept header\n"
+		"                 asks for application/openmetrics-text)\n"
+		"  GET /evidence  the last window's full evidence document (JSON)\n"
+		"  GET /healthz   'ok' while serving\n\n"
+		"Options:\n"
+		"  -l, --listen A:P      address to listen on (default 127.0.0.1:9464;\n"
+		"                        0.0.0.0:9464 or [::]:9464 to be scraped remotely)\n"
+		"      --by G            'cgroup' (cgroup v2 path label, the default) or\n"
+		"                        'process' (comm label)\n"
+		"      --top N           with --by process: the N busiest processes get their\n"
+		"                        own series with a pid label\n"
+		"      --labels LIST     with --by cgroup: labels read from each cgroup's path,\n"
+		"                        comma-separated: unit (systemd unit), container\n"
+		"                        (container_id: docker, podman, containerd, CRI-O),\n"
+		"                        pod (Kubernetes pod_uid and qos), or all. A label the\n"
+		"                        path does not give is left out; none adds a series\n"
+		"      --container-names FILE\n"
+		"                        with --labels container: a JSON object of container\n"
+		"                        id to name ({\"<64 hex digits>\": \"web\"}) for a\n"
+		"                        container_name label; reread when it changes\n"
+		"  -p, --pid PID         only this process (repeatable, up to %d)\n"
+		"      --children        with --pid: also its descendants, and every process\n"
+		"                        forked from them while serve runs\n"
+		"      --cgroup PATH     only tasks in this cgroup v2 subtree, e.g.\n"
+		"                        /system.slice/nginx.service (repeatable, up to %d)\n"
+		"  -i, --interval S      evidence window length (default 15)\n"
+		"      --ndjson FILE     append each window's document as one JSON line to FILE\n"
+		"                        ('-': stdout)\n"
+		"      --private         a new --ndjson file gets mode 0600 (default 0644)\n"
+		"      --max-groups N    groups the kernel keeps (default %d); the least\n"
+		"                        recently active are evicted past 9/10, and counted\n"
+		"      --max-age S       drop groups idle this long (default 300)\n"
+		"      --blocked         also export khbpf_blocked_seconds_total{cause} per group\n"
+		"                        (about 1.5 times the scheduler program's cost per switch)\n"
+		"      --bpf-stats       also export khbpf's BPF program run time (every BPF\n"
+		"                        program on the host then pays two clock reads per run)\n"
+		"      --max-exited N    exited-thread records per window (default 65536)\n"
+		"      --max-threads N   threads in each window's document (default 65536)\n"
+		"  -h, --help            this help\n\n"
+		"Examples:\n"
+		"  sudo khbpf serve\n"
+		"  sudo khbpf serve --listen 0.0.0.0:9464 --by process --top 20\n"
+		"  sudo khbpf serve --cgroup /system.slice --ndjson /var/log/khbpf.ndjson\n"
+		"  sudo khbpf serve --by process --pid \"$(pgrep -o postgres)\" --children\n"
+		"  sudo khbpf serve --labels unit,container,pod\n"
+		"  curl -s localhost:9464/metrics | grep khbpf_runqueue_delay_seconds_count\n",
+		CMDARGS_MAX_PIDS, KHBPF_MAX_CGROUP_FILTERS, KHBPF_DEFAULT_MAX_GROUPS);
+}
+
+int serve_args__parse(int argc, char **argv, struct serve_args *a)
+{
+	static const struct option opts[] = {
+		{ "listen", required_argument, NULL, 'l' },
+		{ "by", required_argument, NULL, 'b' },
+		{ "top", required_argument, NULL, 't' },
+		{ "pid", required_argument, NULL, 'p' },
+		{ "cgroup", required_argument, NULL, 'c' },
+		{ "interval", required_argument, NULL, 'i' },
+		{ "ndjson", required_argument, NULL, 'n' },
+		{ "private", no_argument, NULL, 'P' },
+		{ "max-groups", required_argument, NULL, 'G' },
+		{ "max-age", required_argument, NULL, 'A' },
+		{ "bpf-stats", no_argument, NULL, 'S' },
+		{ "blocked", no_argument, NULL, 'K' },
+		{ "max-exited", required_argument, NULL, 'E' },
+		{ "max-threads", required_argument, NULL, 'T' },
+		{ "labels", required_argument, NULL, 'L' },
+		{ "container-names", required_argument, NULL, 'N' },
+		{ "children", no_argument, NULL, 'C' },
+		{ "help", no_argument, NULL, 'h' },
+		{},
+	};
+	struct serve_opts *so = &a->so;
+	char bad[80];
+	uint64_t v;
+	int c, err;
+
+	memset(a, 0, sizeof(*a));
+	so->sz = sizeof(*so);
+	so->log = stderr;
+	so->pids = a->pids;
+	so->cgroups = a->cgroups;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":l:p:i:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'l':
+			/* Checked here, so a bad address is a usage error (2) before anything loads. */
+			if (httpd__check_listen(optarg)) {
+				cli__error(
+					"serve",
+					"--listen '%s': expected IPV4:PORT or [IPV6]:PORT with PORT 0..65535, e.g. 127.0.0.1:9464",
+					optarg);
+				return CLI_EXIT_USAGE;
+			}
+			so->listen = optarg;
+			break;
+		case 'b':
+			if (!strcmp(optarg, "cgroup")) {
+				so->group_by = KHBPF_GROUP_CGROUP;
+			} else if (!strcmp(optarg, "process")) {
+				so->group_by = KHBPF_GROUP_PROCESS;
+			} else {
+				cli__error("serve", "--by '%s': give 'cgroup' or 'process'",
+					   optarg);
+				return CLI_EXIT_USAGE;
+			}
+			break;
+		case 't':
+			if (cli__parse_count(optarg, 10000, &so->top)) {
+				cli__error("serve", "--top '%s': give a count from 1 to 10000",
+					   optarg);
+				return CLI_EXIT_USAGE;
+			}
+			break;
+		case 'p':
+			if (fsutil__parse_u64(optarg, &v) || v == 0 || v >= (1u << 22)) {
+				cli__error("serve", "--pid '%s': not a process id", optarg);
+				return CLI_EXIT_USAGE;
+			}
+			if (so->nr_pids == CMDARGS_MAX_PIDS) {
+				cli__error("serve",
+					   "at most %d --pid options; use --cgroup for more",
+					   CMDARGS_MAX_PIDS);
+				return CLI_EXIT_USAGE;
+			}
+			a->pids[so->nr_pids++] = (pid_t)v;
+			break;
+		case 'C':
+			so->children = true;
+			break;
+		case 'c':
+			if (so->nr_cgroups == KHBPF_MAX_CGROUP_FILTERS) {
+				cli__error("serve",
+					   "at most %d --cgroup options; name a parent cgroup",
+					   KHBPF_MAX_CGROUP_FILTERS);
+				return CLI_EXIT_USAGE;
+			}
+			if (optarg[0] != '/') {
+				cli__error("serve",
+					   "--cgroup '%s': give the path from the cgroup v2 root, "
+					   "e.g. /system.slice",
+					   optarg);
+				return CLI_EXIT_USAGE;
+			}
+			a->cgroups[so->nr_cgroups++] = optarg;
+			break;
+		case 'i':
+		case 'A':
+			err = cli__parse_seconds(optarg,
+						 c == 'i' ? &so->interval_ns : &so->max_age_ns);
+			if (err) {
+				cli__error("serve", "--%s '%s': give seconds > 0 and at most %llu",
+					   c == 'i' ? "interval" : "max-age", optarg,
+					   CLI_MAX_SECONDS);
+				return CLI_EXIT_USAGE;
+			}
+			break;
+		case 'n':
+			so->ndjson = optarg;
+			break;
+		case 'P':
+			so->ndjson_private = true;
+			break;
+		case 'G':
+			if (cli__parse_count(optarg, 1u << 20, &so->max_groups) ||
+			    so->max_groups < 16) {
+				cli__error("serve", "--max-groups '%s': give a count from 16 to %u",
+					   optarg, 1u << 20);
+				return CLI_EXIT_USAGE;
+			}
+			break;
+		case 'S':
+			so->bpf_stats = true;
+			break;
+		case 'K':
+			so->blocked = true;
+			break;
+		case 'E':
+		case 'T':
+			if (cli__parse_count(optarg, 1u << 24,
+					     c == 'E' ? &so->max_exited : &so->max_threads)) {
+				cli__error("serve", "--%s '%s': give a count from 1 to %u",
+					   c == 'E' ? "max-exited" : "max-threads", optarg,
+					   1u << 24);
+				return CLI_EXIT_USAGE;
+			}
+			break;
+		case 'L':
+			if (cglabels__parse_list(optarg, &so->labels, bad, sizeof(bad))) {
+				cli__error(
+					"serve",
+					"--labels '%s': no label '%s'; give unit, container, pod or "
+					"all, comma-separated",
+					optarg, bad);
+				return CLI_EXIT_USAGE;
+			}
+			break;
+		case 'N':
+			so->container_names = optarg;
+			break;
+		case 'h':
+			a->help = true;
+			return 0;
+		default:
+			return cli__bad_option("serve", c, argv);
+		}
+	}
+	if (optind < argc) {
+		cli__error("serve", "unexpected argument '%s'; run 'khbpf serve --help'",
+			   argv[optind]);
+		return CLI_EXIT_USAGE;
+	}
+	if (so->labels && so->group_by == KHBPF_GROUP_PROCESS) {
+		cli__error("serve", "--labels needs --by cgroup (the labels are read from each "
+				    "cgroup's path)");
+		return CLI_EXIT_USAGE;
+	}
+	if (so->container_names && !(so->labels & CGLABELS_CONTAINER)) {
+		cli__error("serve", "--container-names needs --labels container (or all): names "
+				    "are given to container_id labels");
+		return CLI_EXIT_USAGE;
+	}
+	if (so->children && (!so->nr_pids || so->nr_cgroups)) {
+		cli__error("serve", "--children needs --pid (and no --cgroup): it adds the "
+				    "processes' descendants");
+		return CLI_EXIT_USAGE;
+	}
+	if (so->top && so->group_by != KHBPF_GROUP_PROCESS) {
+		cli__error("serve", "--top needs --by process (cgroup series are bounded by the "
+				    "cgroups themselves)");
+		return CLI_EXIT_USAGE;
+	}
+	return 0;
+}
+
+int cmd_serve(int argc, char **argv)
+{
+	struct serve_args a;
+	char errbuf[512];
+	int ret, err;
+
+	ret = serve_args__parse(argc, argv, &a);
+	if (ret || a.help) {
+		if (a.help)
+			cmd_serve_help(stdout);
+		return ret;
+	}
+	err = serve__run(&a.so, errbuf, sizeof(errbuf));
+	if (err) {
+		cli__error("serve", "%s", errbuf);
+		return CLI_EXIT_FAILURE;
+	}
+	return 0;
+}

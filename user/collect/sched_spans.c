@@ -1,0 +1,314 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Span probes of a loaded collector: attaching the sites (uprobe_multi
+ * links where the kernel has them, else a uprobe and a uretprobe link per
+ * site), the ring buffer of span records, and the open spans. See
+ * sched_collector.h.
+ */
+#include <errno.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/stat.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "host/kfeatures.h"
+#include "collect/linkset.h"
+#include "sched.skel.h"
+#include "collect/bpfdump.h"
+#include "collect/sched_collector.h"
+#include "collect/sched_collector_priv.h"
+#include "host/uprobe_multi.h"
+
+/*
+ * A record: the span, its counter readings when counters are on, and with
+ * wakers, when the span had any, its wakeups (khbpf_span_wakes) after them.
+ */
+/* A member exec'd: the loader looks for span sites in it (its callback may attach more). */
+static int exec_event_cb(void *ctx, void *data, size_t size)
+{
+	struct sched_collector *c = ctx;
+	struct khbpf_exec_event e;
+
+	if (size != sizeof(e)) {
+		c->malformed++;
+		return 0;
+	}
+	memcpy(&e, data, sizeof(e));
+	e.path[sizeof(e.path) - 1] = '\0';
+	if (c->on_exec)
+		c->on_exec(c->on_span_ctx, &e);
+	return 0;
+}
+
+static int span_event_cb(void *ctx, void *data, size_t size)
+{
+	struct sched_collector *c = ctx;
+	size_t ev = c->nr_counters ? sizeof(struct khbpf_span_event) : KHBPF_SPAN_EVENT_NOHW_SIZE;
+	struct khbpf_span_wakes wakes;
+	struct khbpf_span_event full;
+	bool with_wakes = c->wakers && size == ev + sizeof(wakes);
+
+	if (size != ev && !with_wakes) {
+		c->malformed++;
+		return 0;
+	}
+	memcpy(&full, data, ev);
+	if (ev < sizeof(full))
+		memset(full.hw, 0, sizeof(full.hw));
+	if (with_wakes) {
+		memcpy(&wakes, (char *)data + ev, sizeof(wakes));
+		if (wakes.nr > KHBPF_WAKE_LOG) {
+			c->malformed++;
+			return 0;
+		}
+	}
+	c->delivered++;
+	if (c->on_span)
+		c->on_span(c->on_span_ctx, &full, with_wakes ? &wakes : NULL);
+	return 0;
+}
+
+static struct bpf_program *span_prog(struct sched_collector *c, bool ret)
+{
+	bool fetch = c->feat.have[KFEAT_ATOMIC_FETCH];
+
+	if (ret)
+		return fetch ? c->skel->progs.khbpf_span_exit :
+			       c->skel->progs.khbpf_span_exit_nofetch;
+	return fetch ? c->skel->progs.khbpf_span_enter : c->skel->progs.khbpf_span_enter_nofetch;
+}
+
+/* One site, the classic way: a uprobe link and a uretprobe link of its own. */
+static int attach_site(struct sched_collector *c, const struct sched_span_site *site, pid_t pid)
+{
+	LIBBPF_OPTS(bpf_uprobe_opts, uo, .bpf_cookie = site->metric);
+	struct bpf_link *in, *out;
+	int err;
+
+	if (!c->feat.have[KFEAT_ATTACH_COOKIE]) {
+		/* No cookies (the kernel refuses a nonzero one): the site map says the metric. */
+		struct khbpf_site_key key = { .offset = site->offset };
+		struct stat st;
+
+		if (stat(site->path, &st))
+			return -errno;
+		key.ino = st.st_ino;
+		uo.bpf_cookie = 0;
+		err = bpf_map__update_elem(c->skel->maps.span_site_metric, &key, sizeof(key),
+					   &site->metric, sizeof(site->metric), BPF_ANY);
+		if (err)
+			return err;
+	}
+	uo.retprobe = false;
+	in = bpf_program__attach_uprobe_opts(span_prog(c, false), pid, site->path,
+					     (size_t)site->offset, &uo);
+	if (!in)
+		return -errno;
+	uo.retprobe = true;
+	out = bpf_program__attach_uprobe_opts(span_prog(c, true), pid, site->path,
+					      (size_t)site->offset, &uo);
+	if (!out) {
+		err = -errno;
+		bpf_link__destroy(in);
+		return err;
+	}
+	/* Room and memory for both are made sure of before (attach_spans). */
+	linkset__add_link(&c->span_links, in);
+	linkset__add_link(&c->span_links, out);
+	return 0;
+}
+
+/*
+ * Errors that say nothing about one site in particular (the file, the
+ * process, privilege, memory): a group failing with one is not split.
+ */
+static bool group_error(int err)
+{
+	return err == -ENOENT || err == -ESRCH || err == -EPERM || err == -EACCES ||
+	       err == -ENOMEM || err == -EMFILE || err == -ENFILE || err == -EBADF;
+}
+
+/*
+ * Sites idx[0..n) of one file in two uprobe_multi links, entry and return,
+ * each site's metric its cookie. When the kernel refuses the group, it is
+ * split in halves until each failing site is alone with its own error, and
+ * the others attach (each refused try costs a grace period in the kernel:
+ * a few bad sites among many cost a few tries per halving).
+ */
+static void attach_group(struct sched_collector *c, struct sched_span_site *sites, size_t *idx,
+			 size_t n, uint64_t *offsets, uint64_t *cookies, pid_t pid)
+{
+	int in, out = -1, err;
+	size_t i;
+
+	/* Every process (pid -1 to the per-site attach): the link's pid 0. */
+	if (pid < 0)
+		pid = 0;
+	for (i = 0; i < n; i++) {
+		offsets[i] = sites[idx[i]].offset;
+		cookies[i] = sites[idx[i]].metric;
+	}
+	in = uprobe_multi__attach(bpf_program__fd(span_prog(c, false)), sites[idx[0]].path, offsets,
+				  cookies, (uint32_t)n, pid, false);
+	if (in >= 0)
+		out = uprobe_multi__attach(bpf_program__fd(span_prog(c, true)), sites[idx[0]].path,
+					   offsets, cookies, (uint32_t)n, pid, true);
+	if (in >= 0 && out >= 0) {
+		linkset__add_fd(&c->span_links, in);
+		linkset__add_fd(&c->span_links, out);
+		for (i = 0; i < n; i++)
+			sites[idx[i]].err = 0;
+		return;
+	}
+	err = in < 0 ? in : out;
+	if (in >= 0)
+		close(in);
+	if (n == 1 || group_error(err)) {
+		for (i = 0; i < n; i++)
+			sites[idx[i]].err = err;
+		return;
+	}
+	attach_group(c, sites, idx, n / 2, offsets, cookies, pid);
+	attach_group(c, sites, idx + n / 2, n - n / 2, offsets, cookies, pid);
+}
+
+static int site_cmp(const void *a, const void *b, void *arg)
+{
+	const struct sched_span_site *x = &((struct sched_span_site *)arg)[*(const size_t *)a];
+	const struct sched_span_site *y = &((struct sched_span_site *)arg)[*(const size_t *)b];
+	int d = strcmp(x->path, y->path);
+
+	if (d)
+		return d;
+	return x->offset < y->offset ? -1 : x->offset > y->offset;
+}
+
+/* uprobe_multi: the sites grouped by file, two links per file. */
+static int attach_multi(struct sched_collector *c, struct sched_span_site *sites, size_t nr,
+			pid_t pid)
+{
+	size_t *idx = calloc(nr ? nr : 1, sizeof(*idx)), i, j, n = 0;
+	uint64_t *offsets = calloc(nr ? nr : 1, sizeof(*offsets));
+	uint64_t *cookies = calloc(nr ? nr : 1, sizeof(*cookies));
+	int err = 0;
+
+	if (!idx || !offsets || !cookies) {
+		err = -ENOMEM;
+		goto cleanup;
+	}
+	for (i = 0; i < nr; i++)
+		if (!sites[i].err)
+			idx[n++] = i;
+	qsort_r(idx, n, sizeof(*idx), site_cmp, sites);
+	for (i = 0; i < n; i = j) {
+		for (j = i + 1; j < n && !strcmp(sites[idx[j]].path, sites[idx[i]].path); j++)
+			;
+		attach_group(c, sites, idx + i, j - i, offsets, cookies, pid);
+	}
+cleanup:
+	free(idx);
+	free(offsets);
+	free(cookies);
+	return err;
+}
+
+int sched_collector__attach_spans(struct sched_collector *c, struct sched_span_site *sites,
+				  size_t nr, pid_t pid)
+{
+	size_t i, n = 0;
+	int err;
+
+	/* Every link made below then has its place: adding cannot fail. */
+	err = linkset__prepare(&c->span_links);
+	if (err)
+		return err;
+	if (!c->rb) {
+		c->rb = ring_buffer__new(bpf_map__fd(c->skel->maps.span_events), span_event_cb, c,
+					 NULL);
+		if (!c->rb)
+			return -errno;
+		/* The set's execs come through the same epoll: one fd to wait on. */
+		if (c->follow_exec && ring_buffer__add(c->rb, bpf_map__fd(c->skel->maps.set_events),
+						       exec_event_cb, c))
+			return -errno;
+	}
+	/* Bounds first, so that two links per site always fit. */
+	for (i = 0; i < nr; i++) {
+		struct sched_span_site *s = &sites[i];
+
+		s->err = -EINPROGRESS;
+		if (s->metric >= KHBPF_MAX_METRICS)
+			s->err = -E2BIG;
+		else if (c->nr_span_sites == KHBPF_MAX_SPAN_SITES)
+			s->err = -E2BIG;
+		else
+			c->nr_span_sites++;
+	}
+	if (c->span_multi) {
+		for (i = 0; i < nr; i++)
+			if (sites[i].err == -EINPROGRESS)
+				sites[i].err = 0;
+		err = attach_multi(c, sites, nr, pid);
+		if (err)
+			return err;
+	} else {
+		for (i = 0; i < nr; i++)
+			if (sites[i].err == -EINPROGRESS)
+				sites[i].err = attach_site(c, &sites[i], pid);
+	}
+	for (i = 0; i < nr; i++)
+		n += !sites[i].err;
+	return (int)n;
+}
+
+bool sched_collector__span_multi(const struct sched_collector *c)
+{
+	return c->span_multi;
+}
+
+size_t sched_collector__span_links(const struct sched_collector *c)
+{
+	return linkset__count(&c->span_links);
+}
+
+void sched_collector__detach_spans(struct sched_collector *c)
+{
+	if (c)
+		linkset__release_begin(&c->span_links, c->span_multi ? SPAN_MULTI_TEARDOWN_THREADS :
+								       SPAN_SITE_TEARDOWN_THREADS);
+}
+
+int sched_collector__span_fd(struct sched_collector *c)
+{
+	return c->rb ? ring_buffer__epoll_fd(c->rb) : -1;
+}
+
+int sched_collector__drain_spans(struct sched_collector *c)
+{
+	return c->rb ? ring_buffer__consume(c->rb) : 0;
+}
+
+int sched_collector__span_aggs(struct sched_collector *c, struct span_agg_entry **out, size_t *nr)
+{
+	void *v;
+	int err;
+
+	err = bpfdump__map(bpf_map__fd(c->skel->maps.span_agg), sizeof(struct khbpf_span_key),
+			   offsetof(struct span_agg_entry, agg), sizeof(**out), &v, nr);
+	*out = err ? NULL : v;
+	return err;
+}
+
+int sched_collector__open_spans(struct sched_collector *c, struct khbpf_span_event **out,
+				size_t *nr)
+{
+	void *recs;
+	int err;
+
+	err = bpfdump__iter(c->skel->progs.khbpf_iter_open_spans, sizeof(**out), &recs, nr);
+	*out = err ? NULL : recs;
+	return err;
+}

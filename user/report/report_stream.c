@@ -1,0 +1,576 @@
+// SPDX-License-Identifier: MIT
+/*
+ * A document read a piece at a time (jscan.h), never whole: the outline
+ * pass hands json-c every byte but those of the streamed arrays, which it
+ * finds by path, counts, and replaces with "[]"; their elements are parsed
+ * one at a time afterwards (loader__stream_each). When anything is not
+ * JSON, a strict outline pass has json-c read each streamed array in place
+ * too, an element at a time, so that the message names the first place a
+ * parse of the whole text would, in the same words, at the same line and
+ * column, with no more than one element in memory. See report_loader.h.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <json-c/json.h>
+
+#include "lib/jscan.h"
+#include "report/report_loader.h"
+
+/* json-c takes an int length: longer pieces (text in memory) go in parts. */
+#define FEED_MAX ((size_t)1 << 30)
+
+struct outline {
+	struct loader *ld;
+	struct jscan *s;
+	bool strict; /* every streamed element read by json-c too */
+	bool plain; /* nothing streamed: every byte to json-c */
+	bool escaped; /* a key on the way to the arrays is spelled with escapes */
+	struct json_tokener *tok; /* the document, its streamed arrays as [] */
+	bool done; /* tok has the document whole: root (NULL for a JSON null) */
+	struct json_object *root;
+	struct json_tokener *etok; /* strict: the streamed array at hand */
+	/* The first place that is not JSON, and json-c's error there. */
+	bool bad;
+	enum json_tokener_error jerr; /* success: the structure, not json-c, refused it */
+	uint64_t bad_at;
+};
+
+static struct json_tokener *tokener(int depth)
+{
+	struct json_tokener *tok = json_tokener_new_ex(depth);
+
+	if (tok)
+		json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
+	return tok;
+}
+
+static int fail_at(struct outline *o, enum json_tokener_error jerr, uint64_t at)
+{
+	if (!o->bad) {
+		o->bad = true;
+		o->jerr = jerr;
+		o->bad_at = at;
+	}
+	return -EINVAL;
+}
+
+/* The tap of the document outside its streamed arrays: into o->tok. */
+static int feed(void *ctx, uint64_t off, const char *p, size_t n)
+{
+	struct outline *o = ctx;
+	enum json_tokener_error jerr;
+	size_t k, used, i;
+
+	while (n && !o->bad) {
+		if (o->done) {
+			/* After the value only blanks, as the whole text's parse allows (NUL too). */
+			for (i = 0; i < n; i++)
+				if (!strchr(" \t\r\n", p[i]))
+					return fail_at(o, json_tokener_error_parse_unexpected,
+						       off + i);
+			return 0;
+		}
+		k = n < FEED_MAX ? n : FEED_MAX;
+		o->root = json_tokener_parse_ex(o->tok, p, (int)k);
+		jerr = json_tokener_get_error(o->tok);
+		used = jerr == json_tokener_continue ? k : json_tokener_get_parse_end(o->tok);
+		if (jerr != json_tokener_continue && jerr != json_tokener_success)
+			return fail_at(o, jerr, off + used);
+		o->done = jerr == json_tokener_success;
+		p += used;
+		off += used;
+		n -= used;
+	}
+	return o->bad ? -EINVAL : 0;
+}
+
+/* The tap of a streamed array in the strict pass: into o->etok. */
+static int feed_array(void *ctx, uint64_t off, const char *p, size_t n)
+{
+	struct outline *o = ctx;
+	enum json_tokener_error jerr;
+	struct json_object *obj;
+	size_t k;
+
+	while (n && !o->bad) {
+		k = n < FEED_MAX ? n : FEED_MAX;
+		obj = json_tokener_parse_ex(o->etok, p, (int)k);
+		jerr = json_tokener_get_error(o->etok);
+		if (jerr == json_tokener_success) {
+			/* The array closed: the tap stops right after its ']'. */
+			json_object_put(obj);
+			return 0;
+		}
+		if (jerr != json_tokener_continue)
+			return fail_at(o, jerr, off + json_tokener_get_parse_end(o->etok));
+		p += k;
+		off += k;
+		n -= k;
+	}
+	return o->bad ? -EINVAL : 0;
+}
+
+/* Fast: the elements of the array at the cursor counted, by structure only. */
+static int count_array(struct jscan *s, size_t *count)
+{
+	int c, err;
+
+	jscan__take(s);
+	c = jscan__peek(s);
+	if (c == ']') {
+		jscan__take(s);
+		return 0;
+	}
+	for (;;) {
+		err = jscan__skip_value(s);
+		if (err)
+			return err;
+		(*count)++;
+		c = jscan__peek(s);
+		if (c == ']' || c == ',')
+			jscan__take(s);
+		if (c == ']')
+			return 0;
+		if (c != ',')
+			return c < 0 && c != -ENODATA ? c : -EINVAL;
+	}
+}
+
+/*
+ * Strict: the array at the cursor read by json-c as it comes. After each
+ * comma json-c starts again from "[0," (the same state, and elements at
+ * the same depth as in the document), so only one element is ever built.
+ */
+static int check_array(struct outline *o, int nesting, size_t *count)
+{
+	struct jscan *s = o->s;
+	int c, err = 0;
+
+	o->etok = tokener(REPORT_JSON_DEPTH - nesting);
+	if (!o->etok)
+		return -ENOMEM;
+	jscan__tap(s, feed_array, o);
+	jscan__take(s);
+	c = jscan__peek(s);
+	while (c != ']') {
+		err = c < 0 && c != -ENODATA ? c : jscan__skip_value(s);
+		if (err)
+			break;
+		(*count)++;
+		c = jscan__peek(s);
+		if (c == ']')
+			break;
+		if (c != ',') {
+			err = c < 0 && c != -ENODATA ? c : -EINVAL;
+			break;
+		}
+		jscan__take(s);
+		err = jscan__untap(s);
+		if (err)
+			break;
+		json_tokener_reset(o->etok);
+		json_tokener_parse_ex(o->etok, "[0,", 3);
+		jscan__tap(s, feed_array, o);
+		c = jscan__peek(s);
+	}
+	if (!err)
+		jscan__take(s);
+	else if ((err == -EINVAL || err == -E2BIG) && !o->bad)
+		/* The structure breaks here: json-c reads on and says how. */
+		jscan__drain(s);
+	jscan__untap(s);
+	if (err && !o->bad && (err == -EINVAL || err == -E2BIG))
+		fail_at(o, json_tokener_get_error(o->etok), jscan__tell(s));
+	json_tokener_free(o->etok);
+	o->etok = NULL;
+	return o->bad ? -EINVAL : err;
+}
+
+static int walk_stream(struct outline *o, enum stream_id k, int nesting)
+{
+	struct stream *st = &o->ld->streams[k];
+	uint64_t begin = jscan__tell(o->s);
+	size_t count = 0;
+	int err;
+
+	err = jscan__untap(o->s);
+	if (err)
+		return err;
+	err = o->strict ? check_array(o, nesting, &count) : count_array(o->s, &count);
+	if (err)
+		return err;
+	/* A later member of the same path wins, as in json-c's tree. */
+	if (!o->strict)
+		o->ld->arrays_found++;
+	if (!o->strict)
+		*st = (struct stream){ .on = true,
+				       .begin = begin,
+				       .end = jscan__tell(o->s),
+				       .count = count,
+				       .nesting = nesting };
+	jscan__tap(o->s, feed, o);
+	return feed(o, begin, "[]", 2);
+}
+
+/* child names a streamed array (0..), the way to one (-1), or neither (-2). */
+static int path_kind(const char *child)
+{
+	size_t n = strlen(child);
+	int k, kind = -2;
+
+	for (k = 0; k < NR_STREAMS; k++) {
+		if (!strcmp(report_stream_paths[k], child))
+			return k;
+		if (!strncmp(report_stream_paths[k], child, n) && report_stream_paths[k][n] == '.')
+			kind = -1;
+	}
+	return kind;
+}
+
+/* The object at the cursor, on the way to streamed arrays (path: its own). */
+static int walk_object(struct outline *o, const char *path, int nesting)
+{
+	struct jscan *s = o->s;
+	char key[48], child[128];
+	int c, len, kind, err;
+
+	jscan__take(s);
+	c = jscan__peek(s);
+	if (c == '}') {
+		jscan__take(s);
+		return 0;
+	}
+	for (;;) {
+		len = jscan__key(s, key, sizeof(key));
+		if (len < 0)
+			return len;
+		kind = -2;
+		/*
+		 * Raw bytes: an escaped spelling of a key is not found, yet json-c's
+		 * tree has it by its name; such a document is read again, plain.
+		 */
+		if (strchr(key, '\\'))
+			o->escaped = true;
+		else if ((size_t)len < sizeof(key) && !strchr(key, '.') && !o->plain) {
+			snprintf(child, sizeof(child), "%s%s%s", path, *path ? "." : "", key);
+			kind = path_kind(child);
+		}
+		c = jscan__peek(s);
+		if (kind >= 0 && c == '[')
+			err = walk_stream(o, (enum stream_id)kind, nesting + 1);
+		else if (kind == -1 && c == '{')
+			err = walk_object(o, child, nesting + 1);
+		else
+			err = jscan__skip_value(s);
+		if (kind >= 0 && c != '[' && !o->strict)
+			o->ld->streams[kind].on = false;
+		if (err)
+			return err;
+		c = jscan__peek(s);
+		if (c == ',' || c == '}')
+			jscan__take(s);
+		if (c == '}')
+			return 0;
+		if (c != ',')
+			return c < 0 && c != -ENODATA ? c : -EINVAL;
+	}
+}
+
+/* One pass over the document; 0 with o->root, -EINVAL with o->bad (strict), -errno. */
+static int walk(struct outline *o)
+{
+	struct jscan *s = o->s;
+	int c, err;
+
+	jscan__seek(s, 0);
+	jscan__tap(s, feed, o);
+	c = jscan__peek(s);
+	if (c == '{')
+		err = walk_object(o, "", 0);
+	else
+		err = c == -ENODATA ? 0 : c < 0 ? c : jscan__skip_value(s);
+	if (!err)
+		err = jscan__drain(s);
+	else if (o->strict && (err == -EINVAL || err == -E2BIG) && !o->bad)
+		/* The structure breaks here: json-c reads on and says how. */
+		jscan__drain(s);
+	c = jscan__untap(s);
+	err = err ? err : c;
+	if (o->bad)
+		return -EINVAL;
+	/* json-c read to the end without a fault: it still wants more, or disagrees. */
+	if (err == -EINVAL || err == -E2BIG)
+		return o->strict ? fail_at(o, json_tokener_get_error(o->tok), jscan__tell(s)) :
+				   -EINVAL;
+	if (err)
+		return err;
+	if (!o->done)
+		return fail_at(o, json_tokener_continue, jscan__tell(s));
+	return 0;
+}
+
+static int outline_pass(struct loader *ld, struct outline *o, bool strict, bool plain)
+{
+	int err;
+
+	memset(o, 0, sizeof(*o));
+	o->ld = ld;
+	o->s = ld->scan;
+	o->strict = strict;
+	o->plain = plain;
+	/* The strict pass only looks: the streams stay as the first one found them. */
+	if (!strict) {
+		memset(ld->streams, 0, sizeof(ld->streams));
+		ld->arrays_found = 0;
+	}
+	o->tok = tokener(REPORT_JSON_DEPTH);
+	if (!o->tok)
+		return -ENOMEM;
+	err = walk(o);
+	json_tokener_free(o->tok);
+	if (err) {
+		json_object_put(o->root);
+		o->root = NULL;
+		if (!strict)
+			memset(ld->streams, 0, sizeof(ld->streams));
+	}
+	return err;
+}
+
+static void read_error(struct loader *ld, int err)
+{
+	if (ld->failed)
+		return;
+	ld->failed = err;
+	snprintf(ld->err, ld->errlen, err == -ENOMEM ? "out of memory" : "cannot be read: %s",
+		 strerror(-err));
+}
+
+int loader__check_json(struct loader *ld)
+{
+	struct outline o;
+	size_t line, col;
+	int err = outline_pass(ld, &o, true, false);
+
+	json_object_put(o.root);
+	if (!err)
+		return 0;
+	ld->failed = 0;
+	if (err != -EINVAL) {
+		read_error(ld, err);
+		return err;
+	}
+	ld->failed = -EINVAL;
+	if (o.jerr == json_tokener_continue) {
+		snprintf(ld->err, ld->errlen, "is not JSON: it ends in the middle of a value");
+		return -EINVAL;
+	}
+	err = jscan__line_col(ld->scan, o.bad_at, &line, &col);
+	if (err) {
+		ld->failed = 0;
+		read_error(ld, err);
+	} else if (o.jerr == json_tokener_success) {
+		snprintf(ld->err, ld->errlen, "is not JSON at line %zu, column %zu", line, col);
+	} else {
+		snprintf(ld->err, ld->errlen, "is not JSON: %s at line %zu, column %zu",
+			 json_tokener_error_desc(o.jerr), line, col);
+	}
+	return ld->failed;
+}
+
+int loader__outline(struct loader *ld, struct json_object **root)
+{
+	struct outline o;
+	int err = outline_pass(ld, &o, false, false);
+
+	/* Never in what khbpf writes: whole in memory, as json-c reads it. */
+	if (!err && o.escaped) {
+		json_object_put(o.root);
+		err = outline_pass(ld, &o, false, true);
+	}
+	*root = o.root;
+	if (!err)
+		return 0;
+	if (err != -EINVAL) {
+		read_error(ld, err);
+		return err;
+	}
+	/* Not JSON somewhere: the strict pass names the first place. */
+	err = loader__check_json(ld);
+	if (!err) {
+		/* The structure and json-c disagree: no place to name. */
+		ld->failed = -EINVAL;
+		snprintf(ld->err, ld->errlen, "is not JSON");
+	}
+	return ld->failed;
+}
+
+void loader__not_json(struct loader *ld)
+{
+	size_t line = 0, col = 0;
+
+	if (loader__check_json(ld))
+		return;
+	/* Whole in place, not on its own: it changed while it was read. */
+	ld->failed = -EINVAL;
+	if (jscan__line_col(ld->scan, ld->not_json_at, &line, &col))
+		snprintf(ld->err, ld->errlen, "changed while it was read");
+	else
+		snprintf(ld->err, ld->errlen, "changed while it was read (at line %zu, column %zu)",
+			 line, col);
+}
+
+void loader__find_placeholders(struct loader *ld, struct json_object *root)
+{
+	size_t on = 0;
+	int k;
+
+	for (k = 0; k < NR_STREAMS; k++) {
+		struct json_object *o = root;
+		char path[64], *key, *save = NULL;
+
+		if (!ld->streams[k].on)
+			continue;
+		snprintf(path, sizeof(path), "%s", report_stream_paths[k]);
+		for (key = strtok_r(path, ".", &save); key && o; key = strtok_r(NULL, ".", &save))
+			if (!json_object_is_type(o, json_type_object) ||
+			    !json_object_object_get_ex(o, key, &o))
+				o = NULL;
+		ld->streams[k].placeholder = o;
+		/* Not our "[]": a spelling of the key with escapes came last. */
+		if (!o || !json_object_is_type(o, json_type_array) || json_object_array_length(o))
+			ld->streams[k].on = false;
+		on += ld->streams[k].on;
+	}
+	ld->arrays_unread = ld->arrays_found > on;
+}
+
+/* One element, parsed on its own from the bytes the cursor goes over. */
+struct element {
+	struct json_tokener *tok;
+	struct json_object *obj; /* NULL for a JSON null too */
+	bool done, bad;
+};
+
+static int feed_element(void *ctx, uint64_t off, const char *p, size_t n)
+{
+	struct element *e = ctx;
+	enum json_tokener_error jerr;
+	size_t k;
+
+	(void)off;
+	while (n && !e->bad) {
+		k = n < FEED_MAX ? n : FEED_MAX;
+		/* Bytes after a whole value: not one value. */
+		if (e->done) {
+			e->bad = true;
+			break;
+		}
+		e->obj = json_tokener_parse_ex(e->tok, p, (int)k);
+		jerr = json_tokener_get_error(e->tok);
+		e->done = jerr == json_tokener_success;
+		if (jerr != json_tokener_continue &&
+		    (jerr != json_tokener_success || json_tokener_get_parse_end(e->tok) != k))
+			e->bad = true;
+		p += k;
+		n -= k;
+	}
+	return e->bad ? -EINVAL : 0;
+}
+
+/* The element at the cursor into *obj (NULL: a JSON null); -EINVAL (not JSON), -errno. */
+static int next_element(struct jscan *s, struct element *e, struct json_object **obj)
+{
+	int err, untap;
+
+	json_tokener_reset(e->tok);
+	e->obj = NULL;
+	e->done = false;
+	e->bad = false;
+	jscan__tap(s, feed_element, e);
+	err = jscan__skip_value(s);
+	untap = jscan__untap(s);
+	err = err ? err : untap;
+	/* A number ends at what follows it: a blank says it did. */
+	if (!err && !e->done && !e->bad) {
+		e->obj = json_tokener_parse_ex(e->tok, " ", 1);
+		e->done = json_tokener_get_error(e->tok) == json_tokener_success;
+		e->bad = !e->done;
+	}
+	*obj = e->obj;
+	if (!err && !e->bad)
+		return 0;
+	json_object_put(e->obj);
+	*obj = NULL;
+	return !err || err == -E2BIG ? -EINVAL : err;
+}
+
+size_t loader__stream_each(struct loader *ld, enum stream_id id,
+			   void (*fn)(struct loader *ld, struct json_object *o, size_t idx,
+				      void *arg),
+			   void *arg)
+{
+	struct stream *st = &ld->streams[id];
+	struct element e = { 0 };
+	struct jscan *s = ld->scan;
+	struct json_object *o;
+	uint64_t at = st->begin;
+	size_t n = 0;
+	int c, err = 0;
+
+	if (ld->failed)
+		return 0;
+	/* As deep as the element is in the document: the same depth limit. */
+	e.tok = tokener(REPORT_JSON_DEPTH - st->nesting - 1);
+	if (!e.tok) {
+		loader__nomem(ld);
+		return 0;
+	}
+	jscan__seek(s, st->begin);
+	c = jscan__peek(s);
+	if (c == '[') {
+		jscan__take(s);
+		c = jscan__peek(s);
+	} else {
+		err = -EINVAL;
+	}
+	if (!err && c == ']')
+		jscan__take(s);
+	else
+		while (!err && !ld->failed) {
+			at = jscan__tell(s);
+			err = next_element(s, &e, &o);
+			if (err)
+				break;
+			if (fn)
+				fn(ld, o, n, arg);
+			loader__walk_element_gaps(ld, id, o, n);
+			json_object_put(o);
+			n++;
+			c = jscan__peek(s);
+			if (c == ',' || c == ']')
+				jscan__take(s);
+			if (c == ']')
+				break;
+			if (c != ',')
+				err = c < 0 && c != -ENODATA ? c : -EINVAL;
+		}
+	json_tokener_free(e.tok);
+	if (!err && !ld->failed && n != st->count)
+		err = -EINVAL;
+	if (err == -EINVAL && !ld->failed) {
+		ld->not_json = true;
+		ld->not_json_at = at;
+		ld->failed = -EINVAL;
+	} else if (err) {
+		read_error(ld, err);
+	}
+	return ld->failed ? 0 : n;
+}
+
+size_t loader__stream_count(struct loader *ld, enum stream_id id)
+{
+	return ld->streams[id].count;
+}

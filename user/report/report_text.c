@@ -1,0 +1,691 @@
+// SPDX-License-Identifier: MIT
+/* `khbpf report FILE`: the terminal report. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "document/evjson.h"
+#include "report/report.h"
+
+#define BAR_WIDTH 40
+
+/* Evidence as a column: the number, a duration, or "-" for a gap. */
+static void col(char *buf, size_t len, struct ev_u64 ev, bool ns)
+{
+	if (!ev.recorded)
+		snprintf(buf, len, "-");
+	else if (ns)
+		report__fmt_ns(buf, len, ev.value);
+	else
+		snprintf(buf, len, "%" PRIu64, ev.value);
+}
+
+/* The six scheduler columns: on-CPU, runqueue delay, vol, invol, migrations, slices. */
+struct sched_cols {
+	char on[24], rq[24], vol[24], invol[24], mig[24], slices[24];
+};
+
+static void sched_cols(struct sched_cols *c, struct ev_u64 on, const struct scheduler_evidence *s)
+{
+	col(c->on, sizeof(c->on), on, true);
+	col(c->rq, sizeof(c->rq), s->scheduler_delay_ns.ev, true);
+	col(c->vol, sizeof(c->vol), s->voluntary_context_switches.ev, false);
+	col(c->invol, sizeof(c->invol), s->involuntary_context_switches.ev, false);
+	col(c->mig, sizeof(c->mig), s->cpu_migrations.ev, false);
+	col(c->slices, sizeof(c->slices), s->timeslices.ev, false);
+}
+
+/*
+ * Names from the kernel are any bytes: print them as valid UTF-8 without
+ * control characters, which could drive the terminal.
+ */
+static void put_name(FILE *f, const char *fmt, const char *s)
+{
+	char *clean = evjson__utf8_sanitize(s ? s : "", s ? strlen(s) : 0), *p;
+
+	for (p = clean; p && *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			*p = '?';
+	fprintf(f, fmt, clean ? clean : "?");
+	free(clean);
+}
+
+static void print_set(const struct report_doc *d, FILE *f);
+
+static void print_run(const struct report_doc *d, FILE *f)
+{
+	char wall[32], buf[64];
+	struct sched_cols c;
+	time_t secs = (time_t)(d->start_unix_ns / 1000000000u);
+	struct tm tm;
+
+	report__fmt_ns(wall, sizeof(wall), d->wall_ns);
+	fprintf(f, "khbpf report: pid %" PRIu64, d->pid);
+	put_name(f, " (%s)", d->comm);
+	fprintf(f, ", %s, window %s, ended by %s\n", d->mode ? d->mode : "?", wall,
+		d->end_reason ? d->end_reason : "?");
+	if (gmtime_r(&secs, &tm) && strftime(buf, sizeof(buf), "%Y-%m-%d %H:%M:%S UTC", &tm))
+		fprintf(f, "  started:  %s\n", buf);
+	if (d->exe)
+		put_name(f, "  exe:      %s\n", d->exe);
+	report__exit_phrase(d, buf, sizeof(buf));
+	fprintf(f, "  target:   %s\n", buf);
+	if (d->set_kind)
+		print_set(d, f);
+	if (d->khbpf_version)
+		fprintf(f, "  producer: khbpf %s, kernel %s\n", d->khbpf_version,
+			d->kernel_release ? d->kernel_release : "?");
+	if (!d->hardware_recorded) {
+		fprintf(f, "  totals:   hardware evidence %s\n", ev_gap__name(d->hardware_reason));
+		return;
+	}
+	sched_cols(&c, d->all_threads_cpu_ns, &d->totals);
+	fprintf(f,
+		"  totals:   on-CPU %s, runqueue delay %s, switches %s voluntary + %s involuntary, %s migrations, %s timeslices\n",
+		c.on, c.rq, c.vol, c.invol, c.mig, c.slices);
+	if (d->parallelism_milli.recorded)
+		fprintf(f, "  parallelism: %" PRIu64 ".%03" PRIu64 " CPUs busy on average, of %u\n",
+			d->parallelism_milli.value / 1000, d->parallelism_milli.value % 1000,
+			d->logical_cpus);
+}
+
+/* "lock 98.2%, sleep 1.8%": each cause with time, as a share of the blocked time. */
+static void put_causes(const struct report_blocked *b, FILE *f)
+{
+	char buf[256];
+
+	report__causes_phrase(b, buf, sizeof(buf));
+	fputs(buf, f);
+}
+
+static uint64_t blocked_total(const struct report_blocked *b)
+{
+	return report__blocked_total(b);
+}
+
+/* The first `max` wakers: "w-holder (1234) 58.1 ms x3, a timer 20.0 ms x2". */
+static void put_wakers(const struct report_blocked *b, size_t max, FILE *f)
+{
+	char buf[512];
+
+	report__wakers_phrase(b, max, buf, sizeof(buf));
+	fputs(buf, f);
+}
+
+/* Blocked time by cause and the wakers of each thread that was blocked at all. */
+static void print_blocked(const struct report_doc *d, FILE *f)
+{
+	char tot[24], un[24];
+	size_t i;
+
+	if (!d->blocked.present)
+		return;
+	if (!d->blocked.recorded) {
+		fprintf(f, "\nBlocked (off-CPU, not runnable): %s — %s\n",
+			ev_gap__name(d->blocked.reason),
+			report__gap_hint("scheduler_detail.value.blocked", d->blocked.reason));
+		return;
+	}
+	report__fmt_ns(tot, sizeof(tot), blocked_total(&d->blocked));
+	fprintf(f, "\nBlocked (off-CPU, not runnable), all threads: %s", tot);
+	if (blocked_total(&d->blocked)) {
+		fputs(": ", f);
+		put_causes(&d->blocked, f);
+	}
+	if (d->blocked.unattributed_ns) {
+		report__fmt_ns(un, sizeof(un),
+			       (uint64_t)(d->blocked.unattributed_ns < 0 ?
+						  -d->blocked.unattributed_ns :
+						  d->blocked.unattributed_ns));
+		fprintf(f, "; unattributed %s%s", d->blocked.unattributed_ns < 0 ? "-" : "", un);
+	}
+	fputc('\n', f);
+	for (i = 0; i < d->nr_listed; i++) {
+		const struct report_thread *th = &d->threads[i];
+		uint64_t t = blocked_total(&th->blocked);
+
+		if (!th->blocked.recorded || !t)
+			continue;
+		report__fmt_ns(tot, sizeof(tot), t);
+		put_name(f, "  %s", th->comm);
+		fprintf(f, " (%" PRIu64 "): %s, ", th->tid, tot);
+		put_causes(&th->blocked, f);
+		if (th->blocked.nr_wakers) {
+			fputs("; woken by ", f);
+			put_wakers(&th->blocked, 3, f);
+		}
+		fputc('\n', f);
+	}
+}
+
+static uint64_t on_cpu_key(struct sev_u64 v)
+{
+	return v.ev.recorded ? v.ev.value : 0;
+}
+
+/* Busiest first (a gap counts as none), then by pid. */
+static int by_cpu(const void *a, const void *b, void *ctx)
+{
+	const struct report_process *p = ctx, *x = &p[*(const size_t *)a],
+				    *y = &p[*(const size_t *)b];
+	uint64_t cx = on_cpu_key(x->on_cpu_ns), cy = on_cpu_key(y->on_cpu_ns);
+
+	if (x->on_cpu_ns.ev.recorded != y->on_cpu_ns.ev.recorded)
+		return x->on_cpu_ns.ev.recorded ? -1 : 1;
+	if (cx != cy)
+		return cx > cy ? -1 : 1;
+	return x->pid < y->pid ? -1 : x->pid > y->pid;
+}
+
+/* The processes in the order the report shows them (malloc'd), or NULL. */
+static size_t *process_order(const struct report_doc *d)
+{
+	size_t *o = calloc(d->nr_processes ? d->nr_processes : 1, sizeof(*o)), i;
+
+	if (!o)
+		return NULL;
+	for (i = 0; i < d->nr_processes; i++)
+		o[i] = i;
+	qsort_r(o, d->nr_processes, sizeof(*o), by_cpu, d->processes);
+	return o;
+}
+
+static void print_set(const struct report_doc *d, FILE *f)
+{
+	size_t i, forked = 0, exited = 0, left = 0;
+
+	for (i = 0; i < d->nr_processes; i++) {
+		forked += !strcmp(d->processes[i].joined, "fork");
+		exited += d->processes[i].exited;
+		left += d->processes[i].left_cgroup;
+	}
+	fprintf(f, "  set:      %s, %zu process%s (%zu forked in the window), %zu exited",
+		d->set_kind, d->nr_processes, d->nr_processes == 1 ? "" : "es", forked, exited);
+	if (left)
+		fprintf(f, ", %zu left the cgroups", left);
+	fputc('\n', f);
+}
+
+static void process_flags(const struct report_process *p, FILE *f)
+{
+	const char *sep = "  ";
+
+	if (!strcmp(p->joined, "root") || !strcmp(p->joined, "moved")) {
+		fprintf(f, "%s%s", sep, p->joined);
+		sep = ", ";
+	}
+	if (p->born) {
+		fprintf(f, "%sborn", sep);
+		sep = ", ";
+	}
+	if (p->exit_recorded) {
+		fprintf(f, "%s%s %" PRIu64, sep, p->exit_signaled ? "killed by signal" : "exited",
+			p->exit_value);
+		sep = ", ";
+	} else if (p->exited) {
+		fprintf(f, "%sexited", sep);
+		sep = ", ";
+	}
+	if (p->left_cgroup)
+		fprintf(f, "%sleft the cgroups", sep);
+}
+
+/* The set's processes, busiest first: the first REPORT_TEXT_PROCESSES unless all. */
+static void print_processes(const struct report_doc *d, const size_t *order, size_t shown, FILE *f)
+{
+	struct sched_cols c;
+	uint64_t threads = 0;
+	size_t i;
+
+	fprintf(f, "\nProcesses (%zu), busiest first\n", d->nr_processes);
+	fprintf(f, "  %10s %8s %-16s %7s %9s %9s %8s %8s %6s %7s\n", "PID", "PPID", "COMM",
+		"THREADS", "ON-CPU", "RQ-DELAY", "VOL", "INVOL", "MIGR", "SLICES");
+	for (i = 0; i < d->nr_processes; i++) {
+		const struct report_process *p = &d->processes[order[i]];
+		char ppid[24];
+
+		threads += p->threads;
+		if (i >= shown)
+			continue;
+		sched_cols(&c, p->on_cpu_ns.ev, &p->sched);
+		col(ppid, sizeof(ppid), p->ppid, false);
+		fprintf(f, "  %10" PRIu64 " %8s ", p->pid, ppid);
+		put_name(f, "%-16s", p->comm);
+		fprintf(f, " %7" PRIu64 " %9s %9s %8s %8s %6s %7s", p->threads, c.on, c.rq, c.vol,
+			c.invol, c.mig, c.slices);
+		process_flags(p, f);
+		fputc('\n', f);
+	}
+	if (d->hardware_recorded) {
+		sched_cols(&c, d->all_threads_cpu_ns, &d->totals);
+		fprintf(f, "  %10s %8s %-16s %7" PRIu64 " %9s %9s %8s %8s %6s %7s\n", "total", "",
+			"", threads, c.on, c.rq, c.vol, c.invol, c.mig, c.slices);
+	}
+	if (shown < d->nr_processes)
+		fprintf(f, "  %zu more processes (khbpf report --all lists every one)\n",
+			d->nr_processes - shown);
+}
+
+static void print_thread(const struct report_thread *th, FILE *f)
+{
+	struct sched_cols c;
+
+	sched_cols(&c, th->on_cpu_ns.ev, &th->sched);
+	fprintf(f, "  %10" PRIu64 " ", th->tid);
+	put_name(f, "%-16s", th->comm);
+	fprintf(f, " %9s %9s %8s %8s %6s %7s%s%s%s\n", c.on, c.rq, c.vol, c.invol, c.mig, c.slices,
+		th->born ? "  born" : "", th->born && th->exited ? "," : "",
+		th->exited ? (th->born ? " exited" : "  exited") : "");
+}
+
+/*
+ * The threads: of one process, in document order; of several, under their
+ * process, in the process table's order, for the processes it shows.
+ */
+static void print_threads(const struct report_doc *d, const size_t *order, size_t shown, FILE *f)
+{
+	struct sched_cols c;
+	size_t i, j, hidden = 0;
+
+	if (d->nr_processes > 1)
+		fprintf(f, "\nThreads (%zu), by process\n", d->nr_listed);
+	else
+		fprintf(f, "\nThreads (%zu)\n", d->nr_listed);
+	fprintf(f, "  %10s %-16s %9s %9s %8s %8s %6s %7s\n", "TID", "COMM", "ON-CPU", "RQ-DELAY",
+		"VOL", "INVOL", "MIGR", "SLICES");
+	if (d->nr_processes <= 1) {
+		for (i = 0; i < d->nr_listed; i++)
+			print_thread(&d->threads[i], f);
+	} else {
+		for (i = 0; i < d->nr_processes; i++) {
+			const struct report_process *p = &d->processes[order[i]];
+
+			if (i >= shown) {
+				for (j = 0; j < d->nr_listed; j++)
+					hidden += d->threads[j].pid == p->pid;
+				continue;
+			}
+			fprintf(f, "  pid %" PRIu64, p->pid);
+			put_name(f, " (%s)\n", p->comm);
+			for (j = 0; j < d->nr_listed; j++)
+				if (d->threads[j].pid == p->pid)
+					print_thread(&d->threads[j], f);
+		}
+		if (hidden)
+			fprintf(f, "  %zu more threads in %zu processes (khbpf report --all)\n",
+				hidden, d->nr_processes - shown);
+	}
+	if (!d->hardware_recorded)
+		return;
+	sched_cols(&c, d->all_threads_cpu_ns, &d->totals);
+	fprintf(f, "  %10s %-16s %9s %9s %8s %8s %6s %7s\n", "total", "", c.on, c.rq, c.vol,
+		c.invol, c.mig, c.slices);
+}
+
+static void bound(char *buf, size_t len, uint64_t ns)
+{
+	if (ns == UINT64_MAX)
+		snprintf(buf, len, "more");
+	else
+		report__fmt_ns(buf, len, ns);
+}
+
+static void print_rq(const struct report_doc *d, FILE *f)
+{
+	const struct report_rq *rq = &d->rq;
+	uint64_t max = 0;
+	char tot[24];
+	size_t i;
+	int j;
+
+	if (!rq->recorded) {
+		fprintf(f, "\nRunqueue delay histogram: %s — %s\n", ev_gap__name(rq->reason),
+			report__gap_hint("scheduler_detail", rq->reason));
+		return;
+	}
+	report__fmt_ns(tot, sizeof(tot), rq->wait_ns);
+	fprintf(f, "\nRunqueue delay, each wait on its own (all threads): %" PRIu64 " waits, %s\n",
+		rq->waits, tot);
+	if (rq->unbinned_waits)
+		fprintf(f, "  (%" PRIu64 " of them before the first look, known only as a sum)\n",
+			rq->unbinned_waits);
+	for (i = 0; i < rq->nr_buckets; i++)
+		max = rq->buckets[i].count > max ? rq->buckets[i].count : max;
+	if (!max) {
+		fprintf(f, "  (no wait in a bucket)\n");
+		return;
+	}
+	fprintf(f, "  %21s : %-10s distribution\n", "wait", "count");
+	for (i = 0; i < rq->nr_buckets; i++) {
+		const struct report_bucket *b = &rq->buckets[i];
+		int bar = (int)((unsigned __int128)b->count * BAR_WIDTH / max);
+		char lo[24], hi[24];
+
+		bound(lo, sizeof(lo), b->lower);
+		bound(hi, sizeof(hi), b->upper);
+		fprintf(f, "  %9s -> %-8s : %-10" PRIu64 " |", lo, hi, b->count);
+		for (j = 0; j < BAR_WIDTH; j++)
+			fputc(j < bar ? '*' : ' ', f);
+		fputs("|\n", f);
+	}
+}
+
+static void print_migrations(const struct report_doc *d, FILE *f)
+{
+	const struct report_rq *rq = &d->rq;
+
+	if (!rq->recorded || !rq->has_migrations)
+		return;
+	fprintf(f,
+		"\nMigrations by distance: smt-sibling %" PRIu64 ", same-llc %" PRIu64
+		", other-llc %" PRIu64 ", other-node %" PRIu64 ", unknown %" PRIu64,
+		rq->mig[0], rq->mig[1], rq->mig[2], rq->mig[3], rq->mig[4]);
+	if (rq->has_unseen)
+		fprintf(f, ", unseen %" PRIu64, rq->mig_unseen);
+	fputc('\n', f);
+}
+
+/* Upper bound of the bucket holding the q-th per mille call. */
+static uint64_t quantile(const struct report_metric *m, unsigned int permille)
+{
+	uint64_t want = (uint64_t)(((unsigned __int128)m->calls * permille + 999) / 1000), seen = 0;
+	size_t i;
+
+	for (i = 0; i < m->nr_hist; i++) {
+		seen += m->hist[i].count;
+		if (seen >= want)
+			return m->hist[i].upper;
+	}
+	return 0;
+}
+
+static void print_metric(const struct report_metric *m, uint64_t total, FILE *f)
+{
+	char inc[24], exc[24], mean[24], p50[24], p99[24], share[32] = "-";
+	bool known = m->has_totals && m->calls;
+
+	report__fmt_ns(inc, sizeof(inc), m->inclusive_ns);
+	report__fmt_ns(exc, sizeof(exc), m->exclusive_ns);
+	snprintf(mean, sizeof(mean), "-");
+	snprintf(p50, sizeof(p50), "-");
+	snprintf(p99, sizeof(p99), "-");
+	if (m->calls)
+		report__fmt_ns(mean, sizeof(mean), m->inclusive_ns / m->calls);
+	if (known && m->nr_hist) {
+		report__fmt_ns(p50, sizeof(p50), quantile(m, 500));
+		report__fmt_ns(p99, sizeof(p99), quantile(m, 990));
+	}
+	if (total) {
+		uint64_t pm = (uint64_t)((unsigned __int128)m->exclusive_ns * 1000 / total);
+
+		snprintf(share, sizeof(share), "%" PRIu64 ".%" PRIu64 "%%", pm / 10, pm % 10);
+	}
+	put_name(f, "  %-26s", m->id);
+	fprintf(f, " %8" PRIu64 "%s %10s %10s %6s %9s %9s %9s %5" PRIu64 "\n", m->calls,
+		m->has_totals ? " " : "*", inc, exc, share, mean, p50, p99, m->unfinished);
+}
+
+/* inclusive = on-CPU + runqueue + blocked (+ unattributed), for a metric with the sums. */
+static void print_metric_time(const struct report_metric *m, FILE *f)
+{
+	char inc[24], on[24], rq[24], bl[24], un[24];
+	int64_t u = m->blocked.unattributed_ns;
+
+	if (!m->has_ledger || !m->calls || !m->blocked.present)
+		return;
+	put_name(f, "  %-26s", m->id);
+	if (!m->blocked.recorded || !m->on_cpu_ns.recorded) {
+		fprintf(f, " blocked time %s\n",
+			ev_gap__name(m->blocked.recorded ? m->on_cpu_ns.reason :
+							   m->blocked.reason));
+		return;
+	}
+	report__fmt_ns(inc, sizeof(inc), m->inclusive_ns);
+	report__fmt_ns(on, sizeof(on), m->on_cpu_ns.value);
+	report__fmt_ns(rq, sizeof(rq), m->run_delay_ns);
+	report__fmt_ns(bl, sizeof(bl), blocked_total(&m->blocked));
+	fprintf(f, " %s = %s on-CPU + %s runqueue + %s blocked", inc, on, rq, bl);
+	if (blocked_total(&m->blocked)) {
+		fputs(" (", f);
+		put_causes(&m->blocked, f);
+		fputc(')', f);
+	}
+	if (u) {
+		report__fmt_ns(un, sizeof(un), (uint64_t)(u < 0 ? -u : u));
+		fprintf(f, " %c %s unattributed", u < 0 ? '-' : '+', un);
+	}
+	fputc('\n', f);
+	if (m->blocked.nr_wakers) {
+		fprintf(f, "  %-26s woken by ", "");
+		put_wakers(&m->blocked, 3, f);
+		fputc('\n', f);
+	}
+}
+
+static int print_spans(const struct report_doc *d, FILE *f)
+{
+	const struct report_metric **v;
+	bool partial = false;
+	uint64_t total = 0;
+	size_t i;
+
+	if (!d->spans_recorded) {
+		fprintf(f, "\nSpans: none recorded (events.availability %s) — %s\n",
+			ev_gap__name(d->spans_reason),
+			report__gap_hint("events.availability", d->spans_reason));
+		return 0;
+	}
+	fprintf(f,
+		"\nSpans: %zu records, %zu still open at the end, %" PRIu64 " dropped, %" PRIu64
+		" sampled out; %zu of %zu probe sites attached\n",
+		d->nr_spans - d->nr_open, d->nr_open, d->dropped_span_events, d->sampled_out_events,
+		d->nr_probes_attached, d->nr_probes);
+	for (i = 0; i < d->nr_failed_probes; i++) {
+		const struct report_probe *p = &d->failed_probes[i];
+
+		put_name(f, "  not attached: %s", p->object);
+		put_name(f, ":%s", p->symbol);
+		put_name(f, " (%s)", p->metric_id);
+		put_name(f, ": %s\n", p->reason ? p->reason : "no reason given");
+	}
+	if (d->nr_overlapping)
+		fprintf(f,
+			"  %zu spans cross a span they do not nest in (a damaged document): left out of the timeline and trace\n",
+			d->nr_overlapping);
+	if (!d->nr_metrics)
+		return 0;
+	v = report__metrics_by_exclusive(d, &total);
+	if (!v)
+		return -ENOMEM;
+	for (i = 0; i < d->nr_metrics; i++)
+		partial |= !v[i]->has_totals;
+	fprintf(f, "  %-26s %9s %10s %10s %6s %9s %9s %9s %5s\n", "METRIC (by exclusive time)",
+		"CALLS", "INCLUSIVE", "EXCLUSIVE", "EXCL%", "MEAN", "P50<=", "P99<=", "OPEN");
+	for (i = 0; i < d->nr_metrics; i++)
+		print_metric(v[i], total, f);
+	if (partial)
+		fprintf(f,
+			"  * not in span_metrics: from the span records kept, not exact totals\n");
+	for (i = 0; i < d->nr_metrics && !v[i]->blocked.present; i++)
+		;
+	if (i < d->nr_metrics) {
+		fprintf(f, "  %-26s %s\n", "METRIC (where the time went)",
+			"INCLUSIVE = ON-CPU + RUNQUEUE + BLOCKED (by cause)");
+		for (i = 0; i < d->nr_metrics; i++)
+			print_metric_time(v[i], f);
+	}
+	free(v);
+	return 0;
+}
+
+static void print_loss(const struct report_doc *d, FILE *f)
+{
+	size_t i;
+
+	if (!d->nr_losses && !d->nr_losses_unknown) {
+		fprintf(f, "\nLoss: none (every loss counter is zero)\n");
+		return;
+	}
+	fprintf(f, "\nLoss:");
+	if (!d->nr_losses)
+		fprintf(f, " none counted");
+	for (i = 0; i < d->nr_losses; i++)
+		fprintf(f, "%s %s %" PRIu64, i ? "," : "", d->losses[i].name, d->losses[i].value);
+	if (d->nr_losses_unknown)
+		fprintf(f, "; %zu loss counter%s unknown (gaps)", d->nr_losses_unknown,
+			d->nr_losses_unknown == 1 ? "" : "s");
+	fputc('\n', f);
+}
+
+/* Length of the path's parent ("a.b" of "a.b.c"), 0 when it has none. */
+static size_t parent_len(const char *path)
+{
+	const char *dot = strrchr(path, '.');
+
+	return dot ? (size_t)(dot - path) : 0;
+}
+
+static void print_gap(const struct report_doc *d, size_t i, size_t j, size_t plen, FILE *f)
+{
+	const struct report_gap *g = &d->gaps[i];
+	size_t k;
+
+	if (j - i == 1) {
+		put_name(f, "  %s", g->path);
+		if (g->count > 1)
+			fprintf(f, " (%" PRIu64 ")", g->count);
+	} else {
+		fprintf(f, "  %.*s.{", (int)plen, g->path);
+		for (k = i; k < j; k++) {
+			put_name(f, k > i ? ", %s" : "%s", d->gaps[k].path + plen + 1);
+			if (d->gaps[k].count > 1)
+				fprintf(f, " (%" PRIu64 ")", d->gaps[k].count);
+		}
+		fputc('}', f);
+	}
+	fprintf(f, ": %s — %s\n", ev_gap__name(g->reason), g->hint);
+}
+
+/*
+ * Gaps a user can fix first, siblings with one reason and one fix on one
+ * line; then those with nothing to fix and those this host cannot give,
+ * a line per reason (every one with all).
+ */
+static void print_gaps(const struct report_doc *d, bool all, FILE *f)
+{
+	size_t i, j, nr_cols = 0, plen;
+	int pass, r;
+
+	for (i = 0; i < d->nr_collectors; i++)
+		nr_cols += strcmp(d->collectors[i].availability, "available") != 0;
+	fprintf(f, "\nGaps: %" PRIu64 " fields in %zu groups; collectors not available: %zu\n",
+		d->gap_fields, d->nr_gaps, nr_cols);
+	for (i = 0; i < d->nr_collectors; i++) {
+		const struct report_collector *c = &d->collectors[i];
+
+		if (!strcmp(c->availability, "available"))
+			continue;
+		put_name(f, "  %s", c->id);
+		put_name(f, ": %s — ", c->availability);
+		put_name(f, "%s\n",
+			 c->detail ? c->detail : report__availability_hint(c->availability));
+	}
+	/* Pass 0: the gaps a user can fix; pass 1: the others, a line per reason. */
+	for (pass = 0; pass < 2; pass++) {
+		for (r = 0; r < EV_GAP__COUNT; r++) {
+			uint64_t fields = 0;
+			size_t groups = 0;
+
+			for (i = 0; i < d->nr_gaps; i = j) {
+				const struct report_gap *g = &d->gaps[i];
+
+				plen = parent_len(g->path);
+				/* Siblings with one reason and one fix share a line. */
+				for (j = i + 1; j < d->nr_gaps && plen; j++) {
+					const struct report_gap *h = &d->gaps[j];
+
+					if (h->reason != g->reason || h->hint != g->hint ||
+					    parent_len(h->path) != plen ||
+					    strncmp(h->path, g->path, plen))
+						break;
+				}
+				if ((int)g->reason != r ||
+				    (report__gap_kind(g) == REPORT_GAP_FIXABLE) != !pass)
+					continue;
+				if (!pass || all) {
+					print_gap(d, i, j, plen, f);
+					continue;
+				}
+				for (; i < j; i++) {
+					fields += d->gaps[i].count;
+					groups++;
+				}
+			}
+			if (groups)
+				fprintf(f,
+					"  %s: %" PRIu64
+					" fields in %zu groups, %s (khbpf report --all lists them)\n",
+					ev_gap__name((enum ev_gap)r), fields, groups,
+					r == EV_GAP_UNSUPPORTED ?
+						"which this host, kernel or CPU cannot give or need no fix" :
+						"with nothing to fix");
+		}
+	}
+}
+
+/*
+ * Rendered in memory first: the document's strings (versions, ids, paths,
+ * reasons) are printed as they are, and the whole report is then made
+ * valid UTF-8 with every control byte but '\n' shown as '?', so a
+ * document cannot drive the terminal.
+ */
+int report__text(const struct report_doc *d, FILE *f)
+{
+	return report__text_all(d, f, false);
+}
+
+int report__text_all(const struct report_doc *d, FILE *f, bool all)
+{
+	char *buf = NULL, *clean, *p;
+	size_t len = 0, shown;
+	size_t *order;
+	FILE *m;
+	int err;
+
+	order = process_order(d);
+	if (!order)
+		return -ENOMEM;
+	shown = all || d->nr_processes <= REPORT_TEXT_PROCESSES ? d->nr_processes :
+								  REPORT_TEXT_PROCESSES;
+	m = open_memstream(&buf, &len);
+	if (!m) {
+		free(order);
+		return -ENOMEM;
+	}
+	print_run(d, m);
+	if (d->nr_processes > 1)
+		print_processes(d, order, shown, m);
+	print_threads(d, order, shown, m);
+	free(order);
+	print_blocked(d, m);
+	print_rq(d, m);
+	print_migrations(d, m);
+	err = print_spans(d, m) ? -ENOMEM : 0;
+	print_loss(d, m);
+	print_gaps(d, all, m);
+	if (fclose(m) && !err)
+		err = -ENOMEM;
+	clean = err ? NULL : evjson__utf8_sanitize(buf, len);
+	free(buf);
+	if (!clean)
+		return -ENOMEM;
+	for (p = clean; *p; p++)
+		if (((unsigned char)*p < 0x20 && *p != '\n') || *p == 0x7f)
+			*p = '?';
+	fputs(clean, f);
+	free(clean);
+	return ferror(f) ? -EIO : 0;
+}

@@ -1,0 +1,417 @@
+// SPDX-License-Identifier: MIT
+/* serve's /metrics: the Prometheus families, from the groups, the collector and the last document. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <json-c/json.h>
+
+#include "document/blockcause.h"
+#include "serve/cglabels.h"
+#include "host/cpufreq.h"
+#include "serve/promtext.h"
+#include "serve/serve_groups.h"
+#include "serve/serve_metrics.h"
+#include "serve/serve_pressure.h"
+
+/* A cgroup row's labels from its path (--labels), found once per scrape. */
+struct row_cg {
+	struct cgpath_labels v;
+	struct prom_label l[CGLABELS_MAX_LABELS];
+	size_t n;
+};
+
+/* The labels of a row's series: at most cgroup, the path's five, and one more. */
+#define ROW_LABELS_MAX (2 + CGLABELS_MAX_LABELS)
+
+static size_t row_labels(const struct serve_metrics_src *s, const struct serve_row *r,
+			 const struct row_cg *cg, struct prom_label *l, const char *extra_name,
+			 const char *extra_value)
+{
+	size_t n = 0;
+
+	if (s->group_by == KHBPF_GROUP_CGROUP) {
+		l[n++] = (struct prom_label){ "cgroup", r->cgroup };
+		if (cg) {
+			memcpy(&l[n], cg->l, cg->n * sizeof(*l));
+			n += cg->n;
+		}
+	} else {
+		l[n++] = (struct prom_label){ "comm", r->comm };
+		if (s->top)
+			l[n++] = (struct prom_label){ "pid", r->pid };
+	}
+	if (extra_name)
+		l[n++] = (struct prom_label){ extra_name, extra_value };
+	return n;
+}
+
+enum field { F_ONCPU, F_VOL, F_INVOL, F_SLICES, F_MIGR, F_UNBINNED, F_UNBINNED_NS };
+
+static const struct {
+	const char *name;
+	enum prom_type type;
+	const char *unit;
+	enum field f;
+	const char *help;
+} group_families[] = {
+	{ "khbpf_oncpu_seconds", PROM_COUNTER, "seconds", F_ONCPU,
+	  "CPU time of the group's threads (se.sum_exec_runtime)" },
+	{ "khbpf_voluntary_switches", PROM_COUNTER, NULL, F_VOL,
+	  "Voluntary context switches (nvcsw): the thread blocked" },
+	{ "khbpf_involuntary_switches", PROM_COUNTER, NULL, F_INVOL,
+	  "Involuntary context switches (nivcsw): the thread was preempted" },
+	{ "khbpf_timeslices", PROM_COUNTER, NULL, F_SLICES,
+	  "Timeslices begun on a CPU (sched_info.pcount)" },
+	{ "khbpf_migrations", PROM_COUNTER, NULL, F_MIGR,
+	  "Moves to another CPU (se.nr_migrations)" },
+	{ "khbpf_runqueue_unbinned_waits", PROM_COUNTER, NULL, F_UNBINNED,
+	  "Runqueue waits seen only as a sum (thread not looked at between them), not in the "
+	  "histogram" },
+	{ "khbpf_runqueue_unbinned_delay_seconds", PROM_COUNTER, "seconds", F_UNBINNED_NS,
+	  "Total of the unbinned runqueue waits" },
+};
+
+static uint64_t field_of(const struct khbpf_group_acc *a, enum field f)
+{
+	switch (f) {
+	case F_ONCPU:
+		return a->k.sum_exec_runtime;
+	case F_VOL:
+		return a->k.nvcsw;
+	case F_INVOL:
+		return a->k.nivcsw;
+	case F_SLICES:
+		return a->k.pcount;
+	case F_MIGR:
+		return a->k.nr_migrations;
+	case F_UNBINNED:
+		return a->b.unbinned_waits;
+	case F_UNBINNED_NS:
+		return a->b.unbinned_ns;
+	}
+	return 0;
+}
+
+static const char *const mig_names[KHBPF_MIG_CLASSES] = { "smt", "llc", "other-llc", "other-node",
+							  "unknown" };
+
+static const struct row_cg *cg_of(const struct row_cg *cgs, size_t i)
+{
+	return cgs ? &cgs[i] : NULL;
+}
+
+int serve_metrics__rows(struct promtext *p, const struct serve_metrics_src *s,
+			const struct serve_row *rows, size_t nr)
+{
+	struct prom_label l[ROW_LABELS_MAX];
+	struct row_cg *cgs = NULL;
+	size_t i, j, n;
+	int err = 0;
+
+	if (s->labels && s->group_by == KHBPF_GROUP_CGROUP && nr) {
+		cgs = calloc(nr, sizeof(*cgs));
+		if (!cgs)
+			return -ENOMEM;
+		for (i = 0; i < nr; i++)
+			cgs[i].n =
+				cglabels__for_path(s->labels, rows[i].cgroup, &cgs[i].v, cgs[i].l);
+	}
+	for (j = 0; j < sizeof(group_families) / sizeof(group_families[0]) && !err; j++) {
+		err = promtext__family(p, group_families[j].name, group_families[j].type,
+				       group_families[j].unit, group_families[j].help);
+		for (i = 0; i < nr && !err; i++) {
+			uint64_t v = field_of(&rows[i].acc, group_families[j].f);
+
+			n = row_labels(s, &rows[i], cg_of(cgs, i), l, NULL, NULL);
+			err = group_families[j].unit ? promtext__ns_as_seconds(p, l, n, v) :
+						       promtext__u64(p, l, n, v);
+		}
+	}
+	err = err   ?:
+		      promtext__family(p, "khbpf_migrations_by_distance", PROM_COUNTER, NULL,
+				       "Moves to another CPU by topological distance "
+				       "(sched_migrate_task)");
+	for (i = 0; i < nr && !err; i++) {
+		for (j = 0; j < KHBPF_MIG_CLASSES && !err; j++) {
+			n = row_labels(s, &rows[i], cg_of(cgs, i), l, "distance", mig_names[j]);
+			err = promtext__u64(p, l, n, rows[i].acc.b.mig_class[j]);
+		}
+	}
+	/* Blocked time: where the kernel lets BPF time it (sched_collector__blocked). */
+	if (s->coll && sched_collector__blocked(s->coll)) {
+		err = err   ?:
+			      promtext__family(
+				      p, "khbpf_blocked_seconds", PROM_COUNTER, "seconds",
+				      "Time off-CPU and not runnable, by cause (lock, io, "
+				      "sleep, fault, other): each off-CPU stretch on the "
+				      "runqueue clock less the kernel's run_delay over it");
+		for (i = 0; i < nr && !err; i++) {
+			for (j = 0; j < KHBPF_BLOCK_CAUSES && !err; j++) {
+				n = row_labels(s, &rows[i], cg_of(cgs, i), l, "cause",
+					       blockcause__name((uint32_t)j));
+				err = promtext__ns_as_seconds(p, l, n, rows[i].acc.b.blocked.ns[j]);
+			}
+		}
+	}
+	err = err   ?:
+		      promtext__family(p, "khbpf_runqueue_delay_seconds", PROM_HISTOGRAM, "seconds",
+				       "Runqueue waits, each timed by the kernel (sched_info "
+				       "run_delay at each arrival)");
+	for (i = 0; i < nr && !err; i++) {
+		uint64_t hist[KHBPF_RQ_SLOTS];
+
+		n = row_labels(s, &rows[i], cg_of(cgs, i), l, NULL, NULL);
+		for (j = 0; j < KHBPF_RQ_SLOTS; j++)
+			hist[j] = rows[i].acc.b.wait_hist[j];
+		err = promtext__histogram_log2_ns(p, l, n, hist, KHBPF_RQ_SLOTS,
+						  rows[i].acc.b.wait_ns);
+	}
+	free(cgs);
+	return err;
+}
+
+static int render_groups(const struct serve_metrics_src *s, struct promtext *p)
+{
+	struct serve_row *rows = NULL;
+	size_t nr = 0;
+	int err;
+
+	err = serve_groups__rows(s->groups, &rows, &nr);
+	if (err)
+		return err;
+	err = serve_metrics__rows(p, s, rows, nr);
+	free(rows);
+	return err;
+}
+
+static int family_u64(struct promtext *p, const char *name, enum prom_type type, const char *help,
+		      uint64_t v)
+{
+	int err = promtext__family(p, name, type, NULL, help);
+
+	return err ?: promtext__u64(p, NULL, 0, v);
+}
+
+/* Collector health: the table, its evictions, and every loss counter. */
+static int render_self(const struct serve_metrics_src *s, struct promtext *p)
+{
+	struct sched_collector_stats st;
+	struct serve_groups_stats gs;
+	struct prom_label l[1];
+	size_t i;
+	int err;
+
+	serve_groups__stats(s->groups, &gs);
+	err = sched_collector__stats(s->coll, &st);
+	err = err   ?:
+		      family_u64(p, "khbpf_groups", PROM_GAUGE,
+				 "Groups (cgroups or processes) in the kernel's table",
+				 gs.nr_groups);
+	err = err   ?:
+		      family_u64(p, "khbpf_groups_max", PROM_GAUGE,
+				 "Bound of the kernel's group table (--max-groups)", gs.max_groups);
+	err = err   ?:
+		      family_u64(p, "khbpf_groups_created", PROM_COUNTER,
+				 "Groups the kernel added to its table", st.groups_made);
+	err = err   ?:
+		      family_u64(p, "khbpf_group_evictions", PROM_COUNTER,
+				 "Groups removed to keep the table under its bound (least recently "
+				 "active first)",
+				 gs.evicted);
+	err = err   ?:
+		      family_u64(p, "khbpf_groups_aged_out", PROM_COUNTER,
+				 "Groups removed after --max-age without activity", gs.aged_out);
+	err = err   ?:
+		      family_u64(
+			      p, "khbpf_group_overflow_switches", PROM_COUNTER,
+			      "Switch-outs summed into the (overflow) series: the table was full",
+			      st.group_overflow);
+	err = err   ?:
+		      family_u64(p, "khbpf_windows", PROM_COUNTER,
+				 "Evidence windows completed (--interval)", s->windows);
+	err = err   ?:
+		      family_u64(p, "khbpf_window_errors", PROM_COUNTER,
+				 "Windows whose document could not be built", s->window_errors);
+	err = err   ?:
+		      promtext__family(p, "khbpf_loss_events", PROM_COUNTER, NULL,
+				       "Events khbpf could not account, by cause (none is dropped "
+				       "silently)");
+#define LOSS(name, v)                                          \
+	do {                                                   \
+		l[0] = (struct prom_label){ "counter", name }; \
+		err = err ?: promtext__u64(p, l, 1, (v));      \
+	} while (0)
+	LOSS("task_storage_failures", st.storage_failures);
+	LOSS("exited_records_overflow", st.exited_overflow);
+	LOSS("final_switch_unmatched", st.final_unmatched);
+	LOSS("iterator_write_errors", st.iter_write_errors);
+	LOSS("retired_comms_beyond_bound", gs.retired_dropped);
+	LOSS("cgroup_names_beyond_bound", gs.names_dropped);
+	for (i = 0; i < st.nr_progs; i++) {
+		char name[64];
+
+		/* No series where the kernel does not count them (before 5.12). */
+		if (!st.progs[i].recursion_known)
+			continue;
+		snprintf(name, sizeof(name), "%s_recursion_misses", st.progs[i].name);
+		LOSS(name, st.progs[i].recursion_misses);
+	}
+#undef LOSS
+	if (!st.run_stats_enabled)
+		return err;
+	err = err   ?:
+		      promtext__family(p, "khbpf_bpf_run_seconds", PROM_COUNTER, "seconds",
+				       "Time in khbpf's BPF programs (--bpf-stats)");
+	for (i = 0; i < st.nr_progs && !err; i++) {
+		l[0] = (struct prom_label){ "program", st.progs[i].name };
+		err = promtext__ns_as_seconds(p, l, 1, st.progs[i].run_time_ns);
+	}
+	err = err   ?:
+		      promtext__family(p, "khbpf_bpf_runs", PROM_COUNTER, NULL,
+				       "Runs of khbpf's BPF programs (--bpf-stats)");
+	for (i = 0; i < st.nr_progs && !err; i++) {
+		l[0] = (struct prom_label){ "program", st.progs[i].name };
+		err = promtext__u64(p, l, 1, st.progs[i].run_cnt);
+	}
+	return err;
+}
+
+struct gap_walk {
+	struct promtext *p;
+	int pass; /* 0: available, 1: gap_info, 2: topology gauges */
+	int err;
+};
+
+/* Evidence values of the last document: "status" recorded or unavailable. */
+static void walk_evidence(struct gap_walk *w, const char *collector, const char *field,
+			  struct json_object *o)
+{
+	struct json_object *status, *reason, *value;
+	struct prom_label l[3] = { { "collector", collector }, { "field", field } };
+
+	if (w->err || !json_object_is_type(o, json_type_object))
+		return;
+	if (json_object_object_get_ex(o, "status", &status)) {
+		const char *st = json_object_get_string(status);
+		bool ok = !strcmp(st, "recorded");
+
+		if (w->pass == 0) {
+			w->err = promtext__u64(w->p, l, 2, ok);
+		} else if (w->pass == 1 && !ok && json_object_object_get_ex(o, "reason", &reason)) {
+			l[2] = (struct prom_label){ "reason", json_object_get_string(reason) };
+			w->err = promtext__u64(w->p, l, 3, 1);
+		} else if (w->pass == 2 && ok && !strcmp(collector, "topology") &&
+			   json_object_object_get_ex(o, "value", &value) &&
+			   json_object_is_type(value, json_type_int)) {
+			l[0] = (struct prom_label){ "field", field };
+			w->err = promtext__u64(w->p, l, 1, json_object_get_uint64(value));
+		}
+		return;
+	}
+	json_object_object_foreach(o, key, child) {
+		char path[128];
+
+		if (!json_object_is_type(child, json_type_object))
+			continue;
+		/* {"version", "value": {...}} wrappers add no name. */
+		if (!strcmp(key, "value"))
+			snprintf(path, sizeof(path), "%s", field);
+		else
+			snprintf(path, sizeof(path), "%s%s%s", field, field[0] ? "." : "", key);
+		walk_evidence(w, collector, path, child);
+	}
+}
+
+static void walk_document(struct gap_walk *w, struct json_object *doc)
+{
+	struct json_object *hw, *hv, *cols;
+	size_t i;
+
+	if (json_object_object_get_ex(doc, "collectors", &cols) && w->pass < 2) {
+		for (i = 0; i < json_object_array_length(cols) && !w->err; i++) {
+			struct json_object *c = json_object_array_get_idx(cols, i), *name, *av;
+			struct prom_label l[3];
+			bool ok;
+
+			if (!json_object_object_get_ex(c, "collector", &name) ||
+			    !json_object_object_get_ex(c, "availability", &av))
+				continue;
+			ok = !strcmp(json_object_get_string(av), "available");
+			l[0] = (struct prom_label){ "collector", json_object_get_string(name) };
+			l[1] = (struct prom_label){ "field", "*" };
+			if (w->pass == 0) {
+				w->err = promtext__u64(w->p, l, 2, ok);
+			} else if (!ok) {
+				l[2] = (struct prom_label){ "reason", json_object_get_string(av) };
+				w->err = promtext__u64(w->p, l, 3, 1);
+			}
+		}
+	}
+	if (!json_object_object_get_ex(doc, "hardware", &hw))
+		return;
+	if (!json_object_object_get_ex(hw, "value", &hv)) {
+		walk_evidence(w, "hardware", "", hw);
+		return;
+	}
+	json_object_object_foreach(hv, key, child) {
+		walk_evidence(w, key, "", child);
+	}
+}
+
+/* CPU frequency now (cpufreq sysfs); no series when there is none (its gap says why). */
+static int render_frequency(const struct serve_metrics_src *s, struct promtext *p)
+{
+	struct cpu_frequency_sample f;
+	enum ev_gap gap;
+	struct prom_label l[1];
+	int err;
+
+	if (cpufreq__sample(s->root ?: "/", 0, &f, &gap))
+		return 0;
+	err = promtext__family(
+		p, "khbpf_cpu_frequency_hertz", PROM_GAUGE, "hertz",
+		"Current CPU frequency over the online CPUs (cpufreq scaling_cur_freq)");
+	l[0] = (struct prom_label){ "stat", "min" };
+	err = err ?: promtext__u64(p, l, 1, f.min_khz * 1000);
+	l[0] = (struct prom_label){ "stat", "mean" };
+	err = err ?: promtext__u64(p, l, 1, f.mean_khz * 1000);
+	l[0] = (struct prom_label){ "stat", "max" };
+	err = err ?: promtext__u64(p, l, 1, f.max_khz * 1000);
+	return err   ?:
+		       family_u64(p, "khbpf_cpu_frequency_cpus", PROM_GAUGE,
+				  "CPUs the frequency was read from", f.cpu_count);
+}
+
+int serve_metrics__gaps(struct promtext *p, struct json_object *doc)
+{
+	struct gap_walk w = { .p = p };
+
+	w.err = promtext__family(p, "khbpf_evidence_available", PROM_GAUGE, NULL,
+				 "1 when the last window recorded the field, 0 when it is a gap");
+	if (doc)
+		walk_document(&w, doc);
+	w.pass = 1;
+	w.err = w.err ?:
+			promtext__family(p, "khbpf_evidence_gap", PROM_INFO, NULL,
+					 "Why a field of the last window is a gap");
+	if (doc)
+		walk_document(&w, doc);
+	w.pass = 2;
+	w.err = w.err ?:
+			promtext__family(p, "khbpf_topology", PROM_GAUGE, NULL,
+					 "Host CPU topology of the last window, by field");
+	if (doc)
+		walk_document(&w, doc);
+	return w.err;
+}
+
+int serve_metrics__render(struct promtext *p, const struct serve_metrics_src *src)
+{
+	int err = render_groups(src, p);
+
+	err = err ?: render_self(src, p);
+	err = err ?: serve_metrics__gaps(p, src->doc);
+	err = err ?: render_frequency(src, p);
+	return err ?: serve_pressure__render(p, src);
+}

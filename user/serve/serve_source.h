@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What one scrape's metrics are read from: the collector, the groups, the
+ * labels and the last window's document (serve_metrics.c, serve_pressure.c).
+ */
+#ifndef KHBPF_SERVE_SOURCE_H
+#define KHBPF_SERVE_SOURCE_H
+
+#include <stdint.h>
+
+struct cglabels;
+struct json_object;
+struct sched_collector;
+struct serve_groups;
+
+/* What one scrape reads. */
+struct serve_metrics_src {
+	struct serve_groups *groups;
+	struct sched_collector *coll;
+	uint32_t group_by; /* KHBPF_GROUP_*: which labels a group's series has */
+	uint32_t top; /* process: --top, so series have a pid label */
+	const struct cglabels *labels; /* cgroup: labels from each path (--labels), or NULL */
+	const char *root; /* procfs/sysfs root; NULL → "/" */
+	struct json_object *doc; /* the last window's document; NULL before one */
+	uint64_t windows, window_errors;
+};
+
+#endif /* KHBPF_SERVE_SOURCE_H */

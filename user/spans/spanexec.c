@@ -1,0 +1,162 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Span sites of binaries a set's processes exec during the window: a
+ * process that execs a binary none of the set's objects was gets its sites
+ * (its annotations, and the --span requests it resolves) in its executable
+ * and the libraries it needs found and attached, once per object, for
+ * every process, as the exec is reported (set_events). Calls it makes
+ * before that are not measured: each such exec is counted.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "spans/spanrun.h"
+
+static bool was_searched(const struct span_run *r, const char *object)
+{
+	size_t i;
+
+	for (i = 0; i < r->nr_searched; i++)
+		if (!strcmp(r->searched[i], object))
+			return true;
+	return false;
+}
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Grows the site arrays by n; 0 or -ENOMEM (nothing changed). */
+static int grow_sites(struct span_run *r, size_t n)
+{
+	size_t total = r->nr_sites + n;
+	struct span_site *sites = realloc(r->sites, total * sizeof(*sites));
+	uint32_t *metric, *pid;
+	uint64_t *delay;
+
+	if (!sites)
+		return -ENOMEM;
+	r->sites = sites;
+	metric = realloc(r->site_metric, total * sizeof(*metric));
+	if (!metric)
+		return -ENOMEM;
+	r->site_metric = metric;
+	pid = realloc(r->site_exec_pid, total * sizeof(*pid));
+	if (!pid)
+		return -ENOMEM;
+	r->site_exec_pid = pid;
+	delay = realloc(r->site_exec_delay_ns, total * sizeof(*delay));
+	if (!delay)
+		return -ENOMEM;
+	r->site_exec_delay_ns = delay;
+	return 0;
+}
+
+/* What the process runs: its executable (a script's interpreter), else the path it exec'd. */
+static bool exe_of(const struct khbpf_exec_event *e, char *exe, size_t size)
+{
+	char link[64];
+	ssize_t n;
+
+	snprintf(link, sizeof(link), "/proc/%u/exe", e->pid);
+	n = readlink(link, exe, size - 1);
+	if (n > 0) {
+		exe[n] = '\0';
+		return true;
+	}
+	if (e->path[0] != '/')
+		return false;
+	snprintf(exe, size, "%s", e->path);
+	return true;
+}
+
+void span_run__on_exec(void *ctx, const struct khbpf_exec_event *e)
+{
+	struct span_run *r = ctx;
+	char exe[PATH_MAX], **objects = NULL, **fresh, reason[256];
+	struct span_site *found = NULL;
+	struct sched_span_site *v;
+	size_t nr_objects = 0, nr_fresh = 0, nr_found = 0, i, n = 0, first;
+	uint64_t now;
+	int err;
+
+	if (!r->coll || !exe_of(e, exe, sizeof(exe))) {
+		r->exec_search_errors++;
+		return;
+	}
+	if (was_searched(r, exe))
+		return;
+	/* The executable first: a --span without an object names a function of it. */
+	if (spanfind__needed_objects(exe, &objects, &nr_objects, reason, sizeof(reason)))
+		nr_objects = 0;
+	fresh = calloc(nr_objects + 1, sizeof(*fresh));
+	if (!fresh) {
+		spanfind__free_objects(objects, nr_objects);
+		return;
+	}
+	fresh[nr_fresh++] = exe;
+	for (i = 0; i < nr_objects; i++)
+		if (strcmp(objects[i], exe) && !was_searched(r, objects[i]))
+			fresh[nr_fresh++] = objects[i];
+	err = spanfind__discover_list("/", fresh, nr_fresh, r->reqs, r->nr_reqs, r->no_annotations,
+				      &found, &nr_found);
+	for (i = 0; i < nr_fresh; i++)
+		span_run__searched(r, fresh[i]);
+	free(fresh);
+	spanfind__free_objects(objects, nr_objects);
+	/* What it could not resolve was said at the start; only what it adds is kept. */
+	for (i = 0; !err && i < nr_found; i++)
+		n += !found[i].err;
+	if (err || !n || grow_sites(r, n)) {
+		spanfind__free(found, nr_found);
+		return;
+	}
+	v = calloc(n, sizeof(*v));
+	if (!v) {
+		spanfind__free(found, nr_found);
+		return;
+	}
+	first = r->nr_sites;
+	for (i = 0, n = 0; i < nr_found; i++) {
+		uint32_t metric;
+
+		if (found[i].err || span_run__metric_index(r, found[i].metric, &metric))
+			continue;
+		r->sites[first + n] = found[i];
+		r->site_metric[first + n] = metric;
+		r->site_exec_pid[first + n] = e->pid;
+		v[n] = (struct sched_span_site){ .path = r->sites[first + n].open_path,
+						 .offset = found[i].offset,
+						 .metric = metric };
+		n++;
+	}
+	spanfind__free(found, nr_found);
+	r->nr_sites += n;
+	err = n ? sched_collector__attach_spans(r->coll, v, n, -1) : 0;
+	now = mono_ns();
+	for (i = 0; i < n; i++) {
+		struct span_site *s = &r->sites[first + i];
+
+		r->site_exec_delay_ns[first + i] = now > e->ns ? now - e->ns : 0;
+		if (err < 0 || v[i].err) {
+			s->err = err < 0 ? err : v[i].err;
+			snprintf(s->reason, sizeof(s->reason),
+				 "%.100s: cannot attach uprobes at offset 0x%llx: %.60s", s->object,
+				 (unsigned long long)s->offset, strerror(-s->err));
+			continue;
+		}
+		r->nr_attached++;
+	}
+	if (err > 0)
+		r->execs_late++;
+	free(v);
+}

@@ -1,0 +1,367 @@
+// SPDX-License-Identifier: MIT
+/*
+ * spanfind__discover: the annotations of every object, then each --span
+ * request resolved to the objects it names. Reading one ELF file is
+ * spanelf's; finding and opening a process's objects is spanobjects'.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "lib/fsutil.h"
+#include "spans/spanelf.h"
+#include "spans/spanfind.h"
+#include "spans/spanobjects.h"
+
+/* Index of the mapped object that is the process's executable, or -1. */
+static ssize_t main_object(const char *root, pid_t pid, char **objects, size_t nr)
+{
+	char path[PATH_MAX];
+	struct stat exe, st;
+	size_t i;
+
+	if (!pid)
+		return nr ? 0 : -1; /* the command comes first in its list */
+	if (fsutil__path(path, sizeof(path), root, "/proc/%d/exe", (int)pid) < 0 ||
+	    stat(path, &exe))
+		return -1;
+	for (i = 0; i < nr; i++) {
+		if (spanobjects__open_path(path, root, pid, objects[i]) || stat(path, &st))
+			continue;
+		if (st.st_dev == exe.st_dev && st.st_ino == exe.st_ino)
+			return (ssize_t)i;
+	}
+	return -1;
+}
+
+static int annotations_of(struct site_vec *vec, const char *root, pid_t pid, const char *object)
+{
+	char open_path[PATH_MAX], reason[256];
+	struct elf_file f;
+	int err;
+
+	if (spanobjects__open_path(open_path, root, pid, object)) {
+		snprintf(reason, sizeof(reason), "the path of %s in process %d is too long", object,
+			 (int)pid);
+		err = site_vec__push_file_error(vec, object, "", NULL, NULL, true, -ENAMETOOLONG,
+						reason);
+		return err == -ENOMEM ? err : 0;
+	}
+	err = elf_file__open(&f, open_path, object, reason, sizeof(reason));
+	/* Only an ELF file can carry notes: nothing is missed in one that is not. */
+	if (err == -ENOEXEC)
+		return 0;
+	if (err) {
+		err = site_vec__push_file_error(vec, object, open_path, NULL, NULL, true, err,
+						reason);
+		return err == -ENOMEM ? err : 0;
+	}
+	err = elf_file__load_syms(&f);
+	if (!err)
+		err = spanelf__notes_scan(vec, &f, object, open_path);
+	elf_file__close(&f);
+	return err;
+}
+
+static bool object_matches(const char *mapped, const char *want, bool prefix)
+{
+	const char *base = strrchr(mapped, '/');
+	size_t len = strlen(want), mlen = strlen(mapped);
+
+	base = base ? base + 1 : mapped;
+	if (want[0] == '/')
+		return !strcmp(mapped, want);
+	if (strchr(want, '/'))
+		return mlen > len && !strcmp(mapped + mlen - len, want) &&
+		       mapped[mlen - len - 1] == '/';
+	if (prefix)
+		return !strncmp(base, want, len) && base[len] == '.';
+	return !strcmp(base, want);
+}
+
+/* What one request found in one object, for the error when nothing matched anywhere. */
+struct request_result {
+	size_t matched;
+	bool opened, has_symtab;
+	char open_path[PATH_MAX];
+};
+
+/* Sites of one request in one object; file errors become error sites. */
+static int request_in(struct site_vec *vec, const char *root, pid_t pid, const char *object,
+		      const struct span_request *req, struct request_result *res)
+{
+	char reason[256];
+	struct elf_file f;
+	int err;
+
+	res->matched = 0;
+	res->opened = false;
+	if (spanobjects__open_path(res->open_path, root, pid, object)) {
+		snprintf(reason, sizeof(reason), "the path of %s in process %d is too long", object,
+			 (int)pid);
+		err = site_vec__push_file_error(vec, object, "", req->symbol, req->metric, false,
+						-ENAMETOOLONG, reason);
+		return err == -ENOMEM ? err : 0;
+	}
+	err = elf_file__open(&f, res->open_path, object, reason, sizeof(reason));
+	if (err) {
+		err = site_vec__push_file_error(vec, object, res->open_path, req->symbol,
+						req->metric, false, err, reason);
+		return err == -ENOMEM ? err : 0;
+	}
+	res->opened = true;
+	err = elf_file__load_syms(&f);
+	if (!err)
+		err = spanelf__symbols_scan(vec, &f, object, res->open_path, req->symbol,
+					    req->metric, &res->matched);
+	res->has_symtab = f.has_symtab;
+	elf_file__close(&f);
+	return err;
+}
+
+/* Marks the mapped objects a request names (see spanfind__discover); returns how many. */
+static size_t request_objects(char **objects, size_t nr, ssize_t main_idx, const char *want,
+			      bool *match)
+{
+	bool prefix = false;
+	size_t i, found;
+
+	for (;;) {
+		for (i = 0, found = 0; i < nr; i++) {
+			match[i] = want ? object_matches(objects[i], want, prefix) :
+					  (ssize_t)i == main_idx;
+			found += match[i];
+		}
+		if (found || prefix || !want || strchr(want, '/'))
+			return found;
+		prefix = true;
+	}
+}
+
+static int resolve_request(struct site_vec *vec, const char *root, pid_t pid, char **objects,
+			   size_t nr, ssize_t main_idx, const struct span_request *req)
+{
+	struct request_result res, last = { 0 };
+	const char *want = req->object, *last_obj = NULL;
+	size_t i, found, total = 0;
+	struct span_site *s;
+	bool *match;
+	int err = 0;
+
+	match = calloc(nr ? nr : 1, sizeof(*match));
+	if (!match)
+		return -ENOMEM;
+	found = request_objects(objects, nr, main_idx, want, match);
+	if (!found && !want) {
+		s = site_vec__push(vec, "", "", false);
+		if (!s) {
+			err = -ENOMEM;
+			goto out;
+		}
+		spansite__copy_str(s->symbol, sizeof(s->symbol), req->symbol);
+		span_site__fail(
+			s, -ENOENT,
+			"the main executable of process %d is not among its mapped objects, so '%s' cannot be looked up",
+			(int)pid, req->symbol);
+		goto out;
+	}
+	/* An absolute path need not be mapped yet: a uprobe waits for its inode. */
+	if (!found && want[0] == '/') {
+		err = request_in(vec, root, pid, want, req, &last);
+		total = last.matched;
+		last_obj = want;
+	} else if (!found) {
+		s = site_vec__push(vec, want, "", false);
+		if (!s) {
+			err = -ENOMEM;
+			goto out;
+		}
+		spansite__copy_str(s->symbol, sizeof(s->symbol), req->symbol);
+		if (req->metric)
+			spansite__copy_str(s->metric, sizeof(s->metric), req->metric);
+		if (pid)
+			span_site__fail(
+				s, -ENOENT,
+				"%s is not mapped by process %d, so '%s' cannot be probed there",
+				want, (int)pid, req->symbol);
+		else
+			span_site__fail(
+				s, -ENOENT,
+				"%s is not among the command's libraries as ld.so resolves them (a library it dlopen()s later is not known before it runs; give its path or use `attach`), so '%s' cannot be probed there",
+				want, req->symbol);
+		goto out;
+	}
+	for (i = 0; i < nr && !err; i++) {
+		if (!match[i])
+			continue;
+		err = request_in(vec, root, pid, objects[i], req, &res);
+		total += res.matched;
+		if (res.opened) {
+			last = res;
+			last_obj = objects[i];
+		}
+	}
+	/* One error for the request, whichever objects it looked in. */
+	if (!err && !total && last.opened)
+		err = site_vec__push_not_found(vec, last.has_symtab, last_obj, last.open_path,
+					       req->symbol, req->metric);
+out:
+	free(match);
+	return err;
+}
+
+static int requests_valid(const struct span_request *reqs, size_t nr_reqs)
+{
+	size_t i;
+
+	for (i = 0; i < nr_reqs; i++)
+		if (!reqs[i].symbol || !*reqs[i].symbol ||
+		    (reqs[i].metric && !spansite__metric_valid(reqs[i].metric)) ||
+		    (reqs[i].object && !*reqs[i].object))
+			return -EINVAL;
+	return 0;
+}
+
+/* Notes of every object, then each request among them; pid 0: host paths. */
+static int discover_in(const char *root, pid_t pid, char **objects, size_t nr_objects,
+		       const struct span_request *reqs, size_t nr_reqs, bool no_annotations,
+		       struct span_site **sites, size_t *nr)
+{
+	struct site_vec vec = { 0 };
+	ssize_t main_idx;
+	size_t i;
+	int err = 0;
+
+	for (i = 0; !no_annotations && i < nr_objects; i++) {
+		err = annotations_of(&vec, root, pid, objects[i]);
+		if (err)
+			goto out;
+	}
+	main_idx = main_object(root, pid, objects, nr_objects);
+	for (i = 0; i < nr_reqs; i++) {
+		err = resolve_request(&vec, root, pid, objects, nr_objects, main_idx, &reqs[i]);
+		if (err)
+			goto out;
+	}
+	err = site_vec__hand_over(&vec, sites, nr);
+out:
+	free(vec.v);
+	return err;
+}
+
+int spanfind__discover(const char *root, pid_t pid, const struct span_request *reqs, size_t nr_reqs,
+		       bool no_annotations, struct span_site **sites, size_t *nr)
+{
+	char **objects = NULL;
+	size_t nr_objects = 0;
+	int err;
+
+	if (!sites || !nr || (nr_reqs && !reqs) || pid <= 0)
+		return -EINVAL;
+	err = requests_valid(reqs, nr_reqs);
+	err = err ?: spanfind__mapped_objects(root, pid, &objects, &nr_objects);
+	if (err)
+		return err;
+	err = discover_in(root, pid, objects, nr_objects, reqs, nr_reqs, no_annotations, sites, nr);
+	spanfind__free_objects(objects, nr_objects);
+	return err;
+}
+
+static bool site_known(const struct span_site *v, size_t n, const struct span_site *s)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (v[i].offset == s->offset && !strcmp(v[i].object, s->object) &&
+		    !strcmp(v[i].metric, s->metric))
+			return true;
+	return false;
+}
+
+int spanfind__discover_pids(const char *root, const pid_t *pids, size_t nr_pids,
+			    const struct span_request *reqs, size_t nr_reqs, bool no_annotations,
+			    struct span_site **sites, size_t *nr)
+{
+	char **seen = NULL, **objects = NULL, **fresh, **more_seen;
+	size_t nr_seen = 0, nr_objects = 0, nr_fresh, i, j, k;
+	struct span_site *more = NULL, *grown;
+	size_t nr_more = 0;
+	int err;
+
+	if (!nr_pids)
+		return -EINVAL;
+	err = spanfind__discover(root, pids[0], reqs, nr_reqs, no_annotations, sites, nr);
+	if (err)
+		return err;
+	err = spanfind__mapped_objects(root, pids[0], &seen, &nr_seen);
+	for (i = 1; !err && i < nr_pids; i++) {
+		/* A process gone meanwhile, or unreadable, adds nothing. */
+		if (spanfind__mapped_objects(root, pids[i], &objects, &nr_objects))
+			continue;
+		fresh = calloc(nr_objects + 1, sizeof(*fresh));
+		if (!fresh) {
+			err = -ENOMEM;
+			break;
+		}
+		for (j = 0, nr_fresh = 0; j < nr_objects; j++) {
+			for (k = 0; k < nr_seen && strcmp(seen[k], objects[j]); k++)
+				;
+			if (k == nr_seen)
+				fresh[nr_fresh++] = objects[j];
+		}
+		if (nr_fresh && !discover_in(root, pids[i], fresh, nr_fresh, reqs, nr_reqs,
+					     no_annotations, &more, &nr_more)) {
+			/* Only what it adds: a request it cannot resolve was said for the first. */
+			for (j = 0; j < nr_more && !err; j++) {
+				if (more[j].err || site_known(*sites, *nr, &more[j]))
+					continue;
+				grown = realloc(*sites, (*nr + 1) * sizeof(*grown));
+				if (!grown) {
+					err = -ENOMEM;
+					break;
+				}
+				*sites = grown;
+				grown[(*nr)++] = more[j];
+			}
+			spanfind__free(more, nr_more);
+			more = NULL;
+			nr_more = 0;
+		}
+		/* Its objects are seen now: the array takes them over, the rest are freed. */
+		more_seen = realloc(seen, (nr_seen + nr_fresh + 1) * sizeof(*more_seen));
+		if (!more_seen) {
+			err = -ENOMEM;
+		} else {
+			seen = more_seen;
+			for (j = 0; j < nr_fresh; j++)
+				seen[nr_seen++] = fresh[j];
+		}
+		for (j = 0; j < nr_objects; j++) {
+			for (k = 0; k < nr_fresh && fresh[k] != objects[j]; k++)
+				;
+			if (k == nr_fresh || err)
+				free(objects[j]);
+		}
+		free(objects);
+		objects = NULL;
+		free(fresh);
+	}
+	spanfind__free_objects(seen, nr_seen);
+	return err;
+}
+
+int spanfind__discover_list(const char *root, char **objects, size_t nr_objects,
+			    const struct span_request *reqs, size_t nr_reqs, bool no_annotations,
+			    struct span_site **sites, size_t *nr)
+{
+	int err;
+
+	if (!sites || !nr || (nr_reqs && !reqs) || !nr_objects)
+		return -EINVAL;
+	err = requests_valid(reqs, nr_reqs);
+	return err   ?:
+		       discover_in(root, 0, objects, nr_objects, reqs, nr_reqs, no_annotations,
+				   sites, nr);
+}

@@ -1,0 +1,580 @@
+// SPDX-License-Identifier: MIT
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "collect/sched_window.h"
+#include "spans/spanrun.h"
+
+#define STR_(x) #x
+#define STR(x) STR_(x)
+#define SPAN_SITES_MAX_STR STR(KHBPF_MAX_SPAN_SITES)
+
+int span_run__metric_index(struct span_run *r, const char *name, uint32_t *idx)
+{
+	size_t i;
+
+	for (i = 0; i < r->nr_metrics; i++) {
+		if (!strcmp(r->metrics[i], name)) {
+			*idx = (uint32_t)i;
+			return 0;
+		}
+	}
+	if (r->nr_metrics == KHBPF_MAX_METRICS)
+		return -E2BIG;
+	snprintf(r->metrics[r->nr_metrics], SPANFIND_METRIC_MAX, "%s", name);
+	*idx = (uint32_t)r->nr_metrics++;
+	return 0;
+}
+
+int span_run__searched(struct span_run *r, const char *object)
+{
+	char **grown;
+	size_t i;
+
+	for (i = 0; i < r->nr_searched; i++)
+		if (!strcmp(r->searched[i], object))
+			return 0;
+	grown = realloc(r->searched, (r->nr_searched + 1) * sizeof(*grown));
+	if (!grown)
+		return -ENOMEM;
+	r->searched = grown;
+	grown[r->nr_searched] = strdup(object);
+	if (!grown[r->nr_searched])
+		return -ENOMEM;
+	r->nr_searched++;
+	return 0;
+}
+
+static void site_error(struct span_site *s, int err, const char *what, const char *why)
+{
+	s->err = err;
+	snprintf(s->reason, sizeof(s->reason), "%.120s: %.120s", what, why);
+}
+
+/*
+ * run: the command is not started yet. Its executable and the libraries its
+ * loader will map are known (spanfind__needed_objects); uprobes on them
+ * attach by inode, before anything is mapped.
+ */
+static int discover_exe(struct span_run *r, const struct span_run_opts *o)
+{
+	char *self[1] = { (char *)o->exe }, **objects = NULL, reason[256] = "";
+	size_t nr = 0;
+	int err;
+
+	err = spanfind__needed_objects(o->exe, &objects, &nr, reason, sizeof(reason));
+	if (err == -ENOMEM)
+		return err;
+	if (err) {
+		/* The executable alone; say why its libraries were not searched. */
+		struct span_site *grown = realloc(r->sites, (r->nr_sites + 1) * sizeof(*grown));
+
+		if (!grown)
+			return -ENOMEM;
+		r->sites = grown;
+		memset(&grown[r->nr_sites], 0, sizeof(*grown));
+		snprintf(grown[r->nr_sites].object, sizeof(grown->object), "%s", o->exe);
+		grown[r->nr_sites].err = err;
+		snprintf(grown[r->nr_sites].reason, sizeof(grown->reason), "%s", reason);
+		r->nr_sites++;
+	}
+	err = spanfind__discover_list("/", err ? self : objects, err ? 1 : nr, o->reqs, o->nr_reqs,
+				      o->no_annotations, &r->sites, &r->nr_sites);
+	spanfind__free_objects(objects, nr);
+	return err;
+}
+
+int span_run__discover(struct span_run *r, const struct span_run_opts *o)
+{
+	size_t i;
+	int err;
+
+	memset(r, 0, sizeof(*r));
+	r->reqs = o->reqs;
+	r->nr_reqs = o->nr_reqs;
+	r->no_annotations = o->no_annotations;
+	r->max_records = o->max_records ? o->max_records : KHBPF_DEFAULT_MAX_SPANS;
+	span_store__init(&r->events, r->max_records);
+	r->metrics = calloc(KHBPF_MAX_METRICS, sizeof(*r->metrics));
+	if (!r->metrics)
+		return -ENOMEM;
+	if (o->no_annotations && !o->nr_reqs)
+		return 0;
+	if (o->exe)
+		err = discover_exe(r, o);
+	else if (o->nr_pids > 1)
+		err = spanfind__discover_pids(o->root, o->pids, o->nr_pids, o->reqs, o->nr_reqs,
+					      o->no_annotations, &r->sites, &r->nr_sites);
+	else
+		err = spanfind__discover(o->root, o->pid, o->reqs, o->nr_reqs, o->no_annotations,
+					 &r->sites, &r->nr_sites);
+	/* Errors the sites carry are reported per site; only ENOMEM/ESRCH stop here. */
+	if (err == -ENOMEM || err == -ESRCH)
+		return err;
+	r->site_metric = calloc(r->nr_sites ? r->nr_sites : 1, sizeof(*r->site_metric));
+	r->site_exec_pid = calloc(r->nr_sites ? r->nr_sites : 1, sizeof(*r->site_exec_pid));
+	r->site_exec_delay_ns =
+		calloc(r->nr_sites ? r->nr_sites : 1, sizeof(*r->site_exec_delay_ns));
+	if (!r->site_metric || !r->site_exec_pid || !r->site_exec_delay_ns)
+		return -ENOMEM;
+	if (o->exe && span_run__searched(r, o->exe))
+		return -ENOMEM;
+	for (i = 0; i < r->nr_sites; i++)
+		if (span_run__searched(r, r->sites[i].object))
+			return -ENOMEM;
+	for (i = 0; i < r->nr_sites; i++) {
+		struct span_site *s = &r->sites[i];
+
+		if (s->err || !s->metric[0])
+			continue;
+		if (span_run__metric_index(r, s->metric, &r->site_metric[i]))
+			site_error(s, -E2BIG, s->metric,
+				   "more than 1024 distinct metrics; this one is not attached");
+	}
+	return 0;
+}
+
+size_t span_run__usable(const struct span_run *r)
+{
+	size_t i, n = 0;
+
+	for (i = 0; i < r->nr_sites; i++)
+		n += !r->sites[i].err;
+	return n;
+}
+
+void span_run__attach(struct span_run *r, struct sched_collector *c, pid_t pid)
+{
+	struct sched_span_site *v = calloc(r->nr_sites ? r->nr_sites : 1, sizeof(*v));
+	size_t i, n = 0;
+	char why[128];
+	int err;
+
+	if (!v) {
+		span_run__unattach(r, "out of memory");
+		return;
+	}
+	/* All at once: the collector puts the sites of one file in one link where it can. */
+	for (i = 0; i < r->nr_sites; i++) {
+		if (r->sites[i].err)
+			continue;
+		v[n++] = (struct sched_span_site){ .path = r->sites[i].open_path,
+						   .offset = r->sites[i].offset,
+						   .metric = r->site_metric[i] };
+	}
+	r->coll = c;
+	err = sched_collector__attach_spans(c, v, n, pid);
+	if (err < 0) {
+		span_run__unattach(r, strerror(-err));
+		free(v);
+		return;
+	}
+	for (i = 0, n = 0; i < r->nr_sites; i++) {
+		struct span_site *s = &r->sites[i];
+
+		if (s->err)
+			continue;
+		err = v[n++].err;
+		if (err == -E2BIG) {
+			/* Metrics were bounded at discovery: this is the collector's site bound. */
+			snprintf(why, sizeof(why),
+				 "%.60s not attached: more than " SPAN_SITES_MAX_STR
+				 " span sites in all",
+				 s->symbol[0] ? s->symbol : s->metric);
+			site_error(s, err, s->object, why);
+			continue;
+		}
+		if (err) {
+			s->err = err;
+			snprintf(s->reason, sizeof(s->reason),
+				 "%.100s: cannot attach uprobes at offset 0x%" PRIx64
+				 " (%.40s): %.60s",
+				 s->object, s->offset, s->symbol[0] ? s->symbol : s->metric,
+				 strerror(-err));
+			continue;
+		}
+		r->nr_attached++;
+	}
+	free(v);
+}
+
+/* A span still open when its thread exited: kept with those open at the end. */
+static void span_run__open_at_exit(struct span_run *r, const struct khbpf_span_event *e)
+{
+	struct khbpf_span_event *grown;
+
+	if (r->nr_exit_open == r->exit_open_cap) {
+		size_t cap = r->exit_open_cap ? 2 * r->exit_open_cap : 16;
+
+		grown = realloc(r->exit_open, cap * sizeof(*grown));
+		if (!grown) {
+			r->exit_open_lost++;
+			return;
+		}
+		r->exit_open = grown;
+		r->exit_open_cap = cap;
+	}
+	r->exit_open[r->nr_exit_open++] = *e;
+}
+
+void span_run__unattach(struct span_run *r, const char *why)
+{
+	size_t i;
+
+	for (i = 0; i < r->nr_sites; i++)
+		if (!r->sites[i].err)
+			site_error(&r->sites[i], -ENOTSUP, "not attached", why);
+	r->nr_attached = 0;
+}
+
+/* A metric none of whose sites is attached was not measured at all. */
+static bool metric_attached(const struct span_run *r, uint32_t metric)
+{
+	size_t i;
+
+	for (i = 0; i < r->nr_sites; i++)
+		if (!r->sites[i].err && r->site_metric[i] == metric)
+			return true;
+	return false;
+}
+
+/* A kept record's flag (never the kernel's): its wakers are in r->wakes. */
+#define SPAN_F_WAKES 0x80000000u
+
+void span_run__on_event(void *ctx, const struct khbpf_span_event *e,
+			const struct khbpf_span_wakes *wakes)
+{
+	struct span_run *r = ctx;
+	struct khbpf_span_event *slot;
+
+	if (e->flags & KHBPF_SPAN_F_OPEN) {
+		span_run__open_at_exit(r, e);
+		return;
+	}
+	/* Memory follows the records kept (to within a chunk), up to the cap. */
+	slot = span_store__add(&r->events);
+	if (!slot) {
+		r->events_over_cap++;
+		return;
+	}
+	*slot = *e;
+	slot->flags &= ~SPAN_F_WAKES;
+	if (wakes && wakes->nr) {
+		if (span_wakes__add(&r->wakes, e->span_id, wakes))
+			r->wakes_lost++;
+		else
+			slot->flags |= SPAN_F_WAKES;
+	}
+}
+
+int span_run__finish(struct span_run *r, struct sched_collector *c)
+{
+	struct khbpf_span_event *grown;
+	int n, err;
+
+	if (!r->nr_attached)
+		return 0;
+	do {
+		n = sched_collector__drain_spans(c);
+	} while (n > 0);
+	if (n < 0)
+		return n;
+	r->blocked = sched_collector__blocked(c);
+	r->blocked_gap =
+		sched_collector__blocked_asked(c) ? EV_GAP_UNSUPPORTED : EV_GAP_COLLECTOR_DISABLED;
+	r->wakers = sched_collector__has_wakers(c);
+	err = sched_collector__span_wakers(c, &r->metric_wakers, &r->nr_metric_wakers);
+	err = err ?: sched_collector__span_aggs(c, &r->aggs, &r->nr_aggs);
+	err = err ?: sched_collector__open_spans(c, &r->open, &r->nr_open);
+	if (err || !r->nr_exit_open)
+		return err;
+	/* Those of threads that exited with spans open come first. */
+	grown = realloc(r->exit_open, (r->nr_exit_open + r->nr_open) * sizeof(*grown));
+	if (!grown)
+		return -ENOMEM;
+	if (r->nr_open)
+		memcpy(grown + r->nr_exit_open, r->open, r->nr_open * sizeof(*grown));
+	free(r->open);
+	r->open = grown;
+	r->nr_open += r->nr_exit_open;
+	r->exit_open = NULL;
+	r->nr_exit_open = r->exit_open_cap = 0;
+	return 0;
+}
+
+/* Start relative to the window's start, as the document has it (0 before it). */
+static uint64_t rel_start(uint64_t start_ns, uint64_t start_mono_ns)
+{
+	return start_ns > start_mono_ns ? start_ns - start_mono_ns : 0;
+}
+
+/* The document's order: by start, then span id. */
+static int event_cmp(const void *a, const void *b, void *ctx)
+{
+	const struct khbpf_span_event *x = a, *y = b;
+	uint64_t mono = *(const uint64_t *)ctx;
+	uint64_t sx = rel_start(x->start_ns, mono), sy = rel_start(y->start_ns, mono);
+
+	if (sx != sy)
+		return sx < sy ? -1 : 1;
+	return x->span_id < y->span_id ? -1 : x->span_id > y->span_id;
+}
+
+static void span_hw_field(const struct khbpf_span_hw *h, struct ev_u64 *begin, struct ev_u64 *end)
+{
+	/* No reading, multiplexed or an uncounted stint: nothing exact to say. */
+	if (h->status != KHBPF_VCTR_OK) {
+		*begin = ev_u64__gap(EV_GAP_UNAVAILABLE);
+		*end = ev_u64__gap(EV_GAP_UNAVAILABLE);
+		return;
+	}
+	*begin = ev_u64__recorded(h->begin);
+	*end = ev_u64__recorded(h->end);
+}
+
+/*
+ * A span's (or the sum over a metric's calls') ledger. Blocked time is a
+ * gap where it was not timed, and where a switch-in was missed (its
+ * off-CPU stretch is then unknown); what the stretches' time leaves after
+ * run_delay and blocked time is unattributed.
+ */
+static void ledger_from(struct span_ledger *out, const struct khbpf_span_ledger *l, bool clock_gap,
+			bool blocked, enum ev_gap blocked_gap)
+{
+	struct blocked_evidence *b = &out->blocked;
+	int i;
+
+	out->on_cpu_ns =
+		clock_gap ? ev_u64__gap(EV_GAP_UNAVAILABLE) : ev_u64__recorded(l->on_cpu_ns);
+	out->run_delay_ns = l->run_delay_ns;
+	out->voluntary_switches = l->nvcsw;
+	out->involuntary_switches = l->nivcsw;
+	out->migrations = l->migrations;
+	memset(b, 0, sizeof(*b));
+	if (!blocked || clock_gap) {
+		b->reason = blocked ? EV_GAP_UNAVAILABLE : blocked_gap;
+		return;
+	}
+	b->recorded = true;
+	for (i = 0; i < BLOCK_CAUSES; i++) {
+		b->ns[i] = l->blocked.ns[i];
+		b->count[i] = l->blocked.count[i];
+	}
+	b->unattributed_ns = (int64_t)(l->offcpu_ns - l->run_delay_ns - blocked_evidence__total(b));
+}
+
+void span_run__record(const void *ctx, size_t i, struct span_record *s)
+{
+	const struct span_run *r = ctx;
+	const struct khbpf_span_event *e = &r->events.recs[i];
+
+	memset(s, 0, sizeof(*s));
+	s->span_id = e->span_id;
+	s->parent_span_id = e->parent_span_id ? ev_u64__recorded(e->parent_span_id) :
+						ev_u64__gap(EV_GAP_UNAVAILABLE);
+	snprintf(s->metric_id, sizeof(s->metric_id), "%s",
+		 e->metric < r->nr_metrics ? r->metrics[e->metric] : "unknown");
+	s->start_ns = rel_start(e->start_ns, r->start_mono_ns);
+	s->inclusive_ns = e->inclusive_ns;
+	s->exclusive_ns = e->exclusive_ns;
+	s->thread_id = e->tid;
+	s->task_id = ev_u64__gap(EV_GAP_UNAVAILABLE);
+	s->worker_id = ev_u64__gap(EV_GAP_UNAVAILABLE);
+	s->hardware_reason = r->hw_reason;
+	if (r->counters) {
+		s->hardware_recorded = true;
+		span_hw_field(&e->hw[KHBPF_CTR_CYCLES], &s->hardware.cycles_begin,
+			      &s->hardware.cycles_end);
+		span_hw_field(&e->hw[KHBPF_CTR_INSTRUCTIONS], &s->hardware.instructions_begin,
+			      &s->hardware.instructions_end);
+	}
+	s->has_ledger = true;
+	ledger_from(&s->ledger, &e->ledger, e->flags & KHBPF_SPAN_F_CLOCK_GAP, r->blocked,
+		    r->blocked_gap);
+	if (r->wakers && s->ledger.blocked.recorded)
+		span_wakes__evidence(
+			&r->wakes,
+			e->flags & SPAN_F_WAKES ? span_wakes__find(&r->wakes, e->span_id) : NULL,
+			r->start_mono_ns, s->waker_rows, &s->ledger.blocked);
+}
+
+int span_run__name_wakers(struct span_run *r, const struct waker_entry *t, size_t n)
+{
+	return span_wakes__seal(&r->wakes, t, n);
+}
+
+/* The exact hardware aggregation, from the in-kernel totals. */
+static int span_run__hw_aggregation(const struct span_run *r, bool counters,
+				    struct span_hw_aggregation *agg)
+{
+	struct span_hw_total *t = calloc(r->nr_aggs ? r->nr_aggs : 1, sizeof(*t));
+	size_t i;
+	int err;
+
+	if (!t)
+		return -ENOMEM;
+	for (i = 0; i < r->nr_aggs; i++) {
+		const struct span_agg_entry *a = &r->aggs[i];
+
+		t[i].metric_id =
+			a->key.metric < r->nr_metrics ? r->metrics[a->key.metric] : "unknown";
+		t[i].thread_id = a->key.tid;
+		t[i].calls = a->agg.calls;
+		t[i].hardware = counters;
+		t[i].with_counters = a->agg.hw_calls;
+		t[i].cycles = a->agg.hw_sum[KHBPF_CTR_CYCLES];
+		t[i].instructions = a->agg.hw_sum[KHBPF_CTR_INSTRUCTIONS];
+	}
+	err = span_hw_aggregation__from_totals(agg, t, r->nr_aggs);
+	free(t);
+	return err;
+}
+
+int span_run__document(struct span_run *r, uint64_t start_mono_ns, bool counters,
+		       enum ev_gap hw_reason, struct evidence_doc *doc,
+		       struct span_hw_aggregation *agg)
+{
+	size_t i, j, nb = 0;
+
+	r->doc_metrics = calloc(r->nr_metrics ? r->nr_metrics : 1, sizeof(*r->doc_metrics));
+	r->buckets =
+		calloc(r->nr_metrics ? r->nr_metrics * KHBPF_RQ_SLOTS : 1, sizeof(*r->buckets));
+	r->probes = calloc(r->nr_sites ? r->nr_sites : 1, sizeof(*r->probes));
+	r->doc_open = calloc(r->nr_open ? r->nr_open : 1, sizeof(*r->doc_open));
+	r->metric_rows =
+		calloc(r->nr_metric_wakers ? r->nr_metric_wakers : 1, sizeof(*r->metric_rows));
+	if (!r->doc_metrics || !r->buckets || !r->probes || !r->doc_open || !r->metric_rows)
+		return -ENOMEM;
+
+	for (i = 0; i < r->nr_open; i++) {
+		const struct khbpf_span_event *e = &r->open[i];
+		struct open_span *o = &r->doc_open[i];
+
+		o->span_id = e->span_id;
+		o->parent_span_id = e->parent_span_id ? ev_u64__recorded(e->parent_span_id) :
+							ev_u64__gap(EV_GAP_UNAVAILABLE);
+		snprintf(o->metric_id, sizeof(o->metric_id), "%s",
+			 e->metric < r->nr_metrics ? r->metrics[e->metric] : "unknown");
+		o->thread_id = e->tid;
+		o->start_ns = e->start_ns > start_mono_ns ? e->start_ns - start_mono_ns : 0;
+	}
+
+	/*
+	 * Records stay as delivered (compact, fixed size) and are made into
+	 * the document's form one at a time as it is written (span_run__record).
+	 */
+	r->start_mono_ns = start_mono_ns;
+	r->counters = counters;
+	r->hw_reason = hw_reason;
+	if (r->events.nr)
+		qsort_r(r->events.recs, r->events.nr, sizeof(*r->events.recs), event_cmp,
+			&r->start_mono_ns);
+
+	r->nr_doc_metrics = 0;
+	for (i = 0; i < r->nr_metrics; i++) {
+		struct span_metric *m;
+		uint64_t hist[KHBPF_RQ_SLOTS] = { 0 }, gaps = 0;
+		struct khbpf_span_ledger l = { 0 };
+		size_t k;
+
+		if (!metric_attached(r, (uint32_t)i))
+			continue;
+		m = &r->doc_metrics[r->nr_doc_metrics++];
+		snprintf(m->metric_id, sizeof(m->metric_id), "%s", r->metrics[i]);
+		for (j = 0; j < r->nr_aggs; j++) {
+			const struct span_agg_entry *a = &r->aggs[j];
+
+			if (a->key.metric != i)
+				continue;
+			m->calls += a->agg.calls;
+			m->inclusive_ns += a->agg.inclusive_ns;
+			m->exclusive_ns += a->agg.exclusive_ns;
+			l.on_cpu_ns += a->agg.ledger.on_cpu_ns;
+			l.run_delay_ns += a->agg.ledger.run_delay_ns;
+			l.nvcsw += a->agg.ledger.nvcsw;
+			l.nivcsw += a->agg.ledger.nivcsw;
+			l.migrations += a->agg.ledger.migrations;
+			l.offcpu_ns += a->agg.ledger.offcpu_ns;
+			for (k = 0; k < KHBPF_BLOCK_CAUSES; k++) {
+				l.blocked.ns[k] += a->agg.ledger.blocked.ns[k];
+				l.blocked.count[k] += a->agg.ledger.blocked.count[k];
+			}
+			gaps += a->agg.clock_gap_calls;
+			for (k = 0; k < KHBPF_RQ_SLOTS; k++)
+				hist[k] += a->agg.hist[k];
+		}
+		ledger_from(&m->ledger, &l, gaps > 0, r->blocked, r->blocked_gap);
+		if (r->wakers && m->ledger.blocked.recorded) {
+			/* metric_wakers are by metric: this one's are a run of them. */
+			for (j = 0; j < r->nr_metric_wakers && r->metric_wakers[j].key.metric < i;
+			     j++)
+				;
+			for (k = j; k < r->nr_metric_wakers && r->metric_wakers[k].key.metric == i;
+			     k++)
+				;
+			span_wakes__metric(&r->wakes, &r->metric_wakers[j], k - j,
+					   &r->metric_rows[j], &m->ledger.blocked);
+		}
+		for (j = 0; j < r->nr_open; j++)
+			m->unfinished += r->open[j].metric == i;
+		m->histogram = &r->buckets[nb];
+		for (k = 0; k < KHBPF_RQ_SLOTS; k++) {
+			if (!hist[k])
+				continue;
+			r->buckets[nb].lower_bound = rq_slot__lower((unsigned int)k);
+			r->buckets[nb].upper_bound = rq_slot__upper((unsigned int)k);
+			r->buckets[nb].count = hist[k];
+			nb++;
+			m->nr_buckets++;
+		}
+	}
+
+	for (i = 0; i < r->nr_sites; i++) {
+		const struct span_site *s = &r->sites[i];
+		struct span_probe *p = &r->probes[i];
+
+		snprintf(p->object, sizeof(p->object), "%s", s->object);
+		snprintf(p->symbol, sizeof(p->symbol), "%s", s->symbol);
+		snprintf(p->metric_id, sizeof(p->metric_id), "%s", s->metric);
+		p->attached = !s->err;
+		snprintf(p->reason, sizeof(p->reason), "%s", s->reason);
+		p->exec_pid = r->site_exec_pid ? r->site_exec_pid[i] : 0;
+		p->attach_delay_ns = r->site_exec_delay_ns ? r->site_exec_delay_ns[i] : 0;
+	}
+
+	doc->events.spans = NULL;
+	doc->events.nr_spans = r->events.nr;
+	doc->events.span_at = span_run__record;
+	doc->events.span_ctx = r;
+	doc->span_metrics = r->doc_metrics;
+	doc->nr_span_metrics = r->nr_doc_metrics;
+	doc->span_probes = r->probes;
+	doc->nr_span_probes = r->nr_sites;
+	doc->open_spans = r->doc_open;
+	doc->nr_open_spans = r->nr_open;
+	return span_run__hw_aggregation(r, counters, agg);
+}
+
+void span_run__free(struct span_run *r)
+{
+	spanfind__free(r->sites, r->nr_sites);
+	free(r->site_metric);
+	free(r->site_exec_pid);
+	free(r->site_exec_delay_ns);
+	spanfind__free_objects(r->searched, r->nr_searched);
+	free(r->metrics);
+	span_store__free(&r->events);
+	free(r->aggs);
+	free(r->open);
+	free(r->exit_open);
+	free(r->doc_metrics);
+	free(r->buckets);
+	free(r->probes);
+	free(r->doc_open);
+	span_wakes__free(&r->wakes);
+	free(r->metric_wakers);
+	free(r->metric_rows);
+	memset(r, 0, sizeof(*r));
+}

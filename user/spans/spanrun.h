@@ -1,0 +1,137 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Spans within one session: find the sites, attach them, collect records
+ * and aggregates, and turn them into the document's span parts.
+ */
+#ifndef KHBPF_SPANRUN_H
+#define KHBPF_SPANRUN_H
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+#include "document/document.h"
+#include "collect/sched_collector.h"
+#include "spans/spanfind.h"
+#include "spans/spanstore.h"
+#include "spans/spanwakes.h"
+
+struct span_run {
+	struct span_site *sites;
+	size_t nr_sites;
+	uint32_t *site_metric; /* metric index (the uprobe cookie) per site */
+	char (*metrics)[SPANFIND_METRIC_MAX];
+	size_t nr_metrics;
+	uint64_t max_records;
+	struct span_store events; /* finished spans as delivered */
+	uint64_t events_over_cap; /* delivered beyond max_records: counted, not kept */
+	struct span_agg_entry *aggs;
+	size_t nr_aggs;
+	bool blocked; /* the collector timed blocked time (the ledgers' `blocked`) */
+	bool wakers; /* ... and who woke the threads: records' and metrics' wakers */
+	struct span_wakes wakes; /* the records' wakers, beside those that had any */
+	uint64_t wakes_lost; /* records kept without their wakers: no memory */
+	struct span_waker_entry *metric_wakers; /* by metric (sched_collector__span_wakers) */
+	size_t nr_metric_wakers;
+	struct waker_row *metric_rows;
+	enum ev_gap blocked_gap; /* why not, when it did not */
+	struct khbpf_span_event *open; /* still open at the end */
+	size_t nr_open;
+	struct khbpf_span_event *exit_open; /* open when their thread exited (delivered) */
+	size_t nr_exit_open;
+	size_t exit_open_cap;
+	uint64_t exit_open_lost; /* ... not kept: out of memory */
+	size_t nr_attached;
+
+	/*
+	 * Following the execs of a set that grows (spanexec.c): what was asked,
+	 * the objects already searched, and per site, for those found later,
+	 * the exec that brought it and how long after it the site was attached.
+	 */
+	struct sched_collector *coll;
+	const struct span_request *reqs;
+	size_t nr_reqs;
+	bool no_annotations;
+	char **searched;
+	size_t nr_searched;
+	uint32_t *site_exec_pid; /* 0: found at the start */
+	uint64_t *site_exec_delay_ns;
+	uint64_t execs_late; /* execs whose binary's sites were attached after them */
+	uint64_t exec_search_errors; /* execs whose executable could not be read */
+
+	/* Document parts, valid after span_run__document. */
+	uint64_t start_mono_ns; /* records' start_ns count from it */
+	bool counters; /* records carry counter readings */
+	enum ev_gap hw_reason; /* else their hardware is this gap */
+	struct span_metric *doc_metrics; /* metrics with an attached site */
+	size_t nr_doc_metrics;
+	struct log2_bucket *buckets;
+	struct span_probe *probes;
+	struct open_span *doc_open;
+};
+
+struct span_run_opts {
+	size_t sz;
+	const char *root;
+	pid_t pid;
+	/* run mode: the command's executable, read before it runs; NULL in attach mode. */
+	const char *exe;
+	/* attach a set: its processes now (pid among them); else NULL, pid alone. */
+	const pid_t *pids;
+	size_t nr_pids;
+	const struct span_request *reqs;
+	size_t nr_reqs;
+	bool no_annotations;
+	uint64_t max_records;
+};
+
+/* Find the sites (never fails for a bad site: the site carries its reason). */
+int span_run__discover(struct span_run *r, const struct span_run_opts *opts);
+/* Sites that can be attached: whether the collector needs span support. */
+size_t span_run__usable(const struct span_run *r);
+/* Attach every usable site for pid; failures become the site's reason. */
+void span_run__attach(struct span_run *r, struct sched_collector *c, pid_t pid);
+/*
+ * BPF could not be loaded or attached after all: no site is attached, each
+ * says why (and its metric is left out of the document, not reported as 0).
+ */
+void span_run__unattach(struct span_run *r, const char *why);
+/* A metric's index, registered if new; -E2BIG beyond KHBPF_MAX_METRICS. */
+int span_run__metric_index(struct span_run *r, const char *name, uint32_t *idx);
+/*
+ * sched_collector on_exec callback (spanexec.c): a member exec'd; the
+ * sites of its executable and the libraries it needs, in objects not
+ * searched before, are found and attached for every process.
+ */
+void span_run__on_exec(void *ctx, const struct khbpf_exec_event *e);
+/* The objects searched at the start, so that an exec does not search them again. */
+int span_run__searched(struct span_run *r, const char *object);
+/* sched_collector on_span callback. */
+void span_run__on_event(void *ctx, const struct khbpf_span_event *e,
+			const struct khbpf_span_wakes *wakes);
+/* At the window's end: drain, read aggregates and the spans still open. */
+int span_run__finish(struct span_run *r, struct sched_collector *c);
+/*
+ * Build the document's span parts; start_ns of records counts from
+ * start_mono_ns (CLOCK_MONOTONIC, as bpf_ktime_get_ns). With counters, each
+ * span's hardware holds its readings (a field is a gap when its status is
+ * not KHBPF_VCTR_OK); without, every span's hardware is the gap hw_reason.
+ * The records are not copied: doc's span_at makes them from r, which must
+ * outlive doc's text.
+ */
+/*
+ * With wakers: the threads' wakers t[0..n) (sched_collector__wakers) name
+ * the spans' wakers; before span_run__document.
+ */
+int span_run__name_wakers(struct span_run *r, const struct waker_entry *t, size_t n);
+int span_run__document(struct span_run *r, uint64_t start_mono_ns, bool counters,
+		       enum ev_gap hw_reason, struct evidence_doc *doc,
+		       struct span_hw_aggregation *agg);
+/*
+ * Record i of the document's (after span_run__document: events in the
+ * document's order), made from its compact form: the document's span_at.
+ */
+void span_run__record(const void *r, size_t i, struct span_record *out);
+void span_run__free(struct span_run *r);
+
+#endif /* KHBPF_SPANRUN_H */

@@ -1,0 +1,101 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Span sites while spanfind builds them: a growable array handed over to
+ * the caller's once per public call, the error sentences a site carries,
+ * and the metric names of include/khbpf/span.h. Internal to spanfind;
+ * callers use spanfind.h.
+ */
+#ifndef KHBPF_SPANSITE_H
+#define KHBPF_SPANSITE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <limits.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* Includes the NUL: a metric is kebab-case [a-z0-9]+(-[a-z0-9]+)*, at most 63 bytes. */
+#define SPANFIND_METRIC_MAX 64
+#define SPANFIND_SYMBOL_MAX 256
+#define SPANFIND_SITES_MAX 4096
+#define SPANFIND_OBJECTS_MAX 4096
+
+struct span_site {
+	/* Path as the target sees it (from /proc/PID/maps), e.g. /usr/lib/x.so. */
+	char object[PATH_MAX];
+	/* Path khbpf opens and attaches to: ROOT/proc/PID/root + object. */
+	char open_path[PATH_MAX];
+	/* "" when unknown: a stripped object without the function in .dynsym. */
+	char symbol[SPANFIND_SYMBOL_MAX];
+	char metric[SPANFIND_METRIC_MAX];
+	uint64_t vaddr; /* link-time address */
+	uint64_t offset; /* file offset for the uprobe */
+	bool from_note; /* an annotation, not a --span request */
+	int err; /* 0, or -errno: why this site cannot be attached */
+	char reason[256]; /* when err != 0: one sentence naming object and symbol */
+};
+
+/*
+ * A parsed --span [OBJECT:]SYMBOL[=metric]. object is NULL for the main
+ * executable, metric NULL to derive one from each matched symbol's name.
+ */
+struct span_request {
+	const char *object;
+	const char *symbol;
+	const char *metric;
+};
+
+/*
+ * Parses arg into out, whose strings point into buf (strlen(arg) + 1 bytes
+ * are enough). The first '=' starts the metric; the last ':' before it ends
+ * OBJECT, so OBJECT may hold ':' but not '='. SYMBOL is a name or an
+ * fnmatch(3) glob of [A-Za-z0-9_.$@*?[]!^-], at most 255 bytes; OBJECT is
+ * non-empty when the ':' is there, below PATH_MAX and without control
+ * characters. Returns 0; -EINVAL when malformed, -ENAMETOOLONG when buf is
+ * too small; on error out and buf are untouched.
+ */
+int span_request__parse(const char *arg, struct span_request *out, char *buf, size_t buflen);
+
+/* Frees an array of sites and its strings. */
+void spanfind__free(struct span_site *sites, size_t nr);
+
+struct site_vec {
+	struct span_site *v;
+	size_t n, cap;
+};
+
+/* Copies src into dst of size bytes, cut short and always terminated. */
+void spansite__copy_str(char *dst, size_t size, const char *src);
+
+/* A zeroed site naming object and open_path at the end of vec; NULL without memory. */
+struct span_site *site_vec__push(struct site_vec *vec, const char *object, const char *open_path,
+				 bool from_note);
+
+/* Appends vec's sites to *sites (one reallocation); 0 or -ENOMEM. vec is kept. */
+int site_vec__hand_over(struct site_vec *vec, struct span_site **sites, size_t *nr);
+
+/* Sets s->err and s->reason; control bytes of the reason are written as \xNN. */
+__attribute__((format(printf, 3, 4))) void span_site__fail(struct span_site *s, int err,
+							   const char *fmt, ...);
+
+/* A kebab-case metric name of at most KHBPF_METRIC_MAX bytes: m's first len, or m. */
+bool spansite__metric_valid_n(const char *m, size_t len);
+bool spansite__metric_valid(const char *m);
+
+/*
+ * A metric named after a symbol, "Stage_Outer2" -> "stage-outer2", into out
+ * (KHBPF_METRIC_MAX + 1 bytes); -EINVAL when no letter or digit is left.
+ */
+int spansite__metric_from_symbol(const char *sym, char *out);
+
+/* One error site: no function of object matches glob (saying whether it is stripped). */
+int site_vec__push_not_found(struct site_vec *vec, bool has_symtab, const char *object,
+			     const char *open_path, const char *glob, const char *metric);
+
+/* One error site for an object that cannot be read; err is returned unless memory ran out. */
+int site_vec__push_file_error(struct site_vec *vec, const char *object, const char *open_path,
+			      const char *symbol, const char *metric, bool from_note, int err,
+			      const char *reason);
+
+#endif /* KHBPF_SPANSITE_H */
