@@ -657,7 +657,7 @@ write_result() {
 	[ -e "$dir/guest.tsv" ] && guest=$(jq -R -n '[inputs | split("\t") | {(.[0]): (.[1:] | join("\t"))}] | add // {}' "$dir/guest.tsv")
 	# Every step asked for: those the guest did not reach are null.
 	# Each step's result: the last line its log printed ("run_accuracy: ok
-	# (...)"), printable characters only, for the README's table.
+	# (...)"), printable characters only, for docs/kernels.md's table.
 	local name results=""
 	for name in "${STEPS[@]}"; do
 		# (A step may have printed nothing: grep then fails, which must not end us.)
@@ -749,13 +749,13 @@ main() {
 	done
 	write_table "${ran[@]}"
 	cat "$OUT/table.md"
-	# The README's matrix is the full default run's: a subset (KERNELS=,
+	# docs/kernels.md's matrix is the full default run's: a subset (KERNELS=,
 	# VMTEST_TESTS=, as CI runs) leaves it as it is.
 	/usr/bin/python3 "$ROOT/tools/vmtest_readme.py" "$OUT" "${ran[@]}" >"$OUT/README-kernels.md" ||
 		log "could not write $OUT/README-kernels.md"
 	if [ "$KERNELS" = "$DEFAULT_KERNELS" ] && [ "${TESTS[*]}" = "$DEFAULT_TESTS" ] && [ "${VMTEST_README:-1}" = 1 ]; then
-		/usr/bin/python3 "$ROOT/tools/vmtest_readme.py" "$OUT" "${ran[@]}" --update "$ROOT/README.md" &&
-			log "README.md: the Kernels table is this run's (VMTEST_README=0 leaves it)"
+		/usr/bin/python3 "$ROOT/tools/vmtest_readme.py" "$OUT" "${ran[@]}" --update "$ROOT/docs/kernels.md" &&
+			log "docs/kernels.md: the Kernels table is this run's (VMTEST_README=0 leaves it)"
 	fi
 	echo "vmtest: $passed passed, $failed failed"
 	if [ "$failed" -ne 0 ] || [ "$guest_failed" -ne 0 ]; then

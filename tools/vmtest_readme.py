@@ -1,14 +1,14 @@
 #!/usr/bin/python3
-"""The README's kernel matrix, from tools/vmtest.sh's results.
+"""The kernel matrix of docs/kernels.md, from tools/vmtest.sh's results.
 
-  vmtest_readme.py DIR KERNEL... [--update README.md]
+  vmtest_readme.py DIR KERNEL... [--update docs/kernels.md]
 
 Reads DIR/KERNEL.json for each kernel (in that order) and prints the
 markdown block: which commit and steps were measured, and per kernel the
 Debian package, boot time, the BPF collectors, the fallbacks khbpf's probe
 chose (kernel features in use "fallback" or "missing"), the steps passed and
 what the steps measured (the last line of each step's log, when it says more
-than "ok"). With --update, the block replaces what README.md holds between
+than "ok"). With --update, the block replaces what that file holds between
 the markers below (temp file, then rename), and nothing else changes.
 """
 import json
@@ -96,7 +96,7 @@ def main(argv):
     if "--update" in args:
         i = args.index("--update")
         if i + 1 >= len(args):
-            sys.exit("vmtest_readme.py: --update needs README.md")
+            sys.exit("vmtest_readme.py: --update needs the file (docs/kernels.md)")
         readme = args[i + 1]
         del args[i:i + 2]
     if len(args) < 2:

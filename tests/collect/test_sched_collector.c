@@ -394,7 +394,7 @@ static long long map_memlock(const char *name, uint32_t *flags)
 
 /*
  * What preallocation holds (kernels without bpf_mem_alloc), printed for the
- * README: the exited map and the per-thread hash at their defaults hold
+ * docs/kernels.md: the exited map and the per-thread hash at their defaults hold
  * every entry from the load on; --max-exited and --max-threads bound them.
  * With spans, the span state hash (KHBPF_DEFAULT_SPAN_TASKS) and the
  * aggregates (KHBPF_DEFAULT_SPAN_KEYS) too.
@@ -524,7 +524,7 @@ static void test_sched_collector__bpf_timed_waits(void **state)
 		 * for a switch and recorded no recursion miss: seen on this 6.18
 		 * for 0 to 5 of 2300 switches (/proc/stat ctxt against the
 		 * program's runs), 1 or 2 of a thread's 8 arrivals in about one
-		 * run in 30 of this test. README, Limits: without sched_info the
+		 * run in 30 of this test. docs/kernels.md, Limits: without sched_info the
 		 * timeslices and waits are BPF's and can be that much short.
 		 */
 		assert_true(r->b.switch_ins <= r->k.pcount);

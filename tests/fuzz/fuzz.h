@@ -196,7 +196,7 @@ static inline bool fuzz_utf8_valid(const char *s, size_t len)
 /*
  * A metric name as the span annotations define it: kebab-case, 1 to 63
  * bytes (KHBPF_METRIC_MAX), no leading, trailing or doubled '-'. Written
- * here from the README's rule, not with spanfind's own check.
+ * here from docs/spans.md's rule, not with spanfind's own check.
  */
 static inline bool fuzz_kebab(const char *m)
 {

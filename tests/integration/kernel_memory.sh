@@ -17,8 +17,8 @@ require_root "khbpf loads BPF; memory cgroups are root's"
 exec </dev/null
 LIMIT=$((4 << 20))
 # Kernels without bpf_mem_alloc (before 6.1) preallocate the bounded hashes
-# whole (README, Kernels): the issue's bound is not met there, by design;
-# the README's figures are, with room for the programs and khbpf itself
+# whole (docs/kernels.md): the issue's bound is not met there, by design;
+# docs/kernels.md's figures are, with room for the programs and khbpf itself
 # (5.10: 88752 KiB of maps, 159588 KiB with spans). Before 5.11 the maps
 # are not charged to the memory cgroup at all: only memlock sees them.
 PREALLOC_LIMIT=$((92 << 20)) PREALLOC_SPANS_LIMIT=$((164 << 20))

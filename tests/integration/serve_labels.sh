@@ -263,7 +263,7 @@ while True:
         break
     time.sleep(1)
 bad += diff
-# The README's label queries run as written and find the test's pods, units and containers.
+# docs/serve.md's label queries run as written and find the test's pods, units and containers.
 # (rate needs two scrapes of a series: a few seconds more at most.)
 for q, label in (("sum by (pod_uid, qos) (rate(khbpf_oncpu_seconds_total[5m]))", "pod_uid"),
                  ("histogram_quantile(0.99, sum by (unit, le) "
@@ -278,7 +278,9 @@ for q, label in (("sum by (pod_uid, qos) (rate(khbpf_oncpu_seconds_total[5m]))",
             break
         time.sleep(1)
     if found != mine:
-        bad.append(f"README query {q}: {label} {sorted(mine - found)} missing")
+        bad.append(f"docs/serve.md query {q}: {label} {sorted(mine - found)} missing")
+    if q not in open("docs/serve.md").read():
+        bad.append(f"query not in docs/serve.md as written: {q}")
 total = {k: sum(c[k] for c in counts.values()) for k in ("vol", "invol", "slices")}
 if total["invol"] == 0 or total["vol"] < 100:
     bad.append(f"the workloads did not exercise the scheduler: {total}")

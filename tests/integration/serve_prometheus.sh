@@ -170,7 +170,7 @@ buckets = [l for l in text.splitlines()
 counts = [int(l.rsplit(" ", 1)[1]) for l in buckets]
 if counts != sorted(counts) or counts[-1] != want["slices"] or 'le="+Inf"' not in buckets[-1]:
     bad.append(f"buckets not cumulative to {want['slices']}: {counts}")
-# The README's queries run as written.
+# docs/serve.md's queries run as written.
 # (rate needs two scrapes of a series: a few seconds more at most.)
 for q in ("histogram_quantile(0.99, sum by (cgroup, le) "
           "(rate(khbpf_runqueue_delay_seconds_bucket[5m])))",
@@ -181,7 +181,9 @@ for q in ("histogram_quantile(0.99, sum by (cgroup, le) "
     while not query(q) and time.time() < deadline:
         time.sleep(1)
     if not query(q):
-        bad.append(f"README query returned nothing: {q}")
+        bad.append(f"docs/serve.md query returned nothing: {q}")
+    if q not in open("docs/serve.md").read():
+        bad.append(f"query not in docs/serve.md as written: {q}")
 # tools/khbpf.rules.yml: each rule evaluated without error; the recording
 # rules hold the workload's cgroup (quiet since before the first scrape, so
 # its rates are 0 and its p99 NaN) and a busy cgroup of the host (a finite

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 //! The Rust workload of the span tests, and the example of emitting khbpf's
-//! span note from a language other than C (README, "Other languages").
+//! span note from a language other than C (docs/spans.md, "Other languages").
 //! One file, no crates: `rustc -O --edition 2021 spanned.rs`.
 //!
 //! Each of --threads N threads (default 2) runs --iterations M rounds
