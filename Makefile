@@ -20,6 +20,12 @@
 .SUFFIXES:
 .SECONDARY:
 
+# Builds use every CPU unless -j is given (GNU make 4.3 takes it from here);
+# the tests themselves run one at a time (tests/run.sh).
+ifeq ($(filter -j%,$(MAKEFLAGS)),)
+MAKEFLAGS += -j$(shell nproc 2>/dev/null || echo 1)
+endif
+
 ifeq ($(V),1)
 Q :=
 msg =

@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
-# tools/vmtest.sh: boot Debian's own kernels, one after another, each in a
+# tools/vmtest.sh: boot Debian's own kernels, one after another (or VMTEST_JOBS side by side), each in a
 # virtme-ng guest that shares this host's root file system read-only, and run
 # khbpf in each; the kernel matrix behind `make vmtest`.
 #
@@ -46,6 +46,8 @@
 #                         line (40), so that CI's output says why
 #   VMTEST_ACCEL          auto (KVM when a trial boot works, else TCG), kvm, tcg
 #   VMTEST_MEMORY         guest memory (2G); VMTEST_CPUS guest CPUs (2)
+#   VMTEST_JOBS           guests booted side by side (1); under TCG each is one
+#                         host thread, so up to the host's CPUs (CI: 2)
 #   VMTEST_APPEND         more guest kernel command line, e.g. preempt=none
 #   VMTEST_CACHE          cache (~/.cache/khbpf): kernels/, virtme-ng/, apt/
 #   VMTEST_APT_MAX_AGE    seconds before the private package lists are
@@ -245,6 +247,7 @@ VMTEST_STEP_TIMEOUT=${VMTEST_STEP_TIMEOUT:-600}
 VMTEST_ACCEL=${VMTEST_ACCEL:-auto}
 VMTEST_MEMORY=${VMTEST_MEMORY:-2G}
 VMTEST_CPUS=${VMTEST_CPUS:-2}
+VMTEST_JOBS=${VMTEST_JOBS:-1}
 VMTEST_APT_MAX_AGE=${VMTEST_APT_MAX_AGE:-86400}
 CACHE=${VMTEST_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/khbpf}
 OUT=${VMTEST_OUT:-$ROOT/build/vmtest}
@@ -255,6 +258,7 @@ KHBPF_SRC=${KHBPF:-build/khbpf}
 
 case $VMTEST_ACCEL in auto | kvm | tcg) ;; *) die "VMTEST_ACCEL must be auto, kvm or tcg" ;; esac
 [[ $VMTEST_TIMEOUT =~ ^[0-9]+$ ]] || die "VMTEST_TIMEOUT must be seconds"
+[[ $VMTEST_JOBS =~ ^[1-9][0-9]*$ ]] || die "VMTEST_JOBS must be a number of guests, 1 or more"
 [ "$(uname -m)" = x86_64 ] || die "only x86_64 hosts (amd64 kernels) are supported"
 
 # kernel_source KERNEL: "SUITE PACKAGE" for a kernel name of KERNELS.
@@ -511,7 +515,17 @@ fetch_kernel() {
 # --- guests --------------------------------------------------------------------
 GUEST_PID=
 TMP_DIRS=()
+BG_PIDS=()
 cleanup() {
+	local p
+	# VMTEST_JOBS > 1: each guest's job stops its own guest as it exits.
+	for p in "${BG_PIDS[@]}"; do
+		kill -TERM "$p" 2>/dev/null || true
+	done
+	for p in "${BG_PIDS[@]}"; do
+		wait "$p" 2>/dev/null || true
+	done
+	BG_PIDS=()
 	if [ -n "$GUEST_PID" ] && kill -0 "$GUEST_PID" 2>/dev/null; then
 		# The guest runs in its own process group (setsid): timeout, vng,
 		# virtme-run and qemu all go with it.
@@ -702,6 +716,34 @@ write_table() {
 	' "${files[@]}" >"$OUT/table.md"
 }
 
+# run_kernel KERNEL: fetch (from the cache when it is there), boot, run the
+# steps, write $OUT/K.json and say how it went.
+run_kernel() {
+	local kernel=$1 k dir start rc
+	# The name as a file name (SUITE:PACKAGE has a colon).
+	k=${kernel//[^A-Za-z0-9._+-]/_}
+	CUR_KERNEL=$k
+	fetch_kernel "$kernel"
+	[ -n "$ACCEL" ] || choose_accel
+	dir=$OUT/$k
+	rm -rf "$dir" "$OUT/$k.json"
+	mkdir -p "$dir"
+	cp "$OUT/khbpf" "$dir/khbpf"
+	log "[$k] booting $K_REL ($K_PKG $K_VERSION) with $ACCEL, timeout ${VMTEST_TIMEOUT} s"
+	start=$SECONDS
+	VMTEST_PROGRESS=$dir/steps.tsv \
+		boot_guest "$dir/console.log" "$VMTEST_TIMEOUT" "$ACCEL" "$dir" \
+		env VMTEST_STEP_TIMEOUT="$VMTEST_STEP_TIMEOUT" \
+		bash "$SELF" --guest "$dir" "${STEPS[@]}"
+	GUEST_SECONDS=$((SECONDS - start))
+	write_result "$k"
+	if [ "$GUEST_RC" -ne 0 ] || [ ! -e "$dir/guest.tsv" ]; then
+		log "[$k] guest FAILED (exit $GUEST_RC$([ "$GUEST_RC" -eq 124 ] && echo ", timed out after $VMTEST_TIMEOUT s")); see $dir/console.log"
+	fi
+	rc=$(jq '[.steps[] | select(.exit_code == 0)] | length' "$OUT/$k.json")
+	log "[$k] done in ${GUEST_SECONDS} s (boot $(jq -r '.boot_seconds // "?"' "$OUT/$k.json") s): $rc of ${#STEPS[@]} steps passed"
+}
+
 main() {
 	mkdir -p "$CACHE" "$OUT"
 	# One run at a time: the cache and build/vmtest are shared.
@@ -718,34 +760,52 @@ main() {
 	COMMIT=$(git -C "$ROOT" describe --always --dirty --abbrev=7 2>/dev/null || echo unknown)
 	log "virtme-ng $VNG_VERSION; $KHBPF_VERSION; kernels: $KERNELS; steps: ${STEPS[*]}"
 
-	local kernel k dir start passed=0 failed=0 guest_failed=0 ran=() rc
-	for kernel in $KERNELS; do
-		# The name as a file name (SUITE:PACKAGE has a colon).
-		k=${kernel//[^A-Za-z0-9._+-]/_}
-		CUR_KERNEL=$k
-		fetch_kernel "$kernel"
+	local kernel k passed=0 failed=0 guest_failed=0 ran=() rc running=0
+	if [ "$VMTEST_JOBS" -gt 1 ]; then
+		# Every kernel fetched first, one at a time (the cache and the
+		# private apt lists are shared), then the guests booted side by
+		# side: under TCG each is one host thread.
+		for kernel in $KERNELS; do
+			fetch_kernel "$kernel"
+		done
 		[ -n "$ACCEL" ] || choose_accel
-		dir=$OUT/$k
-		rm -rf "$dir" "$OUT/$k.json"
-		mkdir -p "$dir"
-		cp "$OUT/khbpf" "$dir/khbpf"
-		log "[$k] booting $K_REL ($K_PKG $K_VERSION) with $ACCEL, timeout ${VMTEST_TIMEOUT} s"
-		start=$SECONDS
-		VMTEST_PROGRESS=$dir/steps.tsv \
-			boot_guest "$dir/console.log" "$VMTEST_TIMEOUT" "$ACCEL" "$dir" \
-			env VMTEST_STEP_TIMEOUT="$VMTEST_STEP_TIMEOUT" \
-			bash "$SELF" --guest "$dir" "${STEPS[@]}"
-		GUEST_SECONDS=$((SECONDS - start))
-		write_result "$k"
+		for kernel in $KERNELS; do
+			if [ "$running" -ge "$VMTEST_JOBS" ]; then
+				wait -n || true
+				running=$((running - 1))
+			fi
+			(
+				# A background job does not keep our traps: its own
+				# guest and temporary directories go with it.
+				GUEST_PID= TMP_DIRS=() BG_PIDS=()
+				trap cleanup EXIT
+				trap 'exit 143' TERM
+				run_kernel "$kernel"
+			) &
+			BG_PIDS+=($!)
+			running=$((running + 1))
+		done
+		wait || true
+		BG_PIDS=()
+	else
+		for kernel in $KERNELS; do
+			run_kernel "$kernel"
+		done
+	fi
+	for kernel in $KERNELS; do
+		k=${kernel//[^A-Za-z0-9._+-]/_}
 		ran+=("$k")
-		if [ "$GUEST_RC" -ne 0 ] || [ ! -e "$dir/guest.tsv" ]; then
+		if [ ! -e "$OUT/$k.json" ]; then
 			guest_failed=$((guest_failed + 1))
-			log "[$k] guest FAILED (exit $GUEST_RC$([ "$GUEST_RC" -eq 124 ] && echo ", timed out after $VMTEST_TIMEOUT s")); see $dir/console.log"
+			failed=$((failed + ${#STEPS[@]}))
+			continue
+		fi
+		if [ "$(jq '.vng_exit' "$OUT/$k.json")" -ne 0 ] || [ ! -e "$OUT/$k/guest.tsv" ]; then
+			guest_failed=$((guest_failed + 1))
 		fi
 		rc=$(jq '[.steps[] | select(.exit_code == 0)] | length' "$OUT/$k.json")
 		passed=$((passed + rc))
 		failed=$((failed + ${#STEPS[@]} - rc))
-		log "[$k] done in ${GUEST_SECONDS} s (boot $(jq -r '.boot_seconds // "?"' "$OUT/$k.json") s): $rc of ${#STEPS[@]} steps passed"
 	done
 	write_table "${ran[@]}"
 	cat "$OUT/table.md"

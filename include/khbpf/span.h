@@ -21,7 +21,7 @@
  *     NOP bytes, where khbpf's uprobe goes. clang emits one 5-byte NOP
  *     (nopl 0x0(%rax,%rax,1)), which kernels from 6.18 on probe through
  *     the optimized uprobe path; GCC 12 emits five 1-byte NOPs, probed the
- *     ordinary (int3) way, which is slower per call (see README).
+ *     ordinary (int3) way, which is slower per call (see docs/spans.md).
  *
  * The metric is kebab-case: [a-z0-9]+(-[a-z0-9]+)*, at most 63 bytes.
  *

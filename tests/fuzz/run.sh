@@ -28,9 +28,11 @@ failed=()
 export TMPDIR=$PWD/build/fuzz/tmp
 mkdir -p "$TMPDIR"
 trap 'rm -rf "$TMPDIR"' EXIT
-for t in "$@"; do
+# fuzz_one TARGET: its regression inputs, then SECONDS of fuzzing; prints
+# its result lines, returns 1 when it fails.
+fuzz_one() {
+	local t=$1 bin corpus artifacts log dict regs
 	bin=build/fuzz/fuzz_$t
-	[ -x "$bin" ] || { echo "run.sh: $bin is missing; run 'make fuzz-build'" >&2; exit 2; }
 	corpus=build/fuzz/corpus/$t
 	if [ $fresh = 1 ]; then
 		corpus=$TMPDIR/corpus-$t
@@ -47,8 +49,7 @@ for t in "$@"; do
 		if ! "$bin" -runs=1 "${regs[@]}" >"$log" 2>&1; then
 			echo "FAIL fuzz $t: a regression input crashes again (log: $log)"
 			tail -n 30 "$log"
-			failed+=("$t")
-			continue
+			return 1
 		fi
 	fi
 	# -timeout: one input taking this long is a hang, reported as a crash.
@@ -59,8 +60,30 @@ for t in "$@"; do
 	else
 		echo "FAIL fuzz $t: crash or broken property; input saved in $artifacts (log: $log)"
 		grep -E 'ERROR|fuzz property failed|SUMMARY|Test unit written' "$log" | head -n 10
-		failed+=("$t")
+		return 1
 	fi
+}
+
+for t in "$@"; do
+	[ -x build/fuzz/fuzz_$t ] || { echo "run.sh: build/fuzz/fuzz_$t is missing; run 'make fuzz-build'" >&2; exit 2; }
+done
+# As many harnesses at once as there are CPUs (each fuzzes on one); results
+# are printed in the order given.
+jobs=$(nproc 2>/dev/null || echo 1)
+for t in "$@"; do
+	while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do
+		wait -n || true
+	done
+	{
+		rc=0
+		fuzz_one "$t" >"$TMPDIR/result-$t" 2>&1 || rc=$?
+		echo "$rc" >"$TMPDIR/rc-$t"
+	} &
+done
+wait
+for t in "$@"; do
+	cat "$TMPDIR/result-$t"
+	[ "$(cat "$TMPDIR/rc-$t" 2>/dev/null)" = 0 ] || failed+=("$t")
 done
 if [ ${#failed[@]} -ne 0 ]; then
 	echo "fuzz: failed: ${failed[*]}"

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * Labels from the shape of a cgroup path (the rules are documented in the
- * README, "Labels from the cgroup path"). See cglabels.h.
+ * Labels from the shape of a cgroup path (the rules are documented in
+ * docs/serve.md, "Labels from the cgroup path"). See cglabels.h.
  */
 #include <errno.h>
 #include <stdbool.h>

@@ -2,7 +2,7 @@
 /*
  * Labels from a cgroup path: the systemd unit, the container id and the
  * Kubernetes pod UID and QoS class that the path's shape says (the rules are
- * in the README, "Labels from the cgroup path"), and container names from a
+ * in docs/serve.md, "Labels from the cgroup path"), and container names from a
  * JSON file written by whatever knows them. Each label is a function of the
  * cgroup, so adding them to a cgroup's series adds no series.
  */
