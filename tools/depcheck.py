@@ -8,7 +8,9 @@ user/collect/sched_read.h are the module collect/sched_read; a header
 without a source of its name (user/session/session_opts.h) is a module of
 its own. Two graphs of modules are checked:
 
-  includes  each `#include "folder/name.h"` of a module's files;
+  includes  each `#include "folder/name.h"` of a module's files (a user/
+            header included without its folder fails: the check could not
+            see that dependency);
   calls     with --objects DIR (the build's objects, DIR/<folder>/<name>.o):
             each symbol a module's object leaves undefined that another
             module's object defines (nm).
@@ -55,13 +57,20 @@ def modules(root):
 
 def include_graph(root, mods, bad):
     graph = {m: set() for m in mods}
+    stems = {m.split("/", 1)[1]: m for m in mods}
     for m, files in mods.items():
         for f in files:
             with open(f, encoding="utf-8") as fh:
                 text = fh.read()
             for inc in INCLUDE.findall(text):
-                if not inc.endswith(".h") or "/" not in inc:
-                    continue  # skeletons (build/), system-style names
+                if not inc.endswith(".h"):
+                    continue
+                if "/" not in inc:
+                    # A user/ header named without its folder is a dependency
+                    # this check could not see; skeletons (build/) are not ours.
+                    if inc[:-2] in stems:
+                        bad.append(f"{f}: includes \"{inc}\" without its folder: write \"{stems[inc[:-2]]}.h\"")
+                    continue
                 target = inc[:-2]
                 if target.split("/")[0] in ("khbpf",):
                     continue  # include/khbpf: the BPF boundary, shared by all

@@ -3,7 +3,8 @@
 
 Each case writes a small user/ tree in a temporary folder and runs the
 check on it: a clean tree passes; a lower folder including a higher one, a
-cycle of includes, and a header that names no existing module each fail
+cycle of includes, a header that names no existing module and one named
+without its folder each fail
 with a line naming the modules. Calls are checked on objects compiled from
 a tree whose modules call each other in a cycle. Run by `make check`.
 """
@@ -78,6 +79,12 @@ case("include cycle", {
 case("missing header", {
     "lib/a.c": '#include "lib/gone.h"\n',
 }, 1, ["includes lib/gone.h, which does not exist"])
+
+case("header without its folder", {
+    "host/b.h": "int b(void);\n",
+    "host/b.c": '#include "b.h"\n',
+    "lib/a.c": '#include "b.h"\n',
+}, 1, ['lib/a.c: includes "b.h" without its folder: write "host/b.h"'])
 
 case("unknown folder", {
     "misc/m.c": "int m;\n",
