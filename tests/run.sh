@@ -1,6 +1,7 @@
 #!/bin/bash
 # Run every test: the cmocka unit tests of each build dir given (plain and
-# sanitized), the schema validation of the documents they write, then the
+# sanitized), the schema validation of the documents they write and of
+# their keyhog renderings, then the
 # integration tests in tests/integration against real BPF, once with each
 # build's khbpf. Ends with the
 # line "N passed, N failed" and exits non-zero on any failure.
@@ -10,6 +11,7 @@ set -u
 cd "$(dirname "$0")/.."
 
 SCHEMA=${KHBPF_SCHEMA:-docs/khbpf-evidence.schema.json}
+KEYHOG_SCHEMA=docs/keyhog-profile.schema.json
 PYTHON=${PYTHON:-/usr/bin/python3}
 passed=0
 failed=0
@@ -25,6 +27,19 @@ result() { # name rc
 }
 
 . tests/guard.bash
+
+# keyhog_all OUT DOC...: each document's keyhog rendering (khbpf report
+# --keyhog) validates against the crate's closed vocabularies.
+keyhog_all() {
+	local dir=$1/keyhog f kh=()
+	shift
+	mkdir -p "$dir" || return 1
+	for f in "$@"; do
+		kh+=("$dir/$(basename "$f")")
+		"${KHBPF:-build/khbpf}" report --keyhog "${kh[-1]}" "$f" || return 1
+	done
+	"$PYTHON" tests/validate_schema.py "$KEYHOG_SCHEMA" "${kh[@]}"
+}
 
 # Every test starts with every signal at its default: a run under nohup (or
 # any parent that ignores SIGHUP) would otherwise pass the ignore on to khbpf
@@ -47,6 +62,9 @@ for build in "$@"; do
 		echo "== schema validation ($build)"
 		"$PYTHON" tests/validate_schema.py "$SCHEMA" "${docs[@]}"
 		result "schema validation ($build)" $?
+		echo "== keyhog rendering ($build)"
+		keyhog_all "$out" "${docs[@]}"
+		result "keyhog rendering ($build)" $?
 	else
 		echo "no documents were written to $out"
 		result "schema validation ($build): no documents" 1

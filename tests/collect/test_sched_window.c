@@ -164,6 +164,28 @@ static void test_sched_window__zombie_without_exit_record(void **state)
 	sched_window__free(&w);
 }
 
+/* Without BPF (no exit records): a zombie at the end has exited, and no record was lost. */
+static void test_sched_window__zombie_without_bpf(void **state)
+{
+	struct khbpf_thread_rec end[] = {
+		rec(30, 0, 100, KHBPF_REC_ZOMBIE),
+		rec(31, 0, 200, 0),
+	};
+	struct thread_table te = { end, 2 };
+	struct window_opts o = { .end = &te };
+	struct sched_window w;
+
+	(void)state;
+	assert_int_equal(sched_window__compute(&w, &o), 0);
+	assert_int_equal(w.nr_threads, 2);
+	assert_true(find(&w, 30, 0)->exited);
+	assert_false(find(&w, 31, 0)->exited);
+	assert_int_equal(find(&w, 30, 0)->delta.nvcsw, 101);
+	assert_int_equal(w.exited_threads, 1);
+	assert_int_equal(w.overflowed_listed, 0);
+	sched_window__free(&w);
+}
+
 static void test_sched_window__run_mode_zero_baseline(void **state)
 {
 	struct khbpf_thread_rec ex[] = { rec(7, 1, 100, KHBPF_REC_EXITED) };
@@ -319,6 +341,7 @@ int main(void)
 		cmocka_unit_test(test_sched_window__merge_cases),
 		cmocka_unit_test(test_sched_window__run_mode_zero_baseline),
 		cmocka_unit_test(test_sched_window__zombie_without_exit_record),
+		cmocka_unit_test(test_sched_window__zombie_without_bpf),
 		cmocka_unit_test(test_sched_window__saturates_and_bounds),
 		cmocka_unit_test(test_sched_window__bpf_counts_from_baseline),
 		cmocka_unit_test(test_sched_window__blocked_from_baseline),

@@ -12,8 +12,14 @@
  *     valid UTF-8 JSON which json-c parses whole; the page has
  *     no script and no control bytes but HTML's whitespace (tab, CR, LF),
  *     whatever the strings
+ *   - the keyhog rendering of the same bytes fails as the load does when
+ *     they are not JSON; otherwise it is made (or refused with -EPROTO and
+ *     one line) as valid UTF-8 JSON that json-c parses whole, named
+ *     khbpf-evidence-keyhog, whose every SourcedEvidence has one of the
+ *     crate's sources
  */
 #include <errno.h>
+#include <sys/mman.h>
 #include <json-c/json.h>
 
 #include "fuzz.h"
@@ -83,6 +89,68 @@ static void check_trace(const char *text, size_t len)
 	json_tokener_free(tok);
 }
 
+/* Every SourcedEvidence under o has a source of the crate's (the first 14 of evidence.h). */
+static void check_crate_sources(struct json_object *o)
+{
+	struct json_object *src, *v;
+	size_t i;
+	int k;
+	bool crate = false;
+
+	if (json_object_is_type(o, json_type_array)) {
+		for (i = 0; i < json_object_array_length(o); i++)
+			check_crate_sources(json_object_array_get_idx(o, i));
+		return;
+	}
+	if (!json_object_is_type(o, json_type_object))
+		return;
+	if (json_object_object_get_ex(o, "source", &src) &&
+	    json_object_is_type(src, json_type_string) &&
+	    json_object_object_get_ex(o, "value", &v) && json_object_is_type(v, json_type_object) &&
+	    json_object_object_get_ex(v, "status", NULL)) {
+		for (k = 0; k < EV_SRC_BPF_TRACEPOINT; k++)
+			crate = crate || !strcmp(json_object_get_string(src), ev_source__name(k));
+		FUZZ_CHECK(crate);
+	}
+	json_object_object_foreach(o, key, val) {
+		(void)key;
+		check_crate_sources(val);
+	}
+}
+
+static void check_keyhog(const uint8_t *data, size_t size, int load_ret)
+{
+	int in = memfd_create("doc", MFD_CLOEXEC), out = memfd_create("keyhog", MFD_CLOEXEC), ret;
+	struct json_object *o, *s;
+	char err[512] = "", *text;
+	off_t len;
+
+	FUZZ_CHECK(in >= 0 && out >= 0);
+	FUZZ_CHECK(write(in, data, size) == (ssize_t)size);
+	ret = report__keyhog(in, out, err, sizeof(err));
+	if (load_ret == -EINVAL)
+		FUZZ_CHECK(ret == -EINVAL);
+	FUZZ_CHECK(ret == 0 || ret == -EINVAL || ret == -EPROTO);
+	if (ret) {
+		FUZZ_CHECK(err[0] && !strchr(err, '\n'));
+	} else {
+		len = lseek(out, 0, SEEK_END);
+		FUZZ_CHECK(len > 0);
+		text = malloc((size_t)len + 1);
+		FUZZ_CHECK(text && pread(out, text, (size_t)len, 0) == len);
+		text[len] = '\0';
+		check_trace(text, (size_t)len);
+		o = json_tokener_parse(text);
+		FUZZ_CHECK(json_object_object_get_ex(o, "schema", &s) &&
+			   !strcmp(json_object_get_string(s), "khbpf-evidence-keyhog"));
+		check_crate_sources(o);
+		json_object_put(o);
+		free(text);
+	}
+	close(in);
+	close(out);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct report_doc *doc = (struct report_doc *)1;
@@ -94,6 +162,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	ret = report_doc__load_string((const char *)data, size, &doc, err, sizeof(err));
 	FUZZ_CHECK(ret == 0 || ret == -EINVAL || ret == -EPROTO);
 	check_ways(data, size, ret, err, ret ? NULL : doc);
+	check_keyhog(data, size, ret);
 	if (ret) {
 		FUZZ_CHECK(!doc);
 		FUZZ_CHECK(err[0] && !strchr(err, '\n'));

@@ -529,6 +529,48 @@ static void test_procsched__live(void **state)
 	procsched__free(&s);
 }
 
+static void test_procsched__stat_state(void **state)
+{
+	struct procsched_thread t;
+
+	(void)state;
+	memset(&t, 0, sizeof(t));
+	assert_int_equal(procsched__parse_stat_state("123 (sh) R 1 2 3\n", &t), 0);
+	assert_false(t.exited);
+	/* The name may hold ") Z": the last ')' ends it. */
+	assert_int_equal(procsched__parse_stat_state("123 (a) Z (b) S 1 2\n", &t), 0);
+	assert_false(t.exited);
+	assert_int_equal(procsched__parse_stat_state("123 (a) S (b) Z 1 2\n", &t), 0);
+	assert_true(t.exited);
+	assert_int_equal(procsched__parse_stat_state("9 (x) X 0\n", &t), 0);
+	assert_true(t.exited);
+	assert_int_equal(procsched__parse_stat_state("9 (x)", &t), -EINVAL);
+	assert_int_equal(procsched__parse_stat_state("9 (x)  R", &t), -EINVAL);
+	assert_int_equal(procsched__parse_stat_state("9 x R", &t), -EINVAL);
+}
+
+/* An exited child not yet reaped reads as exited; this thread does not. */
+static void test_procsched__live_zombie(void **state)
+{
+	struct procsched_thread t;
+	siginfo_t si;
+	pid_t child;
+
+	(void)state;
+	assert_int_equal(procsched__read_thread("/", getpid(), gettid(), &t), 0);
+	assert_false(t.exited);
+	child = fork();
+	assert_true(child >= 0);
+	if (!child)
+		_exit(0);
+	/* Waits for the exit, leaving the child a zombie (WNOWAIT). */
+	assert_int_equal(waitid(P_PID, (id_t)child, &si, WEXITED | WNOWAIT), 0);
+	assert_int_equal(procsched__read_thread("/", child, child, &t), 0);
+	assert_true(t.exited);
+	assert_true(t.has_schedstat);
+	assert_int_equal(waitpid(child, NULL, 0), child);
+}
+
 struct worker {
 	pthread_barrier_t *ready;
 	pthread_barrier_t *done;
@@ -601,6 +643,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_procsched__parse_real),
+		cmocka_unit_test(test_procsched__stat_state),
+		cmocka_unit_test(test_procsched__live_zombie),
 		cmocka_unit_test(test_procsched__parse_odd_spacing),
 		cmocka_unit_test(test_procsched__parse_schedstat),
 		cmocka_unit_test(test_procsched__parse_sched_malformed),

@@ -28,7 +28,7 @@ run_window() { # MODE-FLAGS...
 	"$PYTHON" "$CMP" snap "$pid" "$TMP/after.json" || fail "snap after"
 	exec 7>&-
 	wait "$pid"
-	"$PYTHON" tests/validate_schema.py "$SCHEMA" "$TMP/doc.json" >/dev/null || fail "schema"
+	validate "$TMP/doc.json" >/dev/null || fail "schema"
 	"$PYTHON" "$CMP" window "$TMP/doc.json" "$TMP/before.json" "$TMP/after.json" ||
 		fail "khbpf $* disagrees with /proc"
 }

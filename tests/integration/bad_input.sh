@@ -47,7 +47,7 @@ one_error() {
 
 valid() { # DOC
 	[ -s "$1" ] || fail "no document at $1"
-	"$PYTHON" tests/validate_schema.py "$SCHEMA" "$1" >/dev/null || fail "schema: $1"
+	validate "$1" >/dev/null || fail "schema: $1"
 	! compgen -G "$(dirname "$1")/.khbpf-out.*" >/dev/null || fail "temporary output left"
 }
 
@@ -360,7 +360,7 @@ PY
 no_permission_case() {
 	expect_exit 0 timeout -k 5 30 "${NOBODY[@]}" "$KHBPF" attach --pid "$LIVE" --duration 0.3 --json
 	! grep -q 'libbpf' "$TMP/err" || fail "libbpf's messages without -v: $(cat "$TMP/err")"
-	"$PYTHON" tests/validate_schema.py "$SCHEMA" "$TMP/out" >/dev/null || fail "schema"
+	validate "$TMP/out" >/dev/null || fail "schema"
 	json_check "$TMP/out" \
 		"[c['availability'] for c in d['collectors'] if c['collector'] == 'scheduler-activity'] == ['permission-denied']" \
 		"'CAP_BPF' in [c['detail'] for c in d['collectors'] if c['collector'] == 'scheduler-activity'][0]" \

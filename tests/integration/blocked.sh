@@ -319,7 +319,7 @@ PY
 # run
 expect_exit 0 timeout 60 "$KHBPF" run --wakers -o "$TMP/run.json" -- "$W" --rounds "$ROUNDS"
 cp "$TMP/out" "$TMP/run.truth"
-"$PYTHON" tests/validate_schema.py "$SCHEMA" "$TMP/run.json" >/dev/null || fail "schema (run)"
+validate "$TMP/run.json" >/dev/null || fail "schema (run)"
 check "$TMP/run.json" "$TMP/run.truth"
 # The HTML timeline draws each span's shares of time (every call here is
 # wide enough to be a mark of its own), and says them on hover.
@@ -379,7 +379,7 @@ printf g >&7
 exec 7>&-
 wait "$pid" || fail "the workload failed"
 wait "$kh" || fail "attach failed: $(cat "$TMP/attach.err")"
-"$PYTHON" tests/validate_schema.py "$SCHEMA" "$TMP/attach.json" >/dev/null || fail "schema (attach)"
+validate "$TMP/attach.json" >/dev/null || fail "schema (attach)"
 check "$TMP/attach.json" "$TMP/attach.truth"
 
 # serve --blocked: the process's khbpf_blocked_seconds_total{cause} holds at

@@ -78,7 +78,7 @@ c1_end=$(counters "$P1") c2_end=$(counters "$P2")
 kill -INT "$KH"
 wait "$KH" || fail "attach exited $?: $(cat "$TMP/kh.err")"
 KH=""
-"$PYTHON" tests/validate_schema.py "$SCHEMA" "$TMP/doc.json" >/dev/null || fail schema
+validate "$TMP/doc.json" >/dev/null || fail schema
 "$PYTHON" - "$TMP/doc.json" "$P1 $c1_0 $c1_end" "$P2 $c2_move $c2_end" "$P3 $c3_0 $c3_move" <<'PY' || fail "cgroup set"
 import json, sys
 d = json.load(open(sys.argv[1]))

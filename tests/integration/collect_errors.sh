@@ -128,7 +128,7 @@ valid_case() {
 	rm -f "$OUT"
 	expect_exit 0 timeout -k 5 20 "$KHBPF" run -o "$OUT" -- true
 	[ ! -s "$TMP/out" ] || fail "run -o F wrote to stdout"
-	"$PYTHON" tests/validate_schema.py "$SCHEMA" "$OUT" >/dev/null || fail "schema: $OUT"
+	validate "$OUT" >/dev/null || fail "schema: $OUT"
 	json_check "$OUT" "d['target']['exit'] == {'status': 'recorded', 'value': {'code': 0}}"
 	! compgen -G "$TMP/.khbpf-out.*" >/dev/null || fail "temporary output left in $TMP"
 	rm -f "$OUT"

@@ -8,6 +8,7 @@ unset SUDO_UID SUDO_GID SUDO_USER
 KHBPF=${KHBPF:-build/khbpf}
 PYTHON=${PYTHON:-/usr/bin/python3}
 SCHEMA=${SCHEMA:-docs/khbpf-evidence.schema.json}
+KEYHOG_SCHEMA=${KEYHOG_SCHEMA:-docs/keyhog-profile.schema.json}
 TMP=$(mktemp -d /tmp/khbpf-it.XXXXXX)
 # keep_failed [RC]: with KHBPF_TEST_KEEP_FAILED=DIR, a failed test's $TMP (its
 # documents and logs) is copied to DIR/NAME.PID before it goes, so a failure
@@ -67,6 +68,28 @@ expect_one_line_error() {
 	lines=$(wc -l <"$TMP/err")
 	[ "$lines" -eq 1 ] || fail "expected one stderr line, got $lines: $(cat "$TMP/err")"
 	grep -q '^khbpf' "$TMP/err" || fail "error line does not start with 'khbpf': $(cat "$TMP/err")"
+}
+
+# validate DOC...: each document against the khbpf schema, and its keyhog
+# rendering (khbpf report --keyhog) against the crate's closed vocabularies
+# (docs/keyhog-profile.schema.json).
+validate() {
+	local f i=0 kh=()
+	"$PYTHON" tests/validate_schema.py "$SCHEMA" "$@" >/dev/null || return 1
+	mkdir -p "$TMP/keyhog" || return 1
+	for f in "$@"; do
+		i=$((i + 1))
+		kh+=("$TMP/keyhog/$i.$(basename "$f")")
+		"$KHBPF" report --keyhog "${kh[-1]}" "$f" || {
+			echo "validate: $f has no keyhog rendering" >&2
+			return 1
+		}
+	done
+	"$PYTHON" tests/validate_schema.py "$KEYHOG_SCHEMA" "${kh[@]}" >/dev/null || {
+		echo "validate: the keyhog rendering of $* does not validate" >&2
+		return 1
+	}
+	rm -rf "$TMP/keyhog"
 }
 
 # json_check FILE PYTHON-EXPR...: each expression, over `d` (the parsed

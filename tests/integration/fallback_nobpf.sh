@@ -9,10 +9,11 @@ chmod 0777 "$TMP"
 NOBODY=(setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all)
 
 # run: the command's whole life from /proc of its zombie leader (its own
-# process: run's tree without BPF is tree.sh's).
+# process: run's tree without BPF is tree.sh's). The zombie has exited, as
+# BPF's exit record says (docs/evidence.md 6.5): not alive at the end.
 printf '' | expect_exit 0 timeout 30 "${NOBODY[@]}" "$KHBPF" run --no-children -o "$TMP/run.json" -- \
 	sh -c 'i=0; while [ $i -lt 20 ]; do i=$((i+1)); sleep 0.01; done'
-"$PYTHON" tests/validate_schema.py "$SCHEMA" "$TMP/run.json" >/dev/null || fail "schema (run)"
+validate "$TMP/run.json" >/dev/null || fail "schema (run)"
 cap="[c for c in d['collectors'] if c['collector'] == 'scheduler-activity'][0]"
 json_check "$TMP/run.json" \
 	"$cap['availability'] == 'permission-denied'" \
@@ -24,7 +25,13 @@ json_check "$TMP/run.json" \
 	"d['threads'][0]['scheduler']['voluntary_context_switches']['value']['value'] >= 20" \
 	"d['threads'][0]['on_cpu_ns']['source'] == 'proc-pid-schedstat'" \
 	"d['hardware']['value']['scheduler']['timeslices']['source'] == 'proc-pid-schedstat'" \
-	"d['target']['exit']['value'] == {'code': 0}"
+	"d['target']['exit']['value'] == {'code': 0}" \
+	"d['threads'][0]['exited'] is True" \
+	"d['hardware']['value']['utilization']['threads'] == []" \
+	"d['hardware']['value']['utilization']['exited_threads'] == 1" \
+	"d['processes'][0]['exited'] is True" \
+	"d['target']['set']['exited'] == 1" \
+	"d['processes'][0]['exe']['source'] == 'proc-pid-exe'"
 
 # run without BPF on a process whose threads came and went: /proc saw only
 # the main thread at the end, so the process's migrations, run delay and
@@ -34,7 +41,7 @@ json_check "$TMP/run.json" \
 cp build/workloads/faults "$TMP/faults"
 printf '' | expect_exit 0 timeout 30 "${NOBODY[@]}" "$KHBPF" run --no-children -o "$TMP/ru.json" -- \
 	"$TMP/faults" rusage 4
-"$PYTHON" tests/validate_schema.py "$SCHEMA" "$TMP/ru.json" >/dev/null || fail "schema (rusage)"
+validate "$TMP/ru.json" >/dev/null || fail "schema (rusage)"
 "$PYTHON" - "$TMP/ru.json" "$(grep '^{' "$TMP/out")" <<'PY' || fail "run without BPF: process totals"
 import json, sys
 d, t = json.load(open(sys.argv[1])), json.loads(sys.argv[2])
@@ -65,7 +72,7 @@ PY
 cp build/workloads/spanned "$TMP/spanned"
 printf '' | expect_exit 0 timeout 30 "${NOBODY[@]}" "$KHBPF" run -o "$TMP/spans.json" -- \
 	"$TMP/spanned" --iterations 3
-"$PYTHON" tests/validate_schema.py "$SCHEMA" "$TMP/spans.json" >/dev/null || fail "schema (spans)"
+validate "$TMP/spans.json" >/dev/null || fail "schema (spans)"
 json_check "$TMP/spans.json" \
 	"len(d['span_probes']) > 0" \
 	"all(p['status'] == 'failed' for p in d['span_probes'])" \
@@ -93,7 +100,7 @@ printf x >&7
 wait "$kh" || fail "attach as nobody failed: $(cat "$TMP/kh.err")"
 exec 7>&-
 wait "$pid"
-"$PYTHON" tests/validate_schema.py "$SCHEMA" "$TMP/att.json" >/dev/null || fail "schema (attach)"
+validate "$TMP/att.json" >/dev/null || fail "schema (attach)"
 json_check "$TMP/att.json" \
 	"$cap['availability'] == 'permission-denied'" \
 	"len(d['threads']) == 3" \

@@ -30,7 +30,7 @@ TGT="" KH="" tp="" kh=""
 
 valid() { # DOC
 	[ -s "$1" ] || fail "no document at $1"
-	"$PYTHON" tests/validate_schema.py "$SCHEMA" "$1" >/dev/null || fail "schema: $1"
+	validate "$1" >/dev/null || fail "schema: $1"
 }
 
 # The last line of FILE that is a JSON object: the workload's ground truth.

@@ -137,7 +137,7 @@ finish() {
 	kill -INT "$KH"
 	wait "$KH" || fail "khbpf failed: $(cat "$TMP/kh.err")"
 	KH=""
-	"$PYTHON" tests/validate_schema.py "$SCHEMA" "$1" >/dev/null || fail "schema: $1"
+	validate "$1" >/dev/null || fail "schema: $1"
 	json_check "$1" "len(d['threads']) == $THREADS"
 }
 
@@ -181,7 +181,7 @@ run_case() { # [SPAN ARGS...]
 	exec 7>&-
 	wait "$KH" || fail "khbpf run failed: $(cat "$TMP/kh.err")"
 	KH=""
-	"$PYTHON" tests/validate_schema.py "$SCHEMA" "$TMP/run.json" >/dev/null || fail "schema"
+	validate "$TMP/run.json" >/dev/null || fail "schema"
 	json_check "$TMP/run.json" "len(d['threads']) == $THREADS" \
 		"all(t['exited'] for t in d['threads'])" \
 		"d['loss']['exited_records_overflow']['value'] == 0"
@@ -242,7 +242,7 @@ PY
 	kill -CONT "$KH"
 	wait "$KH" || fail "khbpf failed: $(cat "$TMP/kh.err")"
 	KH=""
-	"$PYTHON" tests/validate_schema.py "$SCHEMA" "$TMP/nomem.json" >/dev/null || fail "schema"
+	validate "$TMP/nomem.json" >/dev/null || fail "schema"
 	"$PYTHON" - "$TMP/nomem.json" "$(grep '^{' "$TMP/tgt.out" | tail -n 1)" <<'PY' || fail "exit records without memory"
 import json, sys
 d = json.load(open(sys.argv[1])); t = json.loads(sys.argv[2])

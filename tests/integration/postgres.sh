@@ -113,7 +113,7 @@ window() {
 	freeze 0
 	echo "$u0 $u1" >"$TMP/$name.usage"
 	tail -n +"$(($(cat "$TMP/$name.logstart") + 1))" "$TMP/pg.log" >"$TMP/$name.pglog"
-	"$PYTHON" tests/validate_schema.py "$SCHEMA" "$TMP/$name.json" >/dev/null || fail "schema ($name)"
+	validate "$TMP/$name.json" >/dev/null || fail "schema ($name)"
 }
 
 check() { # NAME KIND

@@ -124,7 +124,7 @@ if not throttle:
 print(f"{tag}: {checked} totals between independent readings, stall exact; "
       f"cgroup cpu some stall {stall} us of {wall_us} us")
 PY
-	"$PYTHON" tests/validate_schema.py "$SCHEMA" "$1" >/dev/null || fail "$1 does not validate"
+	validate "$1" >/dev/null || fail "$1 does not validate"
 }
 
 # run: khbpf itself is moved into the cgroup, so CMD starts there.

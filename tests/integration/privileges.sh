@@ -123,7 +123,7 @@ wait "$JOB" || fail "run under sudo exited $?: $(cat "$TMP/k.err")"
 wait "$FINALCOUNT_PID" || fail "finalcount failed (run under sudo)"
 "$PYTHON" "$CMP" final "$W/user.json" "$TMP/final-user" "$W/truth.jsonl" ||
 	fail "run under sudo: evidence differs from the kernel's final counters"
-"$PYTHON" tests/validate_schema.py "$SCHEMA" "$W/user.json" >/dev/null || fail "run under sudo: schema"
+validate "$W/user.json" >/dev/null || fail "run under sudo: schema"
 
 start "watching pid" env SUDO_UID=65534 SUDO_GID=65534 "$KHBPF" run -o "$W/term.json" -- sleep 30
 expect_caps "$K" "$(mask "$KILL" "$BPF")"

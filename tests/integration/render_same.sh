@@ -11,7 +11,7 @@ trap 'rc=$?; [ -z "$P" ] || kill "$P" 2>/dev/null; wait; keep_failed $rc' EXIT
 
 same() { # NAME: the run's outputs against report's from $TMP/NAME.json
 	local n=$1
-	"$PYTHON" tests/validate_schema.py "$SCHEMA" "$TMP/$n.json" >/dev/null || fail "$n: schema"
+	validate "$TMP/$n.json" >/dev/null || fail "$n: schema"
 	expect_exit 0 "$KHBPF" report "$TMP/$n.json" --html "$TMP/$n.report.html" \
 		--perfetto "$TMP/$n.report.trace" --text
 	cp "$TMP/out" "$TMP/$n.report.txt"

@@ -26,7 +26,7 @@ for round in 1 2; do
 	FINALCOUNT_PID=
 	n=$(find "$TMP/final" -mindepth 1 -maxdepth 1 -type d | wc -l)
 	total=$((${total:-0} + n))
-	"$PYTHON" tests/validate_schema.py "$SCHEMA" "$TMP/doc.json" >/dev/null || fail "schema (round $round)"
+	validate "$TMP/doc.json" >/dev/null || fail "schema (round $round)"
 	"$PYTHON" "$CMP" final "$TMP/doc.json" "$TMP/final" "$TMP/truth.jsonl" ||
 		fail "per-thread accuracy (round $round)"
 	"$PYTHON" "$CMP" totals "$TMP/doc.json" || fail "totals (round $round)"

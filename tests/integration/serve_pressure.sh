@@ -110,7 +110,7 @@ PY
 
 sleep 1.5 # a window has ended
 curl -sf "http://127.0.0.1:$PORT/evidence" >"$TMP/evidence.json" || fail "GET /evidence"
-"$PYTHON" tests/validate_schema.py "$SCHEMA" "$TMP/evidence.json" >/dev/null ||
+validate "$TMP/evidence.json" >/dev/null ||
 	fail "/evidence does not validate"
 json_check "$TMP/evidence.json" \
 	'[c["availability"] for c in d["collectors"] if c["collector"] == "pressure-thermal"] == ["available"]' \

@@ -226,7 +226,7 @@ PY
 
 # /evidence: the last window as a valid document.
 curl -sf "http://127.0.0.1:$PORT/evidence" >"$TMP/evidence.json" || fail "GET /evidence"
-"$PYTHON" tests/validate_schema.py "$SCHEMA" "$TMP/evidence.json" >/dev/null ||
+validate "$TMP/evidence.json" >/dev/null ||
 	fail "/evidence does not validate"
 json_check "$TMP/evidence.json" 'd["target"]["mode"] == "serve"' 'len(d["threads"]) > 0'
 

@@ -14,7 +14,7 @@ trap 'rc=$?; [ -n "${WPID:-}" ] && kill "$WPID" 2>/dev/null; [ -n "${KH:-}" ] &&
 
 # check DOC TRUTH WORKERS CALLS: the totals, and each process's own.
 check() {
-	"$PYTHON" tests/validate_schema.py "$SCHEMA" "$1" >/dev/null || fail "schema: $1"
+	validate "$1" >/dev/null || fail "schema: $1"
 	"$PYTHON" - "$1" "$2" "$3" "$4" <<'PY' || fail "span counts in $1"
 import json, sys
 d = json.load(open(sys.argv[1])); t = json.loads(open(sys.argv[2]).read())

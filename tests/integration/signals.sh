@@ -95,7 +95,7 @@ finish_kh() {
 
 valid_doc() {
 	[ -s "$F" ] || fail "no document at $F"
-	"$PYTHON" tests/validate_schema.py "$SCHEMA" "$F" >/dev/null || fail "schema: $F"
+	validate "$F" >/dev/null || fail "schema: $F"
 }
 
 # a) attach with no duration, ended by a signal: exit 0, a complete document.

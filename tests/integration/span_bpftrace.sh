@@ -154,7 +154,7 @@ rc=$?
 sq=""
 [ "$rc" -eq 0 ] || fail "sqlstep exited $rc: $(cat "$TMP/sq.err")"
 
-"$PYTHON" tests/validate_schema.py "$SCHEMA" "$TMP/doc.json" >/dev/null || fail "schema"
+validate "$TMP/doc.json" >/dev/null || fail "schema"
 kh_calls=$("$PYTHON" - "$TMP/doc.json" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))

@@ -45,7 +45,7 @@ PY
 
 expect_exit 0 timeout 60 "$KHBPF" run -o "$TMP/doc.json" -- "$W" --threads 3 --iterations 4
 cp "$TMP/out" "$TMP/truth.json"
-"$PYTHON" tests/validate_schema.py "$SCHEMA" "$TMP/doc.json" >/dev/null || fail "schema"
+validate "$TMP/doc.json" >/dev/null || fail "schema"
 check_counts "$TMP/doc.json" "$TMP/truth.json"
 json_check "$TMP/doc.json" \
 	"len(d['span_probes']) == 10 and all(p['status'] == 'attached' for p in d['span_probes'])" \
@@ -61,7 +61,7 @@ json_check "$TMP/doc.json" \
 # The counter path for real, with software cpu-clock standing in for the PMU:
 # every span carries readings, and the exact totals count every call.
 expect_exit 0 timeout 60 "$KHBPF" run --counter-events=sw-cpu-clock -o "$TMP/docc.json" -- "$W" --threads 2 --iterations 2
-"$PYTHON" tests/validate_schema.py "$SCHEMA" "$TMP/docc.json" >/dev/null || fail "schema (counters)"
+validate "$TMP/docc.json" >/dev/null || fail "schema (counters)"
 # A verifier that refuses the counter path (too complex for 5.10's): spans
 # without counters, every reading the gap 'unsupported', and the reason.
 if "$PYTHON" -c 'import json, sys; sys.exit("verifier refused" not in json.load(open(sys.argv[1]))["span_counters"].get("detail", ""))' "$TMP/docc.json"; then
@@ -127,7 +127,7 @@ grep -q holding "$TMP/held.out" || fail "the workload never entered stage-hold"
 wait "$kh" || fail "attach failed: $(cat "$TMP/kh6.err")"
 exec 7>&-
 wait "$held"
-"$PYTHON" tests/validate_schema.py "$SCHEMA" "$TMP/doc6.json" >/dev/null || fail "schema (open span)"
+validate "$TMP/doc6.json" >/dev/null || fail "schema (open span)"
 json_check "$TMP/doc6.json" \
 	"[(o['metric_id'], o['thread_id']) for o in d['open_spans']] == [('stage-hold', $held)]" \
 	"0 < d['open_spans'][0]['start_ns'] < d['window']['wall_ns']" \

@@ -116,7 +116,7 @@ cp "$TMP/out" "$TMP/truth.json"
 import json, sys
 sys.exit(json.load(open(sys.argv[1])) != {"rs-request": 12, "rs-checksum": 36, "rs-flush": 12})
 PY
-"$PYTHON" tests/validate_schema.py "$SCHEMA" "$TMP/doc.json" >/dev/null || fail "schema"
+validate "$TMP/doc.json" >/dev/null || fail "schema"
 check_spans "$TMP/doc.json" "$TMP/truth.json" 0
 json_check "$TMP/doc.json" \
 	"len({s['thread_id'] for s in d['events']['spans']}) == 3" \

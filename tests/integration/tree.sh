@@ -21,7 +21,7 @@ for round in $(seq "$ROUNDS"); do
 	rm -f "$TMP/truth.jsonl"
 	timeout 60 "$KHBPF" run -o "$TMP/doc.json" -- "$TREE" "$TMP/truth.jsonl" "$LEAF" \
 		2>"$TMP/kh.err" || fail "khbpf run exited $? (round $round): $(head -c 500 "$TMP/kh.err")"
-	"$PYTHON" tests/validate_schema.py "$SCHEMA" "$TMP/doc.json" >/dev/null || fail "schema (round $round)"
+	validate "$TMP/doc.json" >/dev/null || fail "schema (round $round)"
 	"$PYTHON" "$CHECK" "$TMP/doc.json" "$TMP/truth.jsonl" || fail "the tree's truth (round $round)"
 	json_check "$TMP/doc.json" \
 		"d['target']['exit'] == {'status': 'recorded', 'value': {'code': 0}}" \
@@ -34,7 +34,7 @@ grep -q '^Processes (9), busiest first' "$TMP/report.txt" || fail "no process ta
 rm -f "$TMP/truth.jsonl"
 timeout 60 "$KHBPF" run --no-children -o "$TMP/one.json" -- "$TREE" "$TMP/truth.jsonl" "$LEAF" \
 	2>"$TMP/kh.err" || fail "khbpf run --no-children exited $?: $(head -c 500 "$TMP/kh.err")"
-"$PYTHON" tests/validate_schema.py "$SCHEMA" "$TMP/one.json" >/dev/null || fail "schema (--no-children)"
+validate "$TMP/one.json" >/dev/null || fail "schema (--no-children)"
 "$PYTHON" "$CHECK" "$TMP/one.json" "$TMP/truth.jsonl" --no-children || fail "--no-children"
 # Without BPF: the command's threads from /proc, the tree's switches from
 # wait4's rusage of the command (system-call), which has every process it
@@ -45,7 +45,7 @@ timeout 60 "$KHBPF" run --no-children -o "$TMP/one.json" -- "$TREE" "$TMP/truth.
 rm -f "$TMP/truth.jsonl"
 timeout 60 "$KHBPF" run --no-bpf -o "$TMP/nobpf.json" -- "$TREE" "$TMP/truth.jsonl" "$LEAF" \
 	2>"$TMP/kh.err" || fail "khbpf run --no-bpf exited $?: $(head -c 500 "$TMP/kh.err")"
-"$PYTHON" tests/validate_schema.py "$SCHEMA" "$TMP/nobpf.json" >/dev/null || fail "schema (--no-bpf)"
+validate "$TMP/nobpf.json" >/dev/null || fail "schema (--no-bpf)"
 "$PYTHON" - "$TMP/nobpf.json" "$TMP/truth.jsonl" <<'PY' || fail "--no-bpf tree totals"
 import json, sys
 d = json.load(open(sys.argv[1]))

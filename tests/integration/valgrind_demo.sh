@@ -12,7 +12,7 @@ expect_exit 0 timeout 300 valgrind --quiet --error-exitcode=99 --leak-check=full
 	--show-leak-kinds=all --errors-for-leak-kinds=all --track-fds=yes \
 	--suppressions=tests/valgrind.supp --log-file="$TMP/vg.log" \
 	"$KHBPF" run -o "$TMP/doc.json" -- build/workloads/demo
-"$PYTHON" tests/validate_schema.py "$SCHEMA" "$TMP/doc.json" >/dev/null || fail "schema"
+validate "$TMP/doc.json" >/dev/null || fail "schema"
 json_check "$TMP/doc.json" \
 	"d['target']['exit'] == {'status': 'recorded', 'value': {'code': 0}}" \
 	"len(d['threads']) >= 2"

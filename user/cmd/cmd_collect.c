@@ -74,9 +74,10 @@ void cmd_attach_help(FILE *f)
 		"  -o, --output FILE     write the JSON evidence document to FILE atomically\n"
 		"      --json            JSON document on stdout\n"
 		"      --text            the terminal report on stdout, as `khbpf report` prints\n"
-		"                        it (the default without -o, --json, --html, --perfetto)\n"
+		"                        it (the default without -o, --json or a FILE below)\n"
 		"      --html FILE       also the HTML report (`khbpf report --html`); '-': stdout\n"
 		"      --perfetto FILE   also the Perfetto trace (`khbpf report --perfetto`)\n"
+		"      --keyhog FILE     also the keyhog rendering (`khbpf report --keyhog`)\n"
 		"      --no-bpf          read /proc at the window's ends instead of BPF\n"
 		"      --max-exited N    exited-thread records kept in the kernel (default 65536)\n"
 		"      --max-threads N   threads listed in the document (default 65536)\n"
@@ -112,9 +113,10 @@ void cmd_run_help(FILE *f)
 		"  -o, --output FILE     write the JSON evidence document to FILE atomically\n"
 		"      --json            JSON document on stdout\n"
 		"      --text            the terminal report on stdout, as `khbpf report` prints\n"
-		"                        it (the default without -o, --json, --html, --perfetto)\n"
+		"                        it (the default without -o, --json or a FILE below)\n"
 		"      --html FILE       also the HTML report (`khbpf report --html`); '-': stdout\n"
 		"      --perfetto FILE   also the Perfetto trace (`khbpf report --perfetto`)\n"
+		"      --keyhog FILE     also the keyhog rendering (`khbpf report --keyhog`)\n"
 		"      --as-root         do not drop to SUDO_UID/SUDO_GID for CMD\n"
 		"      --no-bpf          read /proc at the window's ends instead of BPF\n"
 		"      --max-exited N    exited-thread records kept in the kernel (default 65536)\n"
@@ -155,6 +157,7 @@ int collect_args__parse(const char *cmd, int argc, char **argv, enum target_mode
 		{ "private", no_argument, NULL, 'P' },
 		{ "html", required_argument, NULL, 'H' },
 		{ "perfetto", required_argument, NULL, 'F' },
+		{ "keyhog", required_argument, NULL, 'Y' },
 		{ "all", no_argument, NULL, 'a' },
 		{ "children", no_argument, NULL, 'c' },
 		{ "no-children", no_argument, NULL, 'n' },
@@ -262,6 +265,9 @@ int collect_args__parse(const char *cmd, int argc, char **argv, enum target_mode
 			break;
 		case 'F':
 			a->perfetto = optarg;
+			break;
+		case 'Y':
+			a->keyhog = optarg;
 			break;
 		case 'R':
 			if (mode != TARGET_MODE_RUN)
@@ -459,9 +465,10 @@ static int collect(const char *cmd, int argc, char **argv, enum target_mode mode
 		oopts.mode = OUTPUT_MODE_PRIVATE;
 	ro.html = a->html;
 	ro.perfetto = a->perfetto;
+	ro.keyhog = a->keyhog;
 	ro.all = a->all;
 	ro.private_out = a->private_out;
-	ro.text = a->text || !(out || a->json || a->html || a->perfetto);
+	ro.text = a->text || !(out || a->json || a->html || a->perfetto || a->keyhog);
 	/* As -o: checked before anything runs, as the invoking user. */
 	err = privs__writer_begin(&writer);
 	ret = err ? CLI_EXIT_FAILURE : render__check(&ro, a->json);
@@ -486,7 +493,7 @@ static int collect(const char *cmd, int argc, char **argv, enum target_mode mode
 		json_object_put(doc);
 	}
 	/* Rendered from the document, by the code `khbpf report` uses. */
-	if (!ret && (ro.text || ro.html || ro.perfetto)) {
+	if (!ret && (ro.text || ro.html || ro.perfetto || ro.keyhog)) {
 		doc = session__document(s);
 		ret = doc ? render__json(doc, &ro) : CLI_EXIT_FAILURE;
 		if (!doc)

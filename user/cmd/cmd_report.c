@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* `khbpf report FILE.json [--html OUT.html] [--perfetto OUT.json] [--text]` */
+/* `khbpf report FILE.json [--html OUT.html] [--perfetto OUT.json] [--keyhog OUT.json] [--text]` */
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -15,14 +15,14 @@
 void cmd_report_help(FILE *f)
 {
 	fprintf(f,
-		"Usage: khbpf report FILE.json [--html OUT.html] [--perfetto OUT.json] [--text]\n"
-		"                    [--all]\n\n"
+		"Usage: khbpf report FILE.json [--html OUT.html] [--perfetto OUT.json]\n"
+		"                    [--keyhog OUT.json] [--text] [--all]\n\n"
 		"Show a saved evidence document (from 'khbpf run -o' or 'khbpf attach -o').\n"
 		"Needs only the file: no BPF, no root, any host.\n\n"
-		"Without --html or --perfetto, prints the terminal report: the run, the\n"
-		"processes (busiest first) and their threads, the runqueue-delay histogram,\n"
-		"span metrics by exclusive time, loss counters, and every gap with its reason\n"
-		"and what to do about it.\n\n"
+		"Without --html, --perfetto or --keyhog, prints the terminal report: the run,\n"
+		"the processes (busiest first) and their threads, the runqueue-delay\n"
+		"histogram, span metrics by exclusive time, loss counters, and every gap with\n"
+		"its reason and what to do about it.\n\n"
 		"Options:\n"
 		"      --html FILE      one self-contained HTML page (inline SVG, no scripts, no\n"
 		"                       network): span timeline per thread, runqueue-delay\n"
@@ -33,6 +33,9 @@ void cmd_report_help(FILE *f)
 		"                       complete events per thread,\n"
 		"                       counters as counter tracks; opens in ui.perfetto.dev\n"
 		"                       and chrome://tracing\n"
+		"      --keyhog FILE    the document in the keyhog-profile crate's vocabulary:\n"
+		"                       its sources, collectors and span metric names only,\n"
+		"                       khbpf's own beside them (docs/evidence.md section 11)\n"
 		"      --text           also print the terminal report when writing files\n"
 		"      --all            every process and its threads in the terminal report,\n"
 		"                       not the 20 busiest\n"
@@ -41,6 +44,7 @@ void cmd_report_help(FILE *f)
 		"Examples:\n"
 		"  khbpf report run.json\n"
 		"  khbpf report run.json --html run.html --perfetto run.trace.json\n"
+		"  khbpf report run.json --keyhog run.keyhog.json\n"
 		"  khbpf report build.json --all | less\n"
 		"  sudo khbpf run -o run.json -- ./my-server; khbpf report run.json --html run.html\n");
 }
@@ -64,6 +68,7 @@ int report_args__parse(int argc, char **argv, struct report_args *a)
 	static const struct option opts[] = {
 		{ "html", required_argument, NULL, 'H' },
 		{ "perfetto", required_argument, NULL, 'P' },
+		{ "keyhog", required_argument, NULL, 'K' },
 		{ "text", no_argument, NULL, 'T' },
 		{ "all", no_argument, NULL, 'A' },
 		{ "help", no_argument, NULL, 'h' },
@@ -80,6 +85,9 @@ int report_args__parse(int argc, char **argv, struct report_args *a)
 			break;
 		case 'P':
 			a->trace = optarg;
+			break;
+		case 'K':
+			a->keyhog = optarg;
 			break;
 		case 'T':
 			a->text = true;
@@ -126,10 +134,12 @@ int cmd_report(int argc, char **argv)
 	}
 	ro.html = a.html;
 	ro.perfetto = a.trace;
-	ro.text = a.text || !(a.html || a.trace);
+	ro.keyhog = a.keyhog;
+	ro.text = a.text || !(a.html || a.trace || a.keyhog);
 	ro.all = a.all;
 	if ((ret = check_not_input(a.in, "--html", a.html)) ||
 	    (ret = check_not_input(a.in, "--perfetto", a.trace)) ||
+	    (ret = check_not_input(a.in, "--keyhog", a.keyhog)) ||
 	    (ret = render__check(&ro, false)))
 		return ret;
 	/* The terminal report alone needs no span kept, only their counts. */
@@ -139,7 +149,7 @@ int cmd_report(int argc, char **argv)
 		cli__error("report", "'%s' %s", a.in, err);
 		return CLI_EXIT_FAILURE;
 	}
-	ret = render__outputs(doc, &ro);
+	ret = render__file_outputs(doc, a.in, &ro);
 	report_doc__free(doc);
 	return ret;
 }

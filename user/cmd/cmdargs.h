@@ -27,6 +27,7 @@ struct collect_args {
 	char req_buf[CMDARGS_MAX_SPANS][512];
 	const char *out; /* -o, or NULL */
 	const char *html, *perfetto; /* --html / --perfetto FILE, or NULL */
+	const char *keyhog; /* --keyhog FILE, or NULL */
 	bool json, text;
 	bool all; /* --all: every process in the terminal report */
 	bool private_out; /* --private: the -o file gets mode 0600 */
@@ -41,7 +42,7 @@ struct serve_args {
 };
 
 struct report_args {
-	const char *in, *html, *trace;
+	const char *in, *html, *trace, *keyhog;
 	bool text;
 	bool all; /* --all: every process in the terminal report */
 	bool help;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* One document, every renderer: what `report` and `run`/`attach` print. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,25 +27,39 @@ static bool same_file(const char *a, const char *b)
 	return !stat(a, &sa) && !stat(b, &sb) && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
 }
 
+/* Two of the outputs name one file. */
+static bool clash(const char *a, const char *b)
+{
+	return a && b && !to_stdout(a) && !to_stdout(b) && (!strcmp(a, b) || same_file(a, b));
+}
+
 int render__check(const struct render_opts *o, bool json_stdout)
 {
-	if (o->html && o->perfetto && !to_stdout(o->html) &&
-	    (!strcmp(o->html, o->perfetto) || same_file(o->html, o->perfetto))) {
-		cli__error(o->cmd,
-			   "--html and --perfetto name the same file '%s'; give each its own",
-			   o->html);
+	const char *files[][2] = { { "--html", o->html },
+				   { "--perfetto", o->perfetto },
+				   { "--keyhog", o->keyhog } };
+	size_t i, j;
+
+	for (i = 0; i < 3; i++)
+		for (j = i + 1; j < 3; j++)
+			if (clash(files[i][1], files[j][1])) {
+				cli__error(o->cmd,
+					   "%s and %s name the same file '%s'; give each its own",
+					   files[i][0], files[j][0], files[i][1]);
+				return CLI_EXIT_USAGE;
+			}
+	if (json_stdout + o->text + to_stdout(o->html) + to_stdout(o->perfetto) +
+		    to_stdout(o->keyhog) >
+	    1) {
+		cli__error(
+			o->cmd,
+			"more than one output goes to stdout; give files to --html/--perfetto/--keyhog");
 		return CLI_EXIT_USAGE;
 	}
-	if (json_stdout + o->text + to_stdout(o->html) + to_stdout(o->perfetto) > 1) {
-		cli__error(o->cmd,
-			   "more than one output goes to stdout; give files to --html/--perfetto");
-		return CLI_EXIT_USAGE;
-	}
-	if (o->html && !to_stdout(o->html) && cli__check_output_path(o->cmd, "--html", o->html))
-		return CLI_EXIT_FAILURE;
-	if (o->perfetto && !to_stdout(o->perfetto) &&
-	    cli__check_output_path(o->cmd, "--perfetto", o->perfetto))
-		return CLI_EXIT_FAILURE;
+	for (i = 0; i < 3; i++)
+		if (files[i][1] && !to_stdout(files[i][1]) &&
+		    cli__check_output_path(o->cmd, files[i][0], files[i][1]))
+			return CLI_EXIT_FAILURE;
 	return 0;
 }
 
@@ -157,6 +172,117 @@ cleanup:
 	return ret;
 }
 
+struct keyhog_fill {
+	int in_fd;
+	char err[512];
+	int ret; /* report__keyhog's own */
+};
+
+static int fill_keyhog(int fd, void *ctx)
+{
+	struct keyhog_fill *kf = ctx;
+
+	kf->ret = report__keyhog(kf->in_fd, fd, kf->err, sizeof(kf->err));
+	return kf->ret;
+}
+
+/* Copies the whole of fd, from its start, to stdout. */
+static int copy_to_stdout(int fd)
+{
+	char buf[1 << 16];
+	ssize_t n;
+
+	if (lseek(fd, 0, SEEK_SET) < 0)
+		return -errno;
+	while ((n = read(fd, buf, sizeof(buf))) != 0) {
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (fwrite(buf, 1, (size_t)n, stdout) != (size_t)n)
+			return -EIO;
+	}
+	return fflush(stdout) ? -errno : 0;
+}
+
+/*
+ * --keyhog from the document in the regular file in_fd: to its file
+ * whole or not at all; to stdout made whole in scratch space first, so a
+ * failure prints nothing.
+ */
+static int write_keyhog(int in_fd, const struct render_opts *o)
+{
+	struct output_opts oopts = { .sz = sizeof(oopts) };
+	struct keyhog_fill kf = { .in_fd = in_fd };
+	const char *dir;
+	int err, fd;
+
+	if (o->private_out)
+		oopts.mode = OUTPUT_MODE_PRIVATE;
+	if (!to_stdout(o->keyhog)) {
+		err = output__write_with(o->keyhog, fill_keyhog, &kf, &oopts);
+	} else {
+		fd = output__scratch(&dir);
+		if (fd < 0) {
+			cli__error(
+				o->cmd,
+				"--keyhog: cannot make a temporary file in '%s': %s; set TMPDIR to a writable directory",
+				dir, strerror(-fd));
+			return CLI_EXIT_FAILURE;
+		}
+		err = fill_keyhog(fd, &kf);
+		if (!err && (err = copy_to_stdout(fd))) {
+			close(fd);
+			cli__error(o->cmd, "--keyhog: cannot write to stdout: %s", strerror(-err));
+			return CLI_EXIT_FAILURE;
+		}
+		close(fd);
+	}
+	if (kf.ret) {
+		cli__error(o->cmd, "--keyhog: the document %s", kf.err);
+		return CLI_EXIT_FAILURE;
+	}
+	if (err) {
+		cli__error(
+			o->cmd,
+			"--keyhog '%s': cannot write: %s; check the directory exists and is writable",
+			o->keyhog, strerror(-err));
+		return CLI_EXIT_FAILURE;
+	}
+	return 0;
+}
+
+/* A file to stdout goes last, after the files: it is the one that cannot be taken back. */
+static int outputs_fd(const struct report_doc *doc, int in_fd, const struct render_opts *o)
+{
+	int ret = 0;
+
+	if (o->keyhog && !to_stdout(o->keyhog) && (ret = write_keyhog(in_fd, o)))
+		return ret;
+	ret = render__outputs(doc, o);
+	if (!ret && o->keyhog && to_stdout(o->keyhog))
+		ret = write_keyhog(in_fd, o);
+	return ret;
+}
+
+int render__file_outputs(const struct report_doc *doc, const char *path,
+			 const struct render_opts *o)
+{
+	int fd, ret;
+
+	if (!o->keyhog)
+		return render__outputs(doc, o);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		cli__error(o->cmd, "'%s': cannot open it again for --keyhog: %s", path,
+			   strerror(errno));
+		return CLI_EXIT_FAILURE;
+	}
+	ret = outputs_fd(doc, fd, o);
+	close(fd);
+	return ret;
+}
+
 int render__json(struct json_object *doc, const struct render_opts *o)
 {
 	struct report_load_opts lo = { .sz = sizeof(lo) };
@@ -199,7 +325,7 @@ int render__json(struct json_object *doc, const struct render_opts *o)
 		cli__error(o->cmd, "the document it made does not load: %s", err);
 		goto cleanup;
 	}
-	ret = render__outputs(rd, o);
+	ret = outputs_fd(rd, fd, o);
 	report_doc__free(rd);
 	close(fd);
 	return ret;

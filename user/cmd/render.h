@@ -18,6 +18,7 @@ struct render_opts {
 	const char *cmd; /* names the command in error lines */
 	const char *html; /* --html FILE ("-": stdout), or NULL */
 	const char *perfetto; /* --perfetto FILE ("-": stdout), or NULL */
+	const char *keyhog; /* --keyhog FILE ("-": stdout), or NULL */
 	bool text; /* the terminal report on stdout */
 	bool all; /* ... with every process and thread (--all) */
 	bool private_out; /* files get mode 0600 (--private), else 0644 */
@@ -25,8 +26,9 @@ struct render_opts {
 
 /*
  * Up-front checks of the outputs asked for, before any work: at most one goes
- * to stdout (json_stdout: the caller writes the document there too), --html
- * and --perfetto are different files, and each path is one khbpf may write.
+ * to stdout (json_stdout: the caller writes the document there too), --html,
+ * --perfetto and --keyhog are different files, and each path is one khbpf
+ * may write.
  * 0, or a CLI exit code after one error line.
  */
 int render__check(const struct render_opts *o, bool json_stdout);
@@ -38,6 +40,12 @@ int render__check(const struct render_opts *o, bool json_stdout);
  * code after one error line.
  */
 int render__outputs(const struct report_doc *doc, const struct render_opts *o);
+/*
+ * render__outputs, and --keyhog from the document's file at path (what
+ * doc was loaded from): the rendering is made from the file itself.
+ */
+int render__file_outputs(const struct report_doc *doc, const char *path,
+			 const struct render_opts *o);
 /*
  * The same for a document made in memory (a session's): written to scratch
  * space (output__scratch) and read back as `report` reads a file.

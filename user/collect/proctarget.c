@@ -211,6 +211,8 @@ int proctarget__snapshot(const char *root, pid_t pid, size_t max_threads, struct
 		r->k.sum_exec_runtime = p->sum_exec_runtime_ns;
 		r->k.run_delay = p->run_delay_ns;
 		r->k.pcount = p->pcount;
+		if (p->exited)
+			r->flags |= KHBPF_REC_ZOMBIE;
 		out->nr++;
 	}
 	*read_errors += snap.dropped_threads;

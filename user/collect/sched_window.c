@@ -190,7 +190,7 @@ int sched_window__compute(struct sched_window *w, const struct window_opts *o)
 		t.left = x && (x->flags & KHBPF_REC_LEFT);
 		/* A zombie at the end has exited too; !e: fin is the zombie's baseline. */
 		t.exited = !t.left && (x || !e || (e->flags & KHBPF_REC_ZOMBIE));
-		if (!x && e && (e->flags & KHBPF_REC_ZOMBIE) &&
+		if (o->exited && !x && e && (e->flags & KHBPF_REC_ZOMBIE) &&
 		    !(b && (b->flags & KHBPF_REC_ZOMBIE))) {
 			/*
 			 * It exited in the window (not a zombie already at its start, as

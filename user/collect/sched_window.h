@@ -29,7 +29,8 @@ struct window_thread {
 struct window_opts {
 	const struct thread_table *baseline; /* NULL: every thread starts at zero (run mode) */
 	const struct thread_table *end; /* live threads at the end; may be NULL */
-	const struct thread_table *exited; /* exit records; may be NULL */
+	/* Exit records; NULL without BPF (a zombie at the end then has none to lose). */
+	const struct thread_table *exited;
 	/* Threads started at or after this boot-time ns were born in the window. */
 	uint64_t start_boot_ns;
 	size_t max_threads; /* bound on threads kept; 0 → no bound */

@@ -217,6 +217,16 @@ static int comm_from_stat(const char *buf, struct procsched_thread *out)
 	return 0;
 }
 
+int procsched__parse_stat_state(const char *text, struct procsched_thread *out)
+{
+	const char *close = strrchr(text, ')');
+
+	if (!close || close[1] != ' ' || !close[2] || close[2] == ' ')
+		return -EINVAL;
+	out->exited = close[2] == 'Z' || close[2] == 'X';
+	return 0;
+}
+
 static int read_comm(const char *root, pid_t pid, pid_t tid, struct procsched_thread *out,
 		     char *buf, size_t size)
 {
@@ -258,6 +268,17 @@ static int read_thread(const char *root, pid_t pid, pid_t tid, struct procsched_
 			       read_task_file(root, pid, tid, "schedstat", buf, size));
 	if (err >= 0)
 		err = procsched__parse_schedstat(buf, out);
+	if (err && err != -ENOENT)
+		goto fail;
+
+	/*
+	 * A run's command is a zombie at the window's end until the loader
+	 * reaps it: exited, as BPF's exit record says (exit_notify() set
+	 * exit_state before its last switch).
+	 */
+	err = classify_missing(root, pid, tid, read_task_file(root, pid, tid, "stat", buf, size));
+	if (err >= 0)
+		err = procsched__parse_stat_state(buf, out);
 	if (err && err != -ENOENT)
 		goto fail;
 	return 0;

@@ -21,6 +21,11 @@ struct procsched_thread {
 	/* from task/TID/schedstat: "runtime_ns run_delay_ns pcount"; has_schedstat false if absent */
 	bool has_schedstat;
 	uint64_t sum_exec_runtime_ns, run_delay_ns, pcount;
+	/*
+	 * task/TID/stat's state is Z or X: the thread has exited and waits to
+	 * be reaped (its counters are final). false when stat is absent.
+	 */
+	bool exited;
 };
 
 struct procsched_snapshot {
@@ -34,7 +39,8 @@ struct procsched_snapshot {
  * Reads one thread below root ("/", "" or NULL is the live host). A sched or
  * schedstat file that does not exist while the thread does (a kernel built
  * without it) leaves has_sched/has_schedstat false; comm falls back to the
- * name in task/TID/stat, and is "" when neither file exists. Returns 0;
+ * name in task/TID/stat, and is "" when neither file exists; the state in
+ * task/TID/stat sets exited. Returns 0;
  * -ESRCH when the process or thread does not exist (or exits meanwhile);
  * -EACCES/-EPERM; -EINVAL/-ERANGE for malformed files; another -errno when
  * a file cannot be read. *out is zeroed on error.
@@ -68,5 +74,10 @@ void procsched__free(struct procsched_snapshot *s);
  */
 int procsched__parse_sched(const char *text, struct procsched_thread *out);
 int procsched__parse_schedstat(const char *text, struct procsched_thread *out);
+/*
+ * stat: "TID (COMM) S ...", COMM ending at the last ')': sets exited from
+ * the state S (Z, zombie; X, dead). -EINVAL when there is no state.
+ */
+int procsched__parse_stat_state(const char *text, struct procsched_thread *out);
 
 #endif /* KHBPF_PROCSCHED_H */

@@ -77,6 +77,17 @@ const char *ev_source__name(enum ev_source source)
 	return NAME_OR_INVALID(source_names, source);
 }
 
+enum ev_source ev_source__keyhog(enum ev_source source)
+{
+	/*
+	 * khbpf's own sources reached user space through system calls: bpf(2)
+	 * map reads and iterator reads for bpf-*, read(2) and readlink(2) of
+	 * another process's /proc files for proc-pid-* (the crate's proc-self-*
+	 * name the profiled process reading its own).
+	 */
+	return source < EV_SRC_BPF_TRACEPOINT ? source : EV_SRC_SYSTEM_CALL;
+}
+
 const char *collector_id__name(enum collector_id id)
 {
 	return NAME_OR_INVALID(collector_names, id);

@@ -78,6 +78,11 @@ enum collector_availability {
 /* Kebab-case names exactly as the schema spells them. */
 const char *ev_gap__name(enum ev_gap gap);
 const char *ev_source__name(enum ev_source source);
+/*
+ * The keyhog-profile crate's source for a khbpf source (docs/evidence.md
+ * 11): the crate's own stay, khbpf's additions are system-call.
+ */
+enum ev_source ev_source__keyhog(enum ev_source source);
 const char *collector_id__name(enum collector_id id);
 const char *collector_availability__name(enum collector_availability av);
 /* The gap that a collector's availability implies for its fields. */

@@ -93,6 +93,13 @@ static int check_schema(struct json_object *root, char *err, size_t errlen)
 			 want);
 		return -EPROTO;
 	}
+	if (json_object_is_type(s, json_type_string) &&
+	    !strcmp(json_object_get_string(s), "khbpf-evidence-keyhog")) {
+		snprintf(
+			err, errlen,
+			"is a keyhog rendering (--keyhog), not the document; give the document it was made from");
+		return -EPROTO;
+	}
 	if (!json_object_is_type(s, json_type_string) ||
 	    strcmp(json_object_get_string(s), "khbpf-evidence")) {
 		snprintf(

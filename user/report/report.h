@@ -37,6 +37,17 @@ int report_doc__load_string_opts(const char *text, size_t len, struct report_doc
 void report_doc__free(struct report_doc *doc);
 
 /*
+ * The keyhog rendering (docs/evidence.md section 11) of the document in the
+ * regular file in_fd, read from its start a piece at a time, written to
+ * out_fd as it is made. 0, or -errno with one sentence in err (-EINVAL: not
+ * JSON, -EPROTO: not a khbpf document, -ENOMEM, a write's -errno); on
+ * error part of the text may have been written.
+ */
+int report__keyhog(int in_fd, int out_fd, char *err, size_t errlen);
+/* The index of name in keyhog-profile's MetricId list, or -1 when it is not one. */
+int report__keyhog_metric(const char *name);
+
+/*
  * Whom a gap is for: one the user can fix (collect again otherwise), one
  * with nothing to fix (the hint says so: not applicable, not observable),
  * one this host, kernel or CPU cannot give (unsupported). The renderers put

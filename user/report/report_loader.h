@@ -86,6 +86,8 @@ struct loader {
 	bool not_json;
 	uint64_t not_json_at;
 	bool span_summary; /* only marks, not doc->spans (report_load_opts) */
+	bool no_gaps; /* stream_each collects no gaps (the keyhog rendering) */
+	uint64_t elem_at; /* during stream_each's fn: where its element starts */
 	struct span_mark *marks;
 	size_t nr_marks, cap_marks;
 	struct thread_index threads;
@@ -118,6 +120,12 @@ size_t loader__stream_each(struct loader *ld, enum stream_id id,
 			   void (*fn)(struct loader *ld, struct json_object *o, size_t idx,
 				      void *arg),
 			   void *arg);
+/*
+ * The element of stream id that starts at offset at (stream_each's
+ * elem_at), parsed on its own into *obj (NULL for a JSON null): 0, or the
+ * load fails (ld->failed) as stream_each's would.
+ */
+int loader__element_at(struct loader *ld, enum stream_id id, uint64_t at, struct json_object **obj);
 /* The number of elements of stream id, as the outline counted them. */
 size_t loader__stream_count(struct loader *ld, enum stream_id id);
 

@@ -544,9 +544,11 @@ size_t loader__stream_each(struct loader *ld, enum stream_id id,
 			err = next_element(s, &e, &o);
 			if (err)
 				break;
+			ld->elem_at = at;
 			if (fn)
 				fn(ld, o, n, arg);
-			loader__walk_element_gaps(ld, id, o, n);
+			if (!ld->no_gaps)
+				loader__walk_element_gaps(ld, id, o, n);
 			json_object_put(o);
 			n++;
 			c = jscan__peek(s);
@@ -568,6 +570,30 @@ size_t loader__stream_each(struct loader *ld, enum stream_id id,
 		read_error(ld, err);
 	}
 	return ld->failed ? 0 : n;
+}
+
+int loader__element_at(struct loader *ld, enum stream_id id, uint64_t at, struct json_object **obj)
+{
+	struct element e = { 0 };
+	int err;
+
+	*obj = NULL;
+	if (ld->failed)
+		return ld->failed;
+	e.tok = tokener(REPORT_JSON_DEPTH - ld->streams[id].nesting - 1);
+	if (!e.tok)
+		return loader__nomem(ld);
+	jscan__seek(ld->scan, at);
+	err = next_element(ld->scan, &e, obj);
+	json_tokener_free(e.tok);
+	if (err == -EINVAL) {
+		ld->not_json = true;
+		ld->not_json_at = at;
+		ld->failed = -EINVAL;
+	} else if (err) {
+		read_error(ld, err);
+	}
+	return ld->failed;
 }
 
 size_t loader__stream_count(struct loader *ld, enum stream_id id)

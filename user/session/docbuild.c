@@ -250,7 +250,9 @@ static int fill_processes(struct docbuild *b, bool set_complete)
 		p->parent_pid = w->rec.ppid;
 		snprintf(p->comm, sizeof(p->comm), "%.16s", w->comm);
 		p->exe = w->exe;
-		p->exe_source = w->exe_read ? EV_SRC_PROC_PID_EXE : EV_SRC_BPF_TRACEPOINT;
+		/* Without BPF only /proc/PID/exe was asked (a zombie's cannot be read). */
+		p->exe_source =
+			w->exe_read || !s->use_bpf ? EV_SRC_PROC_PID_EXE : EV_SRC_BPF_TRACEPOINT;
 		p->exe_reason = EV_GAP_UNAVAILABLE;
 		p->start_unix_ns = unix_ns_of(s, w->start_time);
 		p->exit_unix_ns = w->have_rec && (w->rec.flags & KHBPF_PROC_EXITED) ?

@@ -188,8 +188,9 @@ int session__census(struct thread_census *c, const struct thread_table *t,
 	for (i = 0; i < t->nr; i++) {
 		const struct khbpf_thread_rec *r = &t->recs[i];
 
-		/* A thread with an exit record is not alive at the end. */
-		if (exited && thread_table__find(exited, r->tid, r->start_time))
+		/* A thread with an exit record, or a zombie, is not alive at the end. */
+		if ((r->flags & KHBPF_REC_ZOMBIE) ||
+		    (exited && thread_table__find(exited, r->tid, r->start_time)))
 			continue;
 		if (c->nr_threads == EV_MAX_SAMPLE_THREADS) {
 			c->dropped_threads++;
@@ -626,7 +627,7 @@ int session__finish_window(struct session *s)
 		return err;
 	wo.baseline = s->opts.mode == TARGET_MODE_RUN ? NULL : &s->base;
 	wo.end = &s->end;
-	wo.exited = &s->exited;
+	wo.exited = s->use_bpf ? &s->exited : NULL;
 	/* Without BPF there is no start_time: anything new at the end was born. */
 	wo.start_boot_ns = s->use_bpf ? s->start_boot : 0;
 	wo.max_threads = s->opts.max_threads;
