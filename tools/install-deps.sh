@@ -20,7 +20,8 @@ pkgs="make pkg-config gcc libc6-dev clang llvm bpftool libbpf-dev libelf-dev zli
 # (capsh), prometheus (promtool and the scrape test), valgrind, chromium and a
 # font (the HTML report), rustc-web (a current rustc, for the Rust span example), util-linux (unshare,
 # setpriv, mountpoint, su), findutils (xargs), bpftrace and libsqlite3-0 (--span on
-# sqlite3_step counted against bpftrace's count).
+# sqlite3_step counted against bpftrace's count; bpftrace -l against khbpf list),
+# postgresql-15 (a server of the target-set tests, and USDT probes to list).
 prometheus="prometheus libcap2-bin curl"
 browser="chromium fonts-dejavu-core"
 valgrind="valgrind"

@@ -12,6 +12,9 @@
  *   - good note sites have distinct addresses; symbol sites come in
  *     strictly increasing address order
  *   - discovery finds exactly the sites spanfind__notes finds, in order
+ *   - its USDT notes (usdtnote__read) fail as the file does; each site is
+ *     good (provider and name set, arguments printable) or has an error
+ *     and a one-line reason; at most USDT_SITES_MAX are kept
  */
 #include <elf.h>
 #include <errno.h>
@@ -20,6 +23,7 @@
 #include "khbpf/span.h"
 #include "fuzz.h"
 #include "spans/spanfind.h"
+#include "spans/usdtnote.h"
 
 static char open_path[PATH_MAX];
 
@@ -107,6 +111,36 @@ static bool same_site(const struct span_site *a, const struct span_site *b)
 	       !strcmp(a->symbol, b->symbol) && !strcmp(a->reason, b->reason);
 }
 
+static void check_usdt(int err_n)
+{
+	struct usdt_list l = { 0 };
+	char reason[256] = "";
+	size_t i, k;
+	int err = usdtnote__read(open_path, "/obj", &l, reason, sizeof(reason));
+
+	FUZZ_CHECK(err <= 0 && err != -ENOMEM);
+	/* The same file, opened the same way: it fails as the span notes did. */
+	FUZZ_CHECK(!err == !err_n || err_n == 0);
+	if (err)
+		FUZZ_CHECK(reason[0] && !l.nr);
+	FUZZ_CHECK(l.nr <= USDT_SITES_MAX);
+	for (i = 0; i < l.nr; i++) {
+		const struct usdt_site *s = &l.v[i];
+
+		if (s->err) {
+			FUZZ_CHECK(s->reason[0]);
+			for (k = 0; s->reason[k]; k++)
+				FUZZ_CHECK((unsigned char)s->reason[k] >= 0x20 ||
+					   s->reason[k] == '\t');
+			continue;
+		}
+		FUZZ_CHECK(s->provider[0] && s->name[0]);
+		for (k = 0; s->args[k]; k++)
+			FUZZ_CHECK((unsigned char)s->args[k] >= 0x20 && s->args[k] != 0x7f);
+	}
+	usdtnote__free(&l);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct span_site *notes = NULL, *syms = NULL, *all = NULL;
@@ -127,6 +161,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		for (j = 0; j < i && !notes[i].err; j++)
 			FUZZ_CHECK(notes[j].err || notes[j].vaddr != notes[i].vaddr);
 	}
+
+	check_usdt(err_n);
 
 	err_s = spanfind__symbols(open_path, "/obj", "*", NULL, &syms, &ns);
 	FUZZ_CHECK(err_s <= 0 && err_s != -ENOMEM);

@@ -68,5 +68,7 @@ int cmd_serve(int argc, char **argv);
 void cmd_serve_help(FILE *f);
 int cmd_report(int argc, char **argv);
 void cmd_report_help(FILE *f);
+int cmd_list(int argc, char **argv);
+void cmd_list_help(FILE *f);
 
 #endif /* KHBPF_CLI_H */

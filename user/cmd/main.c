@@ -37,6 +37,8 @@ static const struct cli_command commands[] = {
 	  cmd_probe_help },
 	{ "report", "show a saved evidence document: terminal, HTML or Perfetto trace", cmd_report,
 	  cmd_report_help },
+	{ "list", "span sites of ELF objects: KHBPF_SPAN annotations and USDT probes", cmd_list,
+	  cmd_list_help },
 };
 
 static void usage(FILE *f)
