@@ -154,6 +154,22 @@ json_check "$TMP/nobpf.kh.json" \
 	'd["threads"][0]["on_cpu_ns"]["source"] == "system-call"' \
 	'd["khbpf_spans"] == {"count": 0, "spans": []}'
 
+# attach renders the same way (the same code as run's, from its own document).
+sleep 30 &
+SLEEPER=$!
+trap 'kill "$SLEEPER" 2>/dev/null; wait "$SLEEPER" 2>/dev/null; keep_failed' EXIT
+"$KHBPF" attach --pid "$SLEEPER" -d 0.3 -o "$TMP/att.json" --keyhog "$TMP/att.kh.json" 2>"$TMP/att.err" ||
+	fail "attach --keyhog: $(cat "$TMP/att.err")"
+"$PYTHON" tests/validate_schema.py "$KEYHOG_SCHEMA" "$TMP/att.kh.json" >/dev/null ||
+	fail "attach --keyhog does not validate"
+"$KHBPF" report --keyhog "$TMP/att2.kh.json" "$TMP/att.json" || fail "report --keyhog (attach)"
+cmp -s "$TMP/att.kh.json" "$TMP/att2.kh.json" || fail "attach --keyhog and report --keyhog differ"
+json_check "$TMP/att.kh.json" \
+	"d['target']['pid'] == $SLEEPER" \
+	"d['threads'][0]['on_cpu_ns']['khbpf_source'] == 'bpf-tracepoint'"
+kill "$SLEEPER"
+wait "$SLEEPER" 2>/dev/null
+
 # To stdout, and bad input: one line, a non-zero exit, no file.
 "$KHBPF" report --keyhog - "$TMP/doc.json" >"$TMP/stdout.json" || fail "report --keyhog -"
 cmp -s "$TMP/stdout.json" "$TMP/kh.json" || fail "--keyhog - differs from the file"
