@@ -20,17 +20,29 @@ import json, sys
 d = json.load(open(sys.argv[1])); t = json.loads(open(sys.argv[2]).read())
 workers, calls = int(sys.argv[3]), int(sys.argv[4])
 got = {m["metric_id"]: m["calls"] for m in d["span_metrics"]}
-assert got == {"work-unit": t["work-unit"], "work-step": t["work-step"]}, (got, t)
+# A fork the kernel ran while the fork program was preempted on that CPU
+# (its per-CPU recursion guard) is not seen: that thread never joins. The
+# document counts it; only then may calls be missing, a thread's at most
+# each (docs/evidence.md section 9).
+missed = d["loss"].get("khbpf_sched_process_fork_recursion_misses", {}).get("value", 0)
+if missed:
+    for k in ("work-unit", "work-step"):
+        short = t[k] - got.get(k, 0)
+        assert 0 <= short <= 2 * calls * missed and short % calls == 0, (k, got, t, missed)
+    print(f"set_spans: {missed} fork(s) missed by the recursion guard, counted in loss; "
+          f"{t['work-unit'] - got.get('work-unit', 0)} calls not seen")
+else:
+    assert got == {"work-unit": t["work-unit"], "work-step": t["work-step"]}, (got, t)
 per = {}
 for m in d["process_span_metrics"]:
     per.setdefault(m["pid"], {})[m["metric_id"]] = m["calls"]
-assert sorted(t["workers"]) == sorted(p for p in per if p in t["workers"]), (per, t)
+assert missed or sorted(t["workers"]) == sorted(p for p in per if p in t["workers"]), (per, t)
 for w in t["workers"]:
-    assert per[w] == {"work-unit": 2 * calls, "work-step": 2 * calls}, (w, per[w])
+    assert missed or per[w] == {"work-unit": 2 * calls, "work-step": 2 * calls}, (w, per[w])
 main = [p for p in per if p not in t["workers"]]
 assert len(main) == 1 and per[main[0]] == {"work-unit": calls, "work-step": calls}, per
 procs = {p["pid"]: p for p in d["processes"]}
-assert all(w in procs and procs[w]["joined"] == "fork" for w in t["workers"]), d["processes"]
+assert missed or all(w in procs and procs[w]["joined"] == "fork" for w in t["workers"]), d["processes"]
 for k in ("span_records_dropped_ringbuf", "span_state_failures", "span_aggregates_overflow",
           "span_aggregates_without_process", "span_site_unresolved"):
     assert d["loss"][k]["value"] == 0, (k, d["loss"][k])
