@@ -81,6 +81,7 @@ extern __u64 span_wakers_overflow;
 extern __u64 blocked_regs_unread;
 extern __u64 procs_overflow;
 extern __u64 join_failures;
+extern __u64 forks_joined_at_wakeup;
 extern __u64 moved_base_overflow;
 extern __u64 cgroup_moves_in;
 extern __u64 cgroup_rejoins;

@@ -159,6 +159,7 @@ __u64 span_wakers_overflow = 0; /* span stretches `span_wakers` had no room for 
 __u64 blocked_regs_unread = 0;
 __u64 procs_overflow = 0; /* processes that could not join: `procs` was full */
 __u64 join_failures = 0; /* threads that could not join: no state could be made */
+__u64 forks_joined_at_wakeup = 0; /* forks the fork program missed, joined at wake_up_new_task */
 __u64 moved_base_overflow = 0; /* moved into the cgroups: no room for the baseline */
 __u64 cgroup_moves_in = 0; /* whole processes moved into the cgroups: the loader walks */
 __u64 cgroup_rejoins = 0; /* threads found in the cgroups again after they left */

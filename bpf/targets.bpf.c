@@ -18,8 +18,13 @@
 #include "threadrec.bpf.h"
 #include "targets.bpf.h"
 
-SEC("tp_btf/sched_process_fork")
-int BPF_PROG(khbpf_sched_process_fork, struct task_struct *parent, struct task_struct *child)
+/*
+ * child joins when parent is a member (or it is in the cgroups), before it
+ * first runs. second: at wake_up_new_task(), for a fork the fork program
+ * did not see; its failures were counted there when it did run.
+ */
+static __always_inline void join_forked(struct task_struct *parent, struct task_struct *child,
+					bool second)
 {
 	bool process = child->tgid != parent->tgid;
 	struct khbpf_task_state *st;
@@ -27,19 +32,49 @@ int BPF_PROG(khbpf_sched_process_fork, struct task_struct *parent, struct task_s
 	if (set_mode == KHBPF_SET_CGROUP) {
 		/* Its own cgroup: clone3(CLONE_INTO_CGROUP) can place it elsewhere. */
 		if (!in_cgroup_filter(child))
-			return 0;
+			return;
 	} else {
 		if (!member_state(parent))
-			return 0;
+			return;
 		/* Only the given processes: a new thread of one joins, a child does not. */
 		if (process && set_mode != KHBPF_SET_TREE)
-			return 0;
+			return;
 	}
-	if (!proc_join(child, process ? KHBPF_PROC_FORKED : 0))
+	if (!proc_join(child, (process ? KHBPF_PROC_FORKED : 0) | (second ? KHBPF_PROC_SECOND : 0)))
+		return;
+	st = join_thread(child, second);
+	if (!st)
+		return;
+	join_done(st);
+	if (second)
+		__sync_fetch_and_add(&forks_joined_at_wakeup, 1);
+}
+
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(khbpf_sched_process_fork, struct task_struct *parent, struct task_struct *child)
+{
+	join_forked(parent, child, false);
+	return 0;
+}
+
+/*
+ * A second chance before the child first runs. The fork program's run is
+ * skipped when that program is already running on this CPU (the
+ * trampoline's recursion guard, __bpf_prog_enter_recur()): on a
+ * preemptible kernel, when it was preempted there by a task that forks.
+ * wake_up_new_task() follows in the forking task, with the child not yet
+ * runnable. A child the fork program took is a member already; its parent
+ * is the forking thread's process (real_parent) or, for a thread, its own
+ * process's leader.
+ */
+SEC("tp_btf/sched_wakeup_new")
+int BPF_PROG(khbpf_sched_wakeup_new_join, struct task_struct *p)
+{
+	struct task_struct *parent = p->pid == p->tgid ? p->real_parent : p->group_leader;
+
+	if (member_state(p))
 		return 0;
-	st = join_thread(child);
-	if (st)
-		join_done(st);
+	join_forked(parent, p, true);
 	return 0;
 }
 
@@ -65,7 +100,7 @@ int BPF_PROG(khbpf_cgroup_attach_task, struct cgroup *dst, const char *path,
 		__sync_fetch_and_add(&cgroup_moves_in, 1);
 	if (member_state(task) || !proc_join(task, KHBPF_PROC_MOVED))
 		return 0;
-	st = join_thread(task);
+	st = join_thread(task, false);
 	if (!st)
 		return 0;
 	stamp_baseline(task, st, 1);
@@ -124,7 +159,7 @@ int khbpf_iter_join(struct bpf_iter__task *ctx)
 	}
 	if (!proc_join(task, how))
 		return 0;
-	st = join_thread(task);
+	st = join_thread(task, false);
 	if (!st)
 		return 0;
 	stamp_baseline(task, st, join_how);

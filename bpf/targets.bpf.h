@@ -55,7 +55,8 @@ static __always_inline struct khbpf_proc_rec *proc_join(struct task_struct *p, _
 	err = bpf_map_update_elem(&procs, &k, z, BPF_NOEXIST);
 	r = bpf_map_lookup_elem(&procs, &k);
 	if (!r) {
-		if (err != -KHBPF_EEXIST && ((how & KHBPF_PROC_FORKED) || p == leader))
+		if (err != -KHBPF_EEXIST && !(how & KHBPF_PROC_SECOND) &&
+		    ((how & KHBPF_PROC_FORKED) || p == leader))
 			__sync_fetch_and_add(&procs_overflow, 1);
 		return NULL;
 	}
@@ -84,23 +85,25 @@ static __always_inline struct khbpf_proc_rec *proc_join(struct task_struct *p, _
 		r->exe_start_time = pk.start_time;
 	}
 	bpf_probe_read_kernel_str(r->comm, sizeof(r->comm), leader->comm);
-	r->flags = how;
+	r->flags = how & ~KHBPF_PROC_SECOND;
 	return r;
 }
 
 /*
  * p joins the set: its state made and flagged a member, with nothing
  * counted yet (a thread being forked has run for no time). NULL when the
- * state cannot be made (counted: a thread lost to the set), or when p
- * already is a member or left the cgroups once.
+ * state cannot be made (counted: a thread lost to the set, unless second:
+ * a second chance), or when p already is a member or left the cgroups once.
  */
-static __always_inline struct khbpf_task_state *join_thread(struct task_struct *p)
+static __always_inline struct khbpf_task_state *join_thread(struct task_struct *p, bool second)
 {
 	struct khbpf_task_state *st = task_state_get(p, true), *zero;
 	__u32 z = 0;
 
 	if (!st) {
-		__sync_fetch_and_add(&join_failures, 1);
+		/* A second chance's failure was the fork program's too, counted there. */
+		if (!second)
+			__sync_fetch_and_add(&join_failures, 1);
 		return NULL;
 	}
 	if (!use_task_storage && (st->tid != (__u32)p->pid || st->start_time != p->start_time)) {

@@ -308,6 +308,7 @@ static int targets_configure(struct sched_collector *c, const struct sched_colle
 			   c->set_mode == KHBPF_SET_PIDS ? KHBPF_MAX_TARGETS :
 							   KHBPF_DEFAULT_MAX_PROCESSES;
 	bpf_program__set_autoload(skel->progs.khbpf_sched_process_fork, set);
+	bpf_program__set_autoload(skel->progs.khbpf_sched_wakeup_new_join, set);
 	bpf_program__set_autoload(skel->progs.khbpf_iter_join, set);
 	bpf_program__set_autoload(skel->progs.khbpf_cgroup_attach_task, cg);
 	err = bpf_map__set_max_entries(skel->maps.procs, c->max_processes);

@@ -218,6 +218,8 @@ struct sched_collector_stats {
 	uint32_t max_processes;
 	uint64_t procs_overflow; /* processes that could not join: the table was full */
 	uint64_t join_failures; /* threads that could not join: no state could be made */
+	/* Forks the fork program's recursion guard skipped, joined at wake_up_new_task. */
+	uint64_t forks_joined_at_wakeup;
 	uint64_t moved_base_overflow; /* moved into the cgroups: baseline not kept */
 	uint64_t cgroup_moves_in; /* whole processes moved into the cgroups */
 	uint64_t cgroup_rejoins; /* threads that left the cgroups and were found in them again */

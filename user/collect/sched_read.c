@@ -239,6 +239,7 @@ int sched_collector__stats(struct sched_collector *c, struct sched_collector_sta
 	out->max_processes = c->max_processes;
 	out->procs_overflow = c->skel->bss->procs_overflow;
 	out->join_failures = c->skel->bss->join_failures;
+	out->forks_joined_at_wakeup = c->skel->bss->forks_joined_at_wakeup;
 	out->moved_base_overflow = c->skel->bss->moved_base_overflow;
 	out->cgroup_moves_in = c->skel->bss->cgroup_moves_in;
 	out->cgroup_rejoins = c->skel->bss->cgroup_rejoins;

@@ -45,6 +45,9 @@ int sched_collector__attach_set(struct sched_collector *c)
 	 */
 	err = attach_one(s->progs.khbpf_sched_process_fork, &s->links.khbpf_sched_process_fork);
 	err = err   ?:
+		      attach_one(s->progs.khbpf_sched_wakeup_new_join,
+				 &s->links.khbpf_sched_wakeup_new_join);
+	err = err   ?:
 		      attach_one(s->progs.khbpf_cgroup_attach_task,
 				 &s->links.khbpf_cgroup_attach_task);
 	err = err   ?:

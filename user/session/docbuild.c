@@ -669,6 +669,7 @@ static int build_document(struct docbuild *b)
 	LOSS("span_exec_events_dropped", s->stats.exec_events_dropped);
 	LOSS("span_execs_unreadable", s->spans->exec_search_errors);
 	LOSS("threads_not_joined", s->stats.join_failures);
+	LOSS("forks_joined_at_wakeup", s->stats.forks_joined_at_wakeup);
 	LOSS("threads_joined_late", s->late_joins);
 	LOSS("moved_baselines_dropped", s->stats.moved_base_overflow);
 	LOSS("cgroup_rejoins_ignored", s->stats.cgroup_rejoins);
