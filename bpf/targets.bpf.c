@@ -40,7 +40,10 @@ static __always_inline void join_forked(struct task_struct *parent, struct task_
 		if (process && set_mode != KHBPF_SET_TREE)
 			return;
 	}
-	if (!proc_join(child, (process ? KHBPF_PROC_FORKED : 0) | (second ? KHBPF_PROC_SECOND : 0)))
+	/* A second chance for a child the fork program took ends here. */
+	if (second && member_state(child))
+		return;
+	if (!proc_join(child, process ? KHBPF_PROC_FORKED : 0, second))
 		return;
 	st = join_thread(child, second);
 	if (!st)
@@ -63,18 +66,14 @@ int BPF_PROG(khbpf_sched_process_fork, struct task_struct *parent, struct task_s
  * trampoline's recursion guard, __bpf_prog_enter_recur()): on a
  * preemptible kernel, when it was preempted there by a task that forks.
  * wake_up_new_task() follows in the forking task, with the child not yet
- * runnable. A child the fork program took is a member already; its parent
- * is the forking thread's process (real_parent) or, for a thread, its own
- * process's leader.
+ * runnable. Its parent is the forking thread's process (real_parent) or,
+ * for a thread, its own process's leader. A fork outside the set (most of
+ * a host's) ends after the parent's one lookup, as at sched_process_fork.
  */
 SEC("tp_btf/sched_wakeup_new")
 int BPF_PROG(khbpf_sched_wakeup_new_join, struct task_struct *p)
 {
-	struct task_struct *parent = p->pid == p->tgid ? p->real_parent : p->group_leader;
-
-	if (member_state(p))
-		return 0;
-	join_forked(parent, p, true);
+	join_forked(p->pid == p->tgid ? p->real_parent : p->group_leader, p, true);
 	return 0;
 }
 
@@ -98,7 +97,7 @@ int BPF_PROG(khbpf_cgroup_attach_task, struct cgroup *dst, const char *path,
 		return 0;
 	if (threadgroup)
 		__sync_fetch_and_add(&cgroup_moves_in, 1);
-	if (member_state(task) || !proc_join(task, KHBPF_PROC_MOVED))
+	if (member_state(task) || !proc_join(task, KHBPF_PROC_MOVED, false))
 		return 0;
 	st = join_thread(task, false);
 	if (!st)
@@ -157,7 +156,7 @@ int khbpf_iter_join(struct bpf_iter__task *ctx)
 		else if (set_mode != KHBPF_SET_TREE || !parent_in_set(task))
 			return 0;
 	}
-	if (!proc_join(task, how))
+	if (!proc_join(task, how, false))
 		return 0;
 	st = join_thread(task, false);
 	if (!st)

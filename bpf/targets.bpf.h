@@ -37,7 +37,8 @@ static __always_inline struct khbpf_proc_rec *proc_of(struct task_struct *p)
  * when `procs` is full: the process stays out, counted once, by its
  * leader (or at its fork).
  */
-static __always_inline struct khbpf_proc_rec *proc_join(struct task_struct *p, __u32 how)
+static __always_inline struct khbpf_proc_rec *proc_join(struct task_struct *p, __u32 how,
+							bool second)
 {
 	struct khbpf_proc_rec *r, *z, *pr;
 	struct khbpf_proc_key k, pk = {};
@@ -55,8 +56,7 @@ static __always_inline struct khbpf_proc_rec *proc_join(struct task_struct *p, _
 	err = bpf_map_update_elem(&procs, &k, z, BPF_NOEXIST);
 	r = bpf_map_lookup_elem(&procs, &k);
 	if (!r) {
-		if (err != -KHBPF_EEXIST && !(how & KHBPF_PROC_SECOND) &&
-		    ((how & KHBPF_PROC_FORKED) || p == leader))
+		if (err != -KHBPF_EEXIST && !second && ((how & KHBPF_PROC_FORKED) || p == leader))
 			__sync_fetch_and_add(&procs_overflow, 1);
 		return NULL;
 	}
@@ -85,7 +85,7 @@ static __always_inline struct khbpf_proc_rec *proc_join(struct task_struct *p, _
 		r->exe_start_time = pk.start_time;
 	}
 	bpf_probe_read_kernel_str(r->comm, sizeof(r->comm), leader->comm);
-	r->flags = how & ~KHBPF_PROC_SECOND;
+	r->flags = how;
 	return r;
 }
 

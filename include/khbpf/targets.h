@@ -51,8 +51,6 @@
 #define KHBPF_PROC_EXECED 0x10 /* exec'd in the window: exec_path is its last */
 #define KHBPF_PROC_EXITED 0x20 /* its last thread exited in the window: exit_* are set */
 #define KHBPF_PROC_LEFT 0x40 /* a thread of it left the cgroups */
-/* proc_join()'s own, never kept: a second chance at wake_up_new_task (targets.bpf.c). */
-#define KHBPF_PROC_SECOND 0x80
 
 /* Identity of a process across pid reuse: its leader's start time. */
 struct khbpf_proc_key {

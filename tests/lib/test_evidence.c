@@ -31,6 +31,25 @@ static void test_evidence__zero_init_is_a_gap(void **state)
 	assert_gap(cs.cycles.ev, EV_GAP_UNAVAILABLE);
 }
 
+/* Every source parses back to itself; the crate's stay in a keyhog rendering, khbpf's become system-call. */
+static void test_evidence__source_parse_keyhog(void **state)
+{
+	enum ev_source s;
+	int i;
+
+	(void)state;
+	for (i = 0; i < EV_SRC__COUNT; i++) {
+		assert_true(ev_source__parse(ev_source__name(i), &s));
+		assert_int_equal(s, i);
+		assert_int_equal(ev_source__keyhog(i), i < EV_SRC_BPF_TRACEPOINT ?
+							       (enum ev_source)i :
+							       EV_SRC_SYSTEM_CALL);
+	}
+	assert_false(ev_source__parse("bpf", &s));
+	assert_false(ev_source__parse("", &s));
+	assert_string_equal(ev_source__name(ev_source__keyhog(EV_SRC_PROC_PID_EXE)), "system-call");
+}
+
 static void test_evidence__names_match_schema(void **state)
 {
 	(void)state;
@@ -469,6 +488,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_evidence__zero_init_is_a_gap),
 		cmocka_unit_test(test_evidence__names_match_schema),
+		cmocka_unit_test(test_evidence__source_parse_keyhog),
 		cmocka_unit_test(test_evidence__delta_saturates),
 		cmocka_unit_test(test_evidence__delta_gap_propagation_all_combinations),
 		cmocka_unit_test(test_evidence__milli_ratio_128bit),

@@ -77,6 +77,18 @@ const char *ev_source__name(enum ev_source source)
 	return NAME_OR_INVALID(source_names, source);
 }
 
+bool ev_source__parse(const char *name, enum ev_source *out)
+{
+	int i;
+
+	for (i = 0; i < EV_SRC__COUNT; i++)
+		if (!strcmp(name, source_names[i])) {
+			*out = (enum ev_source)i;
+			return true;
+		}
+	return false;
+}
+
 enum ev_source ev_source__keyhog(enum ev_source source)
 {
 	/*

@@ -83,6 +83,8 @@ const char *ev_source__name(enum ev_source source);
  * 11): the crate's own stay, khbpf's additions are system-call.
  */
 enum ev_source ev_source__keyhog(enum ev_source source);
+/* The source named name into *out; false when no source has that name. */
+bool ev_source__parse(const char *name, enum ev_source *out);
 const char *collector_id__name(enum collector_id id);
 const char *collector_availability__name(enum collector_availability av);
 /* The gap that a collector's availability implies for its fields. */

@@ -238,19 +238,15 @@ struct sev_u64 loader__get_sev_u64(struct loader *ld, struct json_object *obj, c
 	struct sev_u64 out = { 0 };
 	const char *src;
 	char w[256];
-	int i;
 
 	if (!sev)
 		return out;
 	snprintf(w, sizeof(w), "%s%s%s", where, *where ? "." : "", key);
 	out.ev = loader__get_ev_u64(ld, sev, w, "value");
 	src = loader__get_str(ld, sev, w, "source", true);
-	for (i = 0; src && i < EV_SRC__COUNT; i++)
-		if (!strcmp(src, ev_source__name(i)))
-			break;
-	if (src && i == EV_SRC__COUNT)
+	out.source = 0;
+	if (src && !ev_source__parse(src, &out.source))
 		loader__fail(ld, "%s.source: '%s' is not a source of the schema", w, src);
-	out.source = i < EV_SRC__COUNT ? i : 0;
 	return out;
 }
 

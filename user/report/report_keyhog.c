@@ -222,13 +222,11 @@ static int list_push(struct kh_list *l, uint64_t v)
 /* The crate's source for a khbpf source name; NULL (load failed) for a name khbpf does not write. */
 static const char *keyhog_source(struct loader *ld, const char *name, bool *mapped)
 {
-	int i;
+	enum ev_source src;
 
-	for (i = 0; i < EV_SRC__COUNT; i++) {
-		if (strcmp(name, ev_source__name(i)))
-			continue;
-		*mapped = ev_source__keyhog(i) != (enum ev_source)i;
-		return ev_source__name(ev_source__keyhog(i));
+	if (ev_source__parse(name, &src)) {
+		*mapped = ev_source__keyhog(src) != src;
+		return ev_source__name(ev_source__keyhog(src));
 	}
 	loader__fail(
 		ld,
@@ -243,12 +241,26 @@ static const char *keyhog_source(struct loader *ld, const char *name, bool *mapp
  * maximal ill-formed subsequence): the rendering is UTF-8 whatever it read.
  * A key cannot be renamed in place: the document is refused.
  */
+/* ASCII without NUL: what khbpf's own keys and most values are, kept as it is. */
+static bool plain_ascii(const char *s, size_t len)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		if ((unsigned char)s[i] - 1u >= 0x7fu)
+			return false;
+	return true;
+}
+
 static void repair_string(struct loader *ld, struct json_object *o)
 {
 	const char *str = json_object_get_string(o);
 	size_t len = (size_t)json_object_get_string_len(o);
-	char *fixed = evjson__utf8_sanitize(str, len);
+	char *fixed;
 
+	if (plain_ascii(str, len))
+		return;
+	fixed = evjson__utf8_sanitize(str, len);
 	if (!fixed) {
 		loader__nomem(ld);
 		return;
@@ -261,8 +273,13 @@ static void repair_string(struct loader *ld, struct json_object *o)
 
 static bool key_ok(const char *key)
 {
-	char *fixed = evjson__utf8_sanitize(key, strlen(key));
-	bool ok = fixed && !strcmp(fixed, key);
+	char *fixed;
+	bool ok;
+
+	if (plain_ascii(key, strlen(key)))
+		return true;
+	fixed = evjson__utf8_sanitize(key, strlen(key));
+	ok = fixed && !strcmp(fixed, key);
 
 	free(fixed);
 	return ok;
