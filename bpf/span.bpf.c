@@ -371,7 +371,11 @@ static __always_inline __u32 span_wakers_add(struct khbpf_span_clock *ck, __u64 
 	return n;
 }
 
-static __always_inline int span_exit(struct pt_regs *ctx, bool fetch)
+/*
+ * A span's end: at a function's return (a uretprobe), or at a USDT DONE
+ * site (at_site, a plain uprobe on the probe's nop).
+ */
+static __always_inline int span_exit(struct pt_regs *ctx, bool fetch, bool at_site)
 {
 	struct task_struct *task = current_task();
 	__u32 metric;
@@ -389,8 +393,12 @@ static __always_inline int span_exit(struct pt_regs *ctx, bool fetch)
 	if (!span_member(task))
 		return 0;
 	ss = span_state_get(task, false);
-	if (!ss)
+	if (!ss) {
+		/* A DONE on a thread that never opened a span (a return cannot be). */
+		if (at_site)
+			__sync_fetch_and_add(&span_unmatched, 1);
 		return 0;
+	}
 	ck = &ss->clock;
 	if (ss->overflow) {
 		ss->overflow--;
@@ -402,14 +410,24 @@ static __always_inline int span_exit(struct pt_regs *ctx, bool fetch)
 		return 0;
 	}
 	/*
-	 * Without cookies the return does not know its metric: it closes the
+	 * Without cookies a return does not know its metric: it closes the
 	 * innermost frame (a frame skipped by longjmp then ends at the next
-	 * return instead of being unwound).
+	 * return instead of being unwound). A DONE site is at a known address,
+	 * whose mapping says its metric, as at entry.
 	 */
-	if (have_cookie)
+	if (have_cookie) {
 		metric = (__u32)bpf_get_attach_cookie(ctx);
-	else
+	} else if (at_site) {
+		bool ok;
+
+		metric = site_metric(task, PT_REGS_IP(ctx), &ok);
+		if (!ok) {
+			__sync_fetch_and_add(&span_site_unresolved, 1);
+			return 0;
+		}
+	} else {
 		metric = ss->frames[(depth - 1) & (KHBPF_SPAN_DEPTH - 1)].metric;
+	}
 	/* Returns come LIFO; a frame skipped by longjmp is closed here, uncounted. */
 	idx = depth - 1;
 	for (i = 0; i < KHBPF_SPAN_DEPTH; i++) {
@@ -557,7 +575,12 @@ static __noinline int span_enter_fetch(struct pt_regs *ctx)
 
 static __noinline int span_exit_fetch(struct pt_regs *ctx)
 {
-	return span_exit(ctx, true);
+	return span_exit(ctx, true, false);
+}
+
+static __noinline int span_close_fetch(struct pt_regs *ctx)
+{
+	return span_exit(ctx, true, true);
 }
 
 static __noinline int span_enter_nofetch(struct pt_regs *ctx)
@@ -567,7 +590,12 @@ static __noinline int span_enter_nofetch(struct pt_regs *ctx)
 
 static __noinline int span_exit_nofetch(struct pt_regs *ctx)
 {
-	return span_exit(ctx, false);
+	return span_exit(ctx, false, false);
+}
+
+static __noinline int span_close_nofetch(struct pt_regs *ctx)
+{
+	return span_exit(ctx, false, true);
 }
 
 SEC("uprobe")
@@ -617,6 +645,36 @@ int BPF_KRETPROBE(khbpf_span_exit_nofetch)
 	if (have_preempt_kfuncs)
 		bpf_preempt_disable();
 	ret = span_exit_nofetch(ctx);
+	if (have_preempt_kfuncs)
+		bpf_preempt_enable();
+	return ret;
+}
+
+/*
+ * The DONE site of a USDT pair (--usdt-span): a uprobe on the probe's nop
+ * that ends the span its START site opened (khbpf_span_enter there).
+ */
+SEC("uprobe")
+int BPF_KPROBE(khbpf_span_close)
+{
+	int ret;
+
+	if (have_preempt_kfuncs)
+		bpf_preempt_disable();
+	ret = span_close_fetch(ctx);
+	if (have_preempt_kfuncs)
+		bpf_preempt_enable();
+	return ret;
+}
+
+SEC("uprobe")
+int BPF_KPROBE(khbpf_span_close_nofetch)
+{
+	int ret;
+
+	if (have_preempt_kfuncs)
+		bpf_preempt_disable();
+	ret = span_close_nofetch(ctx);
 	if (have_preempt_kfuncs)
 		bpf_preempt_enable();
 	return ret;

@@ -97,6 +97,86 @@ static void test_spansite__request_parse(void **state)
 	assert_int_equal(span_request__parse(NULL, &r, buf, 5), -EINVAL);
 }
 
+static void test_spansite__usdt_request_parse(void **state)
+{
+	struct {
+		const char *arg, *object, *symbol, *provider, *start, *done, *metric;
+	} good[] = {
+		{ "postgresql:query__start,query__done", NULL,
+		  "postgresql:query__start,query__done", "postgresql", "query__start",
+		  "query__done", "postgresql-query" },
+		{ "postgresql:query__start,query__done=query", NULL,
+		  "postgresql:query__start,query__done", "postgresql", "query__start",
+		  "query__done", "query" },
+		{ "/usr/bin/python3.11:python:gc__start,gc__done", "/usr/bin/python3.11",
+		  "python:gc__start,gc__done", "python", "gc__start", "gc__done", "python-gc" },
+		{ "a:b:p:import__find__load__start,import__find__load__done", "a:b",
+		  "p:import__find__load__start,import__find__load__done", "p",
+		  "import__find__load__start", "import__find__load__done", "p-import-find-load" },
+		/* A common prefix ending inside a word is cut back to its '_'. */
+		{ "p:foo_begin,foo_bar", NULL, "p:foo_begin,foo_bar", "p", "foo_begin", "foo_bar",
+		  "p-foo" },
+		/* Nothing in common: PROVIDER-START. */
+		{ "P:Open,close", NULL, "P:Open,close", "P", "Open", "close", "p-open" },
+		{ "p:s,d=m-1", NULL, "p:s,d", "p", "s", "d", "m-1" },
+	};
+	const char *bad[] = {
+		"",
+		"p:s",
+		"s,d",
+		":s,d",
+		"p:,d",
+		"p:s,",
+		"p:s,s",
+		"p:s,d,e",
+		"p:s*,d",
+		"p:s,d=",
+		"p:s,d=Bad",
+		"p-q:s,d",
+		":p:s,d",
+		"o\n:p:s,d",
+		"p:s.x,d",
+		/* The default metric would pass 63 bytes: give one. */
+		"provider_with_a_long_name:a_really_quite_long_probe_name_that_starts,other_done",
+	};
+	struct span_request r;
+	char buf[1024];
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		memset(&r, 0x5a, sizeof(r));
+		assert_int_equal(span_request__parse_usdt(good[i].arg, &r, buf, sizeof(buf)), 0);
+		if (good[i].object)
+			assert_string_equal(r.object, good[i].object);
+		else
+			assert_null(r.object);
+		assert_string_equal(r.symbol, good[i].symbol);
+		assert_string_equal(r.provider, good[i].provider);
+		assert_string_equal(r.start, good[i].start);
+		assert_string_equal(r.done, good[i].done);
+		assert_string_equal(r.metric, good[i].metric);
+	}
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		memset(&r, 0x5a, sizeof(r));
+		assert_int_equal(span_request__parse_usdt(bad[i], &r, buf, sizeof(buf)), -EINVAL);
+		/* Untouched on error. */
+		assert_ptr_equal(r.symbol, (const char *)0x5a5a5a5a5a5a5a5aULL);
+	}
+	/* The buffer: twice the argument and a metric. */
+	assert_int_equal(span_request__parse_usdt("p:s,d", &r, buf, 2 * 6 + SPANFIND_METRIC_MAX),
+			 0);
+	assert_int_equal(
+		span_request__parse_usdt("p:s,d", &r, buf, 2 * 6 + SPANFIND_METRIC_MAX - 1),
+		-ENAMETOOLONG);
+	/* --span leaves the USDT fields NULL. */
+	memset(&r, 0x5a, sizeof(r));
+	assert_int_equal(span_request__parse("f", &r, buf, sizeof(buf)), 0);
+	assert_null(r.provider);
+	assert_null(r.start);
+	assert_null(r.done);
+}
+
 static void test_spansite__metric_from_symbol(void **state)
 {
 	char out[KHBPF_METRIC_MAX + 1], sym[200];
@@ -163,6 +243,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_spansite__request_parse),
+		cmocka_unit_test(test_spansite__usdt_request_parse),
 		cmocka_unit_test(test_spansite__metric_from_symbol),
 		cmocka_unit_test(test_spansite__fail_escapes_and_hand_over),
 	};

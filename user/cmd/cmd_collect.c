@@ -83,12 +83,18 @@ void cmd_attach_help(FILE *f)
 		"      --max-threads N   threads listed in the document (default 65536)\n"
 		"      --span [OBJ:]SYM[=metric]  also measure calls of SYM (glob; OBJ a path or\n"
 		"                        a library name such as libc.so.6); repeatable\n"
+		"      --usdt-span [OBJ:]PROVIDER:START,DONE[=metric]  spans from USDT probes:\n"
+		"                        open at START, close at the next DONE on the thread\n"
+		"                        (OBJ: default the executable and its libraries;\n"
+		"                        `khbpf list --usdt --pid PID` lists them); repeatable\n"
 		"      --no-annotations  ignore KHBPF_SPAN annotations in the target\n" COLLECT_COMMON_HELP
 		"Examples:\n"
 		"  sudo khbpf attach --pid 1234 --duration 10\n"
 		"  sudo khbpf attach --pid \"$(pgrep -o postgres)\" --children -d 10\n"
 		"  sudo khbpf attach --cgroup /system.slice/postgresql@15-main.service -d 10\n"
 		"  sudo khbpf attach --pid 1234 -d 5 --span 'libc.so.6:malloc=malloc'\n"
+		"  sudo khbpf attach --pid \"$(pgrep -o postgres)\" --children -d 10 \\\n"
+		"      --usdt-span postgresql:query__start,query__done=query\n"
 		"  sudo khbpf attach --pid \"$(pidof nginx | cut -d' ' -f1)\" -d 30 -o nginx.json\n");
 }
 
@@ -124,10 +130,15 @@ void cmd_run_help(FILE *f)
 		"      --span [OBJ:]SYM[=metric]  also measure calls of SYM (glob) in CMD or\n"
 		"                        a library it links (OBJ: a path or a name such as\n"
 		"                        libc.so.6); repeatable\n"
+		"      --usdt-span [OBJ:]PROVIDER:START,DONE[=metric]  spans from USDT probes:\n"
+		"                        open at START, close at the next DONE on the thread\n"
+		"                        (OBJ: default CMD and its libraries; `khbpf list\n"
+		"                        --usdt CMD` lists them); repeatable\n"
 		"      --no-annotations  ignore KHBPF_SPAN annotations in CMD\n" COLLECT_COMMON_HELP
 		"Examples:\n"
 		"  sudo khbpf run -- make -j2\n"
 		"  sudo khbpf run --span 'parse_*' -o spans.json -- ./my-server\n"
+		"  sudo khbpf run --usdt-span python:gc__start,gc__done -- python3 app.py\n"
 		"  sudo khbpf run -o build.json -- ./my-server --port 8080\n");
 }
 
@@ -146,6 +157,7 @@ int collect_args__parse(const char *cmd, int argc, char **argv, enum target_mode
 		{ "max-exited", required_argument, NULL, 'E' },
 		{ "max-threads", required_argument, NULL, 'M' },
 		{ "span", required_argument, NULL, 'S' },
+		{ "usdt-span", required_argument, NULL, 'U' },
 		{ "no-annotations", no_argument, NULL, 'A' },
 		{ "max-spans", required_argument, NULL, 'X' },
 		{ "span-buffer", required_argument, NULL, 'b' },
@@ -286,6 +298,24 @@ int collect_args__parse(const char *cmd, int argc, char **argv, enum target_mode
 					   1u << 24);
 				return CLI_EXIT_USAGE;
 			}
+			break;
+		case 'U':
+			if (so->nr_span_reqs == CMDARGS_MAX_SPANS) {
+				cli__error(cmd,
+					   "--usdt-span: at most %d --span and --usdt-span in all",
+					   CMDARGS_MAX_SPANS);
+				return CLI_EXIT_USAGE;
+			}
+			if (span_request__parse_usdt(optarg, &a->reqs[so->nr_span_reqs],
+						     a->req_buf[so->nr_span_reqs],
+						     sizeof(a->req_buf[0]))) {
+				cli__error(
+					cmd,
+					"--usdt-span '%s': expected [OBJECT:]PROVIDER:START,DONE[=metric] (two different probe names of [A-Za-z0-9_]; metric in kebab-case, needed when the default would pass 63 bytes)",
+					optarg);
+				return CLI_EXIT_USAGE;
+			}
+			so->nr_span_reqs++;
 			break;
 		case 'S':
 			if (so->nr_span_reqs == CMDARGS_MAX_SPANS) {
@@ -432,7 +462,7 @@ static int collect(const char *cmd, int argc, char **argv, enum target_mode mode
 	const char *out;
 	int err, ret;
 
-	/* About 40 KiB: the --span buffers. */
+	/* About 72 KiB: the --span buffers. */
 	a = malloc(sizeof(*a));
 	if (!a) {
 		cli__error(cmd, "out of memory");

@@ -24,7 +24,8 @@ struct collect_args {
 	pid_t pids[CMDARGS_MAX_PIDS];
 	const char *cgroups[KHBPF_MAX_CGROUP_FILTERS];
 	struct span_request reqs[CMDARGS_MAX_SPANS];
-	char req_buf[CMDARGS_MAX_SPANS][512];
+	/* A request's strings: --usdt-span takes twice its length and a metric. */
+	char req_buf[CMDARGS_MAX_SPANS][1024];
 	const char *out; /* -o, or NULL */
 	const char *html, *perfetto; /* --html / --perfetto FILE, or NULL */
 	const char *keyhog; /* --keyhog FILE, or NULL */

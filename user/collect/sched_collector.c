@@ -207,6 +207,10 @@ static int configure_variant(struct sched_collector *c, const struct sched_colle
 	bpf_program__set_autoload(skel->progs.khbpf_span_exit, v.atomic_fetch);
 	bpf_program__set_autoload(skel->progs.khbpf_span_enter_nofetch, !v.atomic_fetch);
 	bpf_program__set_autoload(skel->progs.khbpf_span_exit_nofetch, !v.atomic_fetch);
+	bpf_program__set_autoload(skel->progs.khbpf_span_close,
+				  spans && opts->span_close && v.atomic_fetch);
+	bpf_program__set_autoload(skel->progs.khbpf_span_close_nofetch,
+				  spans && opts->span_close && !v.atomic_fetch);
 	/*
 	 * A program takes one kind of link: the uprobe_multi attach type is
 	 * checked at link creation (bpf_prog_attach_check_attach_type()), so
@@ -221,6 +225,7 @@ static int configure_variant(struct sched_collector *c, const struct sched_colle
 			(opts->span_links == SCHED_SPAN_LINKS_MULTI ||
 			 opts->span_sites >= SCHED_SPAN_MULTI_MIN_SITES ||
 			 (opts->span_per_file && opts->on_exec));
+	c->span_close = spans && opts->span_close;
 	if (c->span_multi) {
 		const enum bpf_attach_type t = (enum bpf_attach_type)UPROBE_MULTI_ATTACH_TYPE;
 
@@ -232,6 +237,10 @@ static int configure_variant(struct sched_collector *c, const struct sched_colle
 		err = err   ?:
 			      bpf_program__set_expected_attach_type(
 				      skel->progs.khbpf_span_exit_nofetch, t);
+		err = err ?: bpf_program__set_expected_attach_type(skel->progs.khbpf_span_close, t);
+		err = err   ?:
+			      bpf_program__set_expected_attach_type(
+				      skel->progs.khbpf_span_close_nofetch, t);
 	}
 	if (libbpf_num_possible_cpus() > 0)
 		skel->rodata->nr_slot_cpus = (uint32_t)libbpf_num_possible_cpus();
@@ -642,6 +651,8 @@ int sched_collector__attach(struct sched_collector *c)
 	bpf_program__set_autoattach(c->skel->progs.khbpf_span_exit, false);
 	bpf_program__set_autoattach(c->skel->progs.khbpf_span_enter_nofetch, false);
 	bpf_program__set_autoattach(c->skel->progs.khbpf_span_exit_nofetch, false);
+	bpf_program__set_autoattach(c->skel->progs.khbpf_span_close, false);
+	bpf_program__set_autoattach(c->skel->progs.khbpf_span_close_nofetch, false);
 	err = sched_bpf__attach(c->skel);
 	if (err)
 		return err;

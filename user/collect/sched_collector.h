@@ -115,6 +115,8 @@ struct sched_collector_opts {
 	 * uprobe comes off a child at its first hit).
 	 */
 	bool span_per_file;
+	/* Some sites end a span where they are (USDT DONE sites): their program is loaded. */
+	bool span_close;
 	/*
 	 * With span_per_file: each exec of a member is passed to on_exec (with
 	 * on_span_ctx), from sched_collector__drain_spans, so that the sites
@@ -317,17 +319,29 @@ int sched_collector__group_spill(struct sched_collector *c, struct khbpf_group_a
 int sched_collector__delete_group(struct sched_collector *c, const struct khbpf_group_key *key);
 int sched_collector__stats(struct sched_collector *c, struct sched_collector_stats *out);
 /* A span site: the function at `offset` in `path`, reporting `metric`. */
+/* What a site does: a function's entry and return, or one end of a USDT pair. */
+enum sched_span_role {
+	SCHED_SPAN_FUNCTION, /* a uprobe opens at entry, a uretprobe closes at return */
+	SCHED_SPAN_OPEN, /* a uprobe that opens (a USDT START site) */
+	SCHED_SPAN_CLOSE, /* a uprobe that closes (a USDT DONE site; needs opts.span_close) */
+};
+
 struct sched_span_site {
 	const char *path;
 	uint64_t offset;
+	/* The USDT semaphore's file offset (the kernel raises it while attached); 0: none. */
+	uint64_t ref_ctr_offset;
 	uint32_t metric; /* < KHBPF_MAX_METRICS */
+	enum sched_span_role role;
 	int err; /* out: 0 attached, else -errno */
 };
 
 /*
- * Span sites: a uprobe at entry and a uretprobe at return of each, for
- * `pid` only, or for every process with pid -1 (opts.span_per_file). With uprobe_multi (sched_collector__span_multi) the sites of
- * one file share two links, else each site has two. At most
+ * Span sites: a uprobe at entry and a uretprobe at return of each function,
+ * one uprobe at each USDT site, for `pid` only, or for every process with
+ * pid -1 (opts.span_per_file). With uprobe_multi
+ * (sched_collector__span_multi) the sites of one file and role share a
+ * link per program, else each site has its own. At most
  * KHBPF_MAX_SPAN_SITES sites in all: the rest fail with -E2BIG. Returns how
  * many attached (each site's err says why not), or -errno when none could
  * be tried.

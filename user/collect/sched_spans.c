@@ -71,23 +71,36 @@ static int span_event_cb(void *ctx, void *data, size_t size)
 	return 0;
 }
 
-static struct bpf_program *span_prog(struct sched_collector *c, bool ret)
+/* The programs of a site: what opens it (or NULL) and what closes it (or NULL). */
+static void span_progs(struct sched_collector *c, enum sched_span_role role,
+		       struct bpf_program **open, struct bpf_program **close)
 {
+	struct sched_bpf *k = c->skel;
 	bool fetch = c->feat.have[KFEAT_ATOMIC_FETCH];
 
-	if (ret)
-		return fetch ? c->skel->progs.khbpf_span_exit :
-			       c->skel->progs.khbpf_span_exit_nofetch;
-	return fetch ? c->skel->progs.khbpf_span_enter : c->skel->progs.khbpf_span_enter_nofetch;
+	*open = *close = NULL;
+	if (role != SCHED_SPAN_CLOSE)
+		*open = fetch ? k->progs.khbpf_span_enter : k->progs.khbpf_span_enter_nofetch;
+	if (role == SCHED_SPAN_FUNCTION)
+		*close = fetch ? k->progs.khbpf_span_exit : k->progs.khbpf_span_exit_nofetch;
+	else if (role == SCHED_SPAN_CLOSE)
+		*close = fetch ? k->progs.khbpf_span_close : k->progs.khbpf_span_close_nofetch;
 }
 
-/* One site, the classic way: a uprobe link and a uretprobe link of its own. */
+/*
+ * One site, the classic way: a link of its own per program, a uprobe (and
+ * for a function a uretprobe); a USDT semaphore is the uprobe's reference
+ * counter.
+ */
 static int attach_site(struct sched_collector *c, const struct sched_span_site *site, pid_t pid)
 {
-	LIBBPF_OPTS(bpf_uprobe_opts, uo, .bpf_cookie = site->metric);
-	struct bpf_link *in, *out;
+	LIBBPF_OPTS(bpf_uprobe_opts, uo, .bpf_cookie = site->metric,
+		    .ref_ctr_offset = (size_t)site->ref_ctr_offset);
+	struct bpf_program *opener, *closer;
+	struct bpf_link *in = NULL, *out = NULL;
 	int err;
 
+	span_progs(c, site->role, &opener, &closer);
 	if (!c->feat.have[KFEAT_ATTACH_COOKIE]) {
 		/* No cookies (the kernel refuses a nonzero one): the site map says the metric. */
 		struct khbpf_site_key key = { .offset = site->offset };
@@ -102,22 +115,28 @@ static int attach_site(struct sched_collector *c, const struct sched_span_site *
 		if (err)
 			return err;
 	}
-	uo.retprobe = false;
-	in = bpf_program__attach_uprobe_opts(span_prog(c, false), pid, site->path,
-					     (size_t)site->offset, &uo);
-	if (!in)
-		return -errno;
-	uo.retprobe = true;
-	out = bpf_program__attach_uprobe_opts(span_prog(c, true), pid, site->path,
-					      (size_t)site->offset, &uo);
-	if (!out) {
-		err = -errno;
-		bpf_link__destroy(in);
-		return err;
+	if (opener) {
+		uo.retprobe = false;
+		in = bpf_program__attach_uprobe_opts(opener, pid, site->path, (size_t)site->offset,
+						     &uo);
+		if (!in)
+			return -errno;
+	}
+	if (closer) {
+		uo.retprobe = site->role == SCHED_SPAN_FUNCTION;
+		out = bpf_program__attach_uprobe_opts(closer, pid, site->path, (size_t)site->offset,
+						      &uo);
+		if (!out) {
+			err = -errno;
+			bpf_link__destroy(in);
+			return err;
+		}
 	}
 	/* Room and memory for both are made sure of before (attach_spans). */
-	linkset__add_link(&c->span_links, in);
-	linkset__add_link(&c->span_links, out);
+	if (in)
+		linkset__add_link(&c->span_links, in);
+	if (out)
+		linkset__add_link(&c->span_links, out);
 	return 0;
 }
 
@@ -131,39 +150,58 @@ static bool group_error(int err)
 	       err == -ENOMEM || err == -EMFILE || err == -ENFILE || err == -EBADF;
 }
 
+struct group_bufs {
+	uint64_t *offsets, *cookies, *ref_ctrs;
+};
+
 /*
- * Sites idx[0..n) of one file in two uprobe_multi links, entry and return,
- * each site's metric its cookie. When the kernel refuses the group, it is
- * split in halves until each failing site is alone with its own error, and
- * the others attach (each refused try costs a grace period in the kernel:
- * a few bad sites among many cost a few tries per halving).
+ * Sites idx[0..n) of one file and role in one uprobe_multi link per
+ * program (entry and return for functions), each site's metric its cookie.
+ * When the kernel refuses the group, it is split in halves until each
+ * failing site is alone with its own error, and the others attach (each
+ * refused try costs a grace period in the kernel: a few bad sites among
+ * many cost a few tries per halving).
  */
 static void attach_group(struct sched_collector *c, struct sched_span_site *sites, size_t *idx,
-			 size_t n, uint64_t *offsets, uint64_t *cookies, pid_t pid)
+			 size_t n, const struct group_bufs *b, pid_t pid)
 {
-	int in, out = -1, err;
+	const struct sched_span_site *first = &sites[idx[0]];
+	struct bpf_program *opener, *closer;
+	int in = -1, out = -1, err = 0;
+	bool any_ref = false;
 	size_t i;
 
 	/* Every process (pid -1 to the per-site attach): the link's pid 0. */
 	if (pid < 0)
 		pid = 0;
 	for (i = 0; i < n; i++) {
-		offsets[i] = sites[idx[i]].offset;
-		cookies[i] = sites[idx[i]].metric;
+		b->offsets[i] = sites[idx[i]].offset;
+		b->cookies[i] = sites[idx[i]].metric;
+		b->ref_ctrs[i] = sites[idx[i]].ref_ctr_offset;
+		any_ref |= b->ref_ctrs[i] != 0;
 	}
-	in = uprobe_multi__attach(bpf_program__fd(span_prog(c, false)), sites[idx[0]].path, offsets,
-				  cookies, (uint32_t)n, pid, false);
-	if (in >= 0)
-		out = uprobe_multi__attach(bpf_program__fd(span_prog(c, true)), sites[idx[0]].path,
-					   offsets, cookies, (uint32_t)n, pid, true);
-	if (in >= 0 && out >= 0) {
-		linkset__add_fd(&c->span_links, in);
-		linkset__add_fd(&c->span_links, out);
+	span_progs(c, first->role, &opener, &closer);
+	if (opener) {
+		in = uprobe_multi__attach(bpf_program__fd(opener), first->path, b->offsets,
+					  b->cookies, any_ref ? b->ref_ctrs : NULL, (uint32_t)n,
+					  pid, false);
+		err = in < 0 ? in : 0;
+	}
+	if (!err && closer) {
+		out = uprobe_multi__attach(bpf_program__fd(closer), first->path, b->offsets,
+					   b->cookies, any_ref ? b->ref_ctrs : NULL, (uint32_t)n,
+					   pid, first->role == SCHED_SPAN_FUNCTION);
+		err = out < 0 ? out : 0;
+	}
+	if (!err) {
+		if (in >= 0)
+			linkset__add_fd(&c->span_links, in);
+		if (out >= 0)
+			linkset__add_fd(&c->span_links, out);
 		for (i = 0; i < n; i++)
 			sites[idx[i]].err = 0;
 		return;
 	}
-	err = in < 0 ? in : out;
 	if (in >= 0)
 		close(in);
 	if (n == 1 || group_error(err)) {
@@ -171,8 +209,8 @@ static void attach_group(struct sched_collector *c, struct sched_span_site *site
 			sites[idx[i]].err = err;
 		return;
 	}
-	attach_group(c, sites, idx, n / 2, offsets, cookies, pid);
-	attach_group(c, sites, idx + n / 2, n - n / 2, offsets, cookies, pid);
+	attach_group(c, sites, idx, n / 2, b, pid);
+	attach_group(c, sites, idx + n / 2, n - n / 2, b, pid);
 }
 
 static int site_cmp(const void *a, const void *b, void *arg)
@@ -183,19 +221,24 @@ static int site_cmp(const void *a, const void *b, void *arg)
 
 	if (d)
 		return d;
+	if (x->role != y->role)
+		return x->role < y->role ? -1 : 1;
 	return x->offset < y->offset ? -1 : x->offset > y->offset;
 }
 
-/* uprobe_multi: the sites grouped by file, two links per file. */
+/* uprobe_multi: the sites grouped by file and role, a link per program and group. */
 static int attach_multi(struct sched_collector *c, struct sched_span_site *sites, size_t nr,
 			pid_t pid)
 {
 	size_t *idx = calloc(nr ? nr : 1, sizeof(*idx)), i, j, n = 0;
-	uint64_t *offsets = calloc(nr ? nr : 1, sizeof(*offsets));
-	uint64_t *cookies = calloc(nr ? nr : 1, sizeof(*cookies));
+	struct group_bufs b = {
+		.offsets = calloc(nr ? nr : 1, sizeof(uint64_t)),
+		.cookies = calloc(nr ? nr : 1, sizeof(uint64_t)),
+		.ref_ctrs = calloc(nr ? nr : 1, sizeof(uint64_t)),
+	};
 	int err = 0;
 
-	if (!idx || !offsets || !cookies) {
+	if (!idx || !b.offsets || !b.cookies || !b.ref_ctrs) {
 		err = -ENOMEM;
 		goto cleanup;
 	}
@@ -204,14 +247,17 @@ static int attach_multi(struct sched_collector *c, struct sched_span_site *sites
 			idx[n++] = i;
 	qsort_r(idx, n, sizeof(*idx), site_cmp, sites);
 	for (i = 0; i < n; i = j) {
-		for (j = i + 1; j < n && !strcmp(sites[idx[j]].path, sites[idx[i]].path); j++)
+		for (j = i + 1; j < n && !strcmp(sites[idx[j]].path, sites[idx[i]].path) &&
+				sites[idx[j]].role == sites[idx[i]].role;
+		     j++)
 			;
-		attach_group(c, sites, idx + i, j - i, offsets, cookies, pid);
+		attach_group(c, sites, idx + i, j - i, &b, pid);
 	}
 cleanup:
 	free(idx);
-	free(offsets);
-	free(cookies);
+	free(b.offsets);
+	free(b.cookies);
+	free(b.ref_ctrs);
 	return err;
 }
 
@@ -242,6 +288,8 @@ int sched_collector__attach_spans(struct sched_collector *c, struct sched_span_s
 		s->err = -EINPROGRESS;
 		if (s->metric >= KHBPF_MAX_METRICS)
 			s->err = -E2BIG;
+		else if (s->role == SCHED_SPAN_CLOSE && !c->span_close)
+			s->err = -ENOTSUP; /* opened without opts.span_close */
 		else if (c->nr_span_sites == KHBPF_MAX_SPAN_SITES)
 			s->err = -E2BIG;
 		else

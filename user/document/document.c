@@ -335,6 +335,7 @@ static struct json_object *span_probe_json(const struct span_probe *p, int *err)
 	add(obj, "object", evjson__string(p->object), err);
 	add(obj, "symbol", evjson__string(p->symbol), err);
 	add(obj, "metric_id", evjson__string(p->metric_id), err);
+	add(obj, "site", json_object_new_string(p->site ? p->site : "function"), err);
 	add(obj, "status", json_object_new_string(p->attached ? "attached" : "failed"), err);
 	if (!p->attached)
 		add(obj, "reason", evjson__string(p->reason[0] ? p->reason : "unknown failure"),

@@ -184,6 +184,8 @@ struct span_probe {
 	char object[PATH_MAX];
 	char symbol[256];
 	char metric_id[SPAN_METRIC_ID_MAX];
+	/* "function", "usdt-start" or "usdt-done": what the site does with a span. */
+	const char *site;
 	bool attached;
 	char reason[256]; /* non-empty when !attached */
 	uint32_t exec_pid; /* found when this process exec'd (0: at the start) */

@@ -36,7 +36,8 @@ _Static_assert(offsetof(struct uprobe_multi_attr, cnt) == 48, "link_create.uprob
 _Static_assert(offsetof(struct uprobe_multi_attr, pid) == 56, "link_create.uprobe_multi.pid");
 
 int uprobe_multi__attach(int prog_fd, const char *path, const uint64_t *offsets,
-			 const uint64_t *cookies, uint32_t cnt, pid_t pid, bool retprobe)
+			 const uint64_t *cookies, const uint64_t *ref_ctr_offsets, uint32_t cnt,
+			 pid_t pid, bool retprobe)
 {
 	struct uprobe_multi_attr a;
 	long fd;
@@ -51,6 +52,7 @@ int uprobe_multi__attach(int prog_fd, const char *path, const uint64_t *offsets,
 	a.path = (uint64_t)(uintptr_t)path;
 	a.offsets = (uint64_t)(uintptr_t)offsets;
 	a.cookies = (uint64_t)(uintptr_t)cookies;
+	a.ref_ctr_offsets = (uint64_t)(uintptr_t)ref_ctr_offsets;
 	a.cnt = cnt;
 	a.multi_flags = retprobe ? UPROBE_MULTI_RETURN : 0;
 	a.pid = (uint32_t)pid;
@@ -74,7 +76,7 @@ int uprobe_multi__probe(void)
 			     sizeof(insns) / sizeof(insns[0]), &po);
 	if (prog < 0)
 		return errno == EINVAL ? 0 : -errno;
-	link = uprobe_multi__attach(prog, "/", &offset, NULL, 1, 0, false);
+	link = uprobe_multi__attach(prog, "/", &offset, NULL, NULL, 1, 0, false);
 	close(prog);
 	if (link >= 0) {
 		/* Not expected of any kernel; whatever it is, it is not kept. */

@@ -22,12 +22,15 @@
  * A link running prog_fd (loaded with expected attach type
  * UPROBE_MULTI_ATTACH_TYPE) at each of cnt offsets of path, for process pid
  * only (0: every process), at entry or (retprobe) at return; cookies[i] is
- * what bpf_get_attach_cookie() returns at offsets[i] (cookies may be NULL).
+ * what bpf_get_attach_cookie() returns at offsets[i] (cookies may be NULL);
+ * ref_ctr_offsets[i] the file offset of a USDT semaphore the kernel raises
+ * while the probe is on (may be NULL; 0 entries have none).
  * The link fd, or -errno: the kernel registers the offsets in order and
  * undoes them all when one fails.
  */
 int uprobe_multi__attach(int prog_fd, const char *path, const uint64_t *offsets,
-			 const uint64_t *cookies, uint32_t cnt, pid_t pid, bool retprobe);
+			 const uint64_t *cookies, const uint64_t *ref_ctr_offsets, uint32_t cnt,
+			 pid_t pid, bool retprobe);
 
 /*
  * Can this kernel make such a link? A program of that attach type is loaded

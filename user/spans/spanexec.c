@@ -134,9 +134,7 @@ void span_run__on_exec(void *ctx, const struct khbpf_exec_event *e)
 		r->sites[first + n] = found[i];
 		r->site_metric[first + n] = metric;
 		r->site_exec_pid[first + n] = e->pid;
-		v[n] = (struct sched_span_site){ .path = r->sites[first + n].open_path,
-						 .offset = found[i].offset,
-						 .metric = metric };
+		v[n] = span_run__collector_site(&r->sites[first + n], metric);
 		n++;
 	}
 	spanfind__free(found, nr_found);

@@ -14,6 +14,7 @@
 #include "spans/spanelf.h"
 #include "spans/spanfind.h"
 #include "spans/spanobjects.h"
+#include "spans/spanusdt.h"
 
 /* Index of the mapped object that is the process's executable, or -1. */
 static ssize_t main_object(const char *root, pid_t pid, char **objects, size_t nr)
@@ -112,6 +113,15 @@ static int request_in(struct site_vec *vec, const char *root, pid_t pid, const c
 		return err == -ENOMEM ? err : 0;
 	}
 	res->opened = true;
+	if (req->provider) {
+		elf_file__close(&f);
+		err = spanusdt__scan(vec, object, res->open_path, req, &res->matched, reason,
+				     sizeof(reason));
+		if (err && err != -ENOMEM)
+			err = site_vec__push_file_error(vec, object, res->open_path, req->symbol,
+							req->metric, false, err, reason);
+		return err == -ENOMEM ? err : 0;
+	}
 	err = elf_file__load_syms(&f);
 	if (!err)
 		err = spanelf__symbols_scan(vec, &f, object, res->open_path, req->symbol,
@@ -121,23 +131,64 @@ static int request_in(struct site_vec *vec, const char *root, pid_t pid, const c
 	return err;
 }
 
-/* Marks the mapped objects a request names (see spanfind__discover); returns how many. */
+/*
+ * Marks the mapped objects a request names (see spanfind__discover); returns
+ * how many. A USDT pair without OBJECT looks in every object (all_objects).
+ */
 static size_t request_objects(char **objects, size_t nr, ssize_t main_idx, const char *want,
-			      bool *match)
+			      bool all_objects, bool *match)
 {
 	bool prefix = false;
 	size_t i, found;
 
 	for (;;) {
 		for (i = 0, found = 0; i < nr; i++) {
-			match[i] = want ? object_matches(objects[i], want, prefix) :
-					  (ssize_t)i == main_idx;
+			match[i] = want	       ? object_matches(objects[i], want, prefix) :
+				   all_objects ? true :
+						 (ssize_t)i == main_idx;
 			found += match[i];
 		}
 		if (found || prefix || !want || strchr(want, '/'))
 			return found;
 		prefix = true;
 	}
+}
+
+/* Whether an object already said what is wrong with a USDT request (one probe of two). */
+static bool usdt_said(const struct site_vec *vec, const struct span_request *req)
+{
+	size_t i;
+
+	for (i = 0; i < vec->n; i++)
+		if (vec->v[i].err && vec->v[i].kind != SPAN_SITE_FUNCTION &&
+		    !strcmp(vec->v[i].metric, req->metric))
+			return true;
+	return false;
+}
+
+/* Neither probe of a pair anywhere it looked: object, or (NULL) every mapped object. */
+static int usdt_not_found(struct site_vec *vec, const char *object, const char *open_path,
+			  const struct span_request *req)
+{
+	struct span_site *s =
+		site_vec__push(vec, object ? object : "", object ? open_path : "", false);
+
+	if (!s)
+		return -ENOMEM;
+	spansite__copy_str(s->symbol, sizeof(s->symbol), req->symbol);
+	spansite__copy_str(s->metric, sizeof(s->metric), req->metric);
+	s->kind = SPAN_SITE_USDT_START;
+	if (object)
+		span_site__fail(
+			s, -ENOENT,
+			"%s has no USDT probe %s:%s or %s:%s (`khbpf list --usdt %s` lists those it has)",
+			object, req->provider, req->start, req->provider, req->done, object);
+	else
+		span_site__fail(
+			s, -ENOENT,
+			"no object of the target has the USDT probe %s:%s or %s:%s (`khbpf list --usdt --pid PID` lists those it has)",
+			req->provider, req->start, req->provider, req->done);
+	return 0;
 }
 
 static int resolve_request(struct site_vec *vec, const char *root, pid_t pid, char **objects,
@@ -153,7 +204,7 @@ static int resolve_request(struct site_vec *vec, const char *root, pid_t pid, ch
 	match = calloc(nr ? nr : 1, sizeof(*match));
 	if (!match)
 		return -ENOMEM;
-	found = request_objects(objects, nr, main_idx, want, match);
+	found = request_objects(objects, nr, main_idx, want, req->provider != NULL, match);
 	if (!found && !want) {
 		s = site_vec__push(vec, "", "", false);
 		if (!s) {
@@ -204,7 +255,9 @@ static int resolve_request(struct site_vec *vec, const char *root, pid_t pid, ch
 		}
 	}
 	/* One error for the request, whichever objects it looked in. */
-	if (!err && !total && last.opened)
+	if (!err && !total && last.opened && req->provider && !usdt_said(vec, req))
+		err = usdt_not_found(vec, want ? last_obj : NULL, last.open_path, req);
+	else if (!err && !total && last.opened && !req->provider)
 		err = site_vec__push_not_found(vec, last.has_symtab, last_obj, last.open_path,
 					       req->symbol, req->metric);
 out:
@@ -219,7 +272,8 @@ static int requests_valid(const struct span_request *reqs, size_t nr_reqs)
 	for (i = 0; i < nr_reqs; i++)
 		if (!reqs[i].symbol || !*reqs[i].symbol ||
 		    (reqs[i].metric && !spansite__metric_valid(reqs[i].metric)) ||
-		    (reqs[i].object && !*reqs[i].object))
+		    (reqs[i].object && !*reqs[i].object) ||
+		    (reqs[i].provider && (!reqs[i].start || !reqs[i].done || !reqs[i].metric)))
 			return -EINVAL;
 	return 0;
 }

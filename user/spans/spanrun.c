@@ -145,6 +145,32 @@ size_t span_run__usable(const struct span_run *r)
 	return n;
 }
 
+struct sched_span_site span_run__collector_site(const struct span_site *s, uint32_t metric)
+{
+	enum sched_span_role role = s->kind == SPAN_SITE_USDT_START ? SCHED_SPAN_OPEN :
+				    s->kind == SPAN_SITE_USDT_DONE  ? SCHED_SPAN_CLOSE :
+								      SCHED_SPAN_FUNCTION;
+
+	return (struct sched_span_site){ .path = s->open_path,
+					 .offset = s->offset,
+					 .ref_ctr_offset = s->ref_ctr_offset,
+					 .metric = metric,
+					 .role = role };
+}
+
+bool span_run__has_usdt(const struct span_run *r, const struct span_request *reqs, size_t nr_reqs)
+{
+	size_t i;
+
+	for (i = 0; i < nr_reqs; i++)
+		if (reqs[i].provider)
+			return true;
+	for (i = 0; r && i < r->nr_sites; i++)
+		if (r->sites[i].kind == SPAN_SITE_USDT_DONE)
+			return true;
+	return false;
+}
+
 void span_run__attach(struct span_run *r, struct sched_collector *c, pid_t pid)
 {
 	struct sched_span_site *v = calloc(r->nr_sites ? r->nr_sites : 1, sizeof(*v));
@@ -160,9 +186,7 @@ void span_run__attach(struct span_run *r, struct sched_collector *c, pid_t pid)
 	for (i = 0; i < r->nr_sites; i++) {
 		if (r->sites[i].err)
 			continue;
-		v[n++] = (struct sched_span_site){ .path = r->sites[i].open_path,
-						   .offset = r->sites[i].offset,
-						   .metric = r->site_metric[i] };
+		v[n++] = span_run__collector_site(&r->sites[i], r->site_metric[i]);
 	}
 	r->coll = c;
 	err = sched_collector__attach_spans(c, v, n, pid);
@@ -229,15 +253,24 @@ void span_run__unattach(struct span_run *r, const char *why)
 	r->nr_attached = 0;
 }
 
-/* A metric none of whose sites is attached was not measured at all. */
+/*
+ * A metric none of whose sites is attached was not measured at all; nor
+ * was a USDT pair's with only one of its ends attached (its spans would
+ * never open, or never close).
+ */
 static bool metric_attached(const struct span_run *r, uint32_t metric)
 {
+	bool function = false, start = false, done = false;
 	size_t i;
 
-	for (i = 0; i < r->nr_sites; i++)
-		if (!r->sites[i].err && r->site_metric[i] == metric)
-			return true;
-	return false;
+	for (i = 0; i < r->nr_sites; i++) {
+		if (r->sites[i].err || r->site_metric[i] != metric)
+			continue;
+		function |= r->sites[i].kind == SPAN_SITE_FUNCTION;
+		start |= r->sites[i].kind == SPAN_SITE_USDT_START;
+		done |= r->sites[i].kind == SPAN_SITE_USDT_DONE;
+	}
+	return function || (start && done);
 }
 
 /* A kept record's flag (never the kernel's): its wakers are in r->wakes. */
@@ -537,6 +570,7 @@ int span_run__document(struct span_run *r, uint64_t start_mono_ns, bool counters
 
 		snprintf(p->object, sizeof(p->object), "%s", s->object);
 		snprintf(p->symbol, sizeof(p->symbol), "%s", s->symbol);
+		p->site = span_site_kind__name(s->kind);
 		snprintf(p->metric_id, sizeof(p->metric_id), "%s", s->metric);
 		p->attached = !s->err;
 		snprintf(p->reason, sizeof(p->reason), "%s", s->reason);

@@ -89,6 +89,10 @@ struct span_run_opts {
 int span_run__discover(struct span_run *r, const struct span_run_opts *opts);
 /* Sites that can be attached: whether the collector needs span support. */
 size_t span_run__usable(const struct span_run *r);
+/* What the collector attaches for site s, whose metric's index is metric. */
+struct sched_span_site span_run__collector_site(const struct span_site *s, uint32_t metric);
+/* Whether some request or site is a USDT pair (the collector's opts.span_close). */
+bool span_run__has_usdt(const struct span_run *r, const struct span_request *reqs, size_t nr_reqs);
 /* Attach every usable site for pid; failures become the site's reason. */
 void span_run__attach(struct span_run *r, struct sched_collector *c, pid_t pid);
 /*

@@ -178,6 +178,7 @@ int span_request__parse(const char *arg, struct span_request *out, char *buf, si
 	memcpy(buf, arg, len + 1);
 	out->object = NULL;
 	out->metric = NULL;
+	out->provider = out->start = out->done = NULL;
 	if (colon) {
 		buf[obj_len] = '\0';
 		out->object = buf;
@@ -186,6 +187,153 @@ int span_request__parse(const char *arg, struct span_request *out, char *buf, si
 	if (eq) {
 		buf[eq - arg] = '\0';
 		out->metric = buf + (eq - arg) + 1;
+	}
+	return 0;
+}
+
+const char *span_site_kind__name(enum span_site_kind k)
+{
+	switch (k) {
+	case SPAN_SITE_USDT_START:
+		return "usdt-start";
+	case SPAN_SITE_USDT_DONE:
+		return "usdt-done";
+	default:
+		return "function";
+	}
+}
+
+/* A USDT provider or probe name as compilers emit them; names of len bytes. */
+static bool usdt_name_valid(const char *p, size_t len)
+{
+	size_t i;
+
+	if (!len || len >= USDT_REQUEST_NAME_MAX)
+		return false;
+	for (i = 0; i < len; i++)
+		if (!((p[i] >= 'a' && p[i] <= 'z') || (p[i] >= 'A' && p[i] <= 'Z') ||
+		      (p[i] >= '0' && p[i] <= '9') || p[i] == '_'))
+			return false;
+	return true;
+}
+
+/* Bytes of s's kebab-case form (runs of letters and digits joined by '-'). */
+static size_t kebab_len(const char *s)
+{
+	size_t n = 0, runs = 0;
+	bool in = false;
+
+	for (; *s; s++) {
+		bool alnum = (*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
+			     (*s >= '0' && *s <= '9');
+
+		n += alnum;
+		runs += alnum && !in;
+		in = alnum;
+	}
+	return runs ? n + runs - 1 : 0;
+}
+
+/*
+ * The default metric of a pair: PROVIDER and the names' common prefix,
+ * cut back to a '_' when it ends inside a word ("foo_begin", "foo_bar":
+ * "foo"); PROVIDER-START when they share nothing.
+ */
+static int usdt_default_metric(const char *provider, const char *start, const char *done, char *out)
+{
+	char raw[3 * USDT_REQUEST_NAME_MAX];
+	size_t n = 0;
+
+	while (start[n] && start[n] == done[n])
+		n++;
+	if (start[n] && done[n])
+		while (n && start[n - 1] != '_')
+			n--;
+	while (n && start[n - 1] == '_')
+		n--;
+	snprintf(raw, sizeof(raw), "%s_%.*s", provider, (int)(n ? n : strlen(start)), start);
+	if (kebab_len(raw) > KHBPF_METRIC_MAX)
+		return -EINVAL;
+	return spansite__metric_from_symbol(raw, out);
+}
+
+int span_request__parse_usdt(const char *arg, struct span_request *out, char *buf, size_t buflen)
+{
+	const char *eq, *end, *comma, *name_colon = NULL, *prov_colon = NULL, *p;
+	size_t len, body;
+	char metric[SPANFIND_METRIC_MAX];
+	char *copy;
+
+	if (!arg || !out || !buf)
+		return -EINVAL;
+	len = strlen(arg);
+	eq = strchr(arg, '=');
+	end = eq ? eq : arg + len;
+	comma = memchr(arg, ',', (size_t)(end - arg));
+	if (!comma || memchr(comma + 1, ',', (size_t)(end - comma - 1)))
+		return -EINVAL;
+	for (p = arg; p < comma; p++)
+		if (*p == ':')
+			name_colon = p;
+	if (!name_colon)
+		return -EINVAL;
+	/* [OBJECT:]PROVIDER: the provider starts after the last ':' before START's. */
+	for (p = name_colon - 1, prov_colon = NULL; p >= arg; p--) {
+		if (*p == ':') {
+			prov_colon = p;
+			break;
+		}
+	}
+	if (!usdt_name_valid(prov_colon ? prov_colon + 1 : arg,
+			     (size_t)(name_colon - (prov_colon ? prov_colon + 1 : arg))) ||
+	    !usdt_name_valid(name_colon + 1, (size_t)(comma - name_colon - 1)) ||
+	    !usdt_name_valid(comma + 1, (size_t)(end - comma - 1)))
+		return -EINVAL;
+	if ((size_t)(comma - name_colon - 1) == (size_t)(end - comma - 1) &&
+	    !memcmp(name_colon + 1, comma + 1, (size_t)(end - comma - 1)))
+		return -EINVAL;
+	if (prov_colon) {
+		if (prov_colon == arg || (size_t)(prov_colon - arg) >= PATH_MAX)
+			return -EINVAL;
+		for (p = arg; p < prov_colon; p++)
+			if ((unsigned char)*p < 0x20 || *p == 0x7f)
+				return -EINVAL;
+	}
+	if (eq && !spansite__metric_valid_n(eq + 1, strlen(eq + 1)))
+		return -EINVAL;
+	if (2 * (len + 1) + SPANFIND_METRIC_MAX > buflen)
+		return -ENAMETOOLONG;
+	/* The first copy: OBJECT, the shown "PROVIDER:START,DONE" and metric, split. */
+	body = (size_t)(end - arg);
+	memcpy(buf, arg, len + 1);
+	buf[body] = '\0';
+	/* The second: PROVIDER, START and DONE each ended. */
+	copy = buf + len + 1;
+	memcpy(copy, arg, body + 1);
+	copy[body] = '\0';
+	copy[name_colon - arg] = '\0';
+	copy[comma - arg] = '\0';
+	if (!eq) {
+		copy[body] = '\0';
+		if (usdt_default_metric(copy + (prov_colon ? prov_colon - arg + 1 : 0),
+					copy + (name_colon - arg) + 1, copy + (comma - arg) + 1,
+					metric))
+			return -EINVAL;
+	}
+	out->object = NULL;
+	if (prov_colon) {
+		buf[prov_colon - arg] = '\0';
+		out->object = buf;
+	}
+	out->symbol = buf + (prov_colon ? prov_colon - arg + 1 : 0);
+	out->provider = copy + (prov_colon ? prov_colon - arg + 1 : 0);
+	out->start = copy + (name_colon - arg) + 1;
+	out->done = copy + (comma - arg) + 1;
+	if (eq) {
+		out->metric = buf + body + 1;
+	} else {
+		memcpy(buf + 2 * (len + 1), metric, sizeof(metric));
+		out->metric = buf + 2 * (len + 1);
 	}
 	return 0;
 }

@@ -20,17 +20,35 @@
 #define SPANFIND_SYMBOL_MAX 256
 #define SPANFIND_SITES_MAX 4096
 #define SPANFIND_OBJECTS_MAX 4096
+/* A USDT provider or probe name in a request, with its NUL (usdtnote's USDT_NAME_MAX). */
+#define USDT_REQUEST_NAME_MAX 64
+
+/* What a site does with a span. */
+enum span_site_kind {
+	SPAN_SITE_FUNCTION, /* a function's entry opens it, its return closes it */
+	SPAN_SITE_USDT_START, /* a USDT probe that opens it (--usdt-span START) */
+	SPAN_SITE_USDT_DONE, /* a USDT probe that closes it (--usdt-span DONE) */
+};
+
+/* The document's words for a kind: "function", "usdt-start", "usdt-done". */
+const char *span_site_kind__name(enum span_site_kind k);
 
 struct span_site {
 	/* Path as the target sees it (from /proc/PID/maps), e.g. /usr/lib/x.so. */
 	char object[PATH_MAX];
 	/* Path khbpf opens and attaches to: ROOT/proc/PID/root + object. */
 	char open_path[PATH_MAX];
-	/* "" when unknown: a stripped object without the function in .dynsym. */
+	/*
+	 * "" when unknown: a stripped object without the function in .dynsym.
+	 * A USDT site's is PROVIDER:NAME.
+	 */
 	char symbol[SPANFIND_SYMBOL_MAX];
 	char metric[SPANFIND_METRIC_MAX];
 	uint64_t vaddr; /* link-time address */
 	uint64_t offset; /* file offset for the uprobe */
+	/* A USDT semaphore's file offset, the uprobe's ref_ctr_offset; 0: none. */
+	uint64_t ref_ctr_offset;
+	enum span_site_kind kind;
 	bool from_note; /* an annotation, not a --span request */
 	int err; /* 0, or -errno: why this site cannot be attached */
 	char reason[256]; /* when err != 0: one sentence naming object and symbol */
@@ -39,11 +57,15 @@ struct span_site {
 /*
  * A parsed --span [OBJECT:]SYMBOL[=metric]. object is NULL for the main
  * executable, metric NULL to derive one from each matched symbol's name.
+ * Or a parsed --usdt-span [OBJECT:]PROVIDER:START,DONE[=metric] (provider
+ * non-NULL): symbol is "PROVIDER:START,DONE" as shown in errors, metric
+ * always set, and object NULL for the executable and every library it maps.
  */
 struct span_request {
 	const char *object;
 	const char *symbol;
 	const char *metric;
+	const char *provider, *start, *done; /* --usdt-span only, else NULL */
 };
 
 /*
@@ -56,6 +78,18 @@ struct span_request {
  * too small; on error out and buf are untouched.
  */
 int span_request__parse(const char *arg, struct span_request *out, char *buf, size_t buflen);
+
+/*
+ * Parses a --usdt-span argument into out, its strings in buf, which takes
+ * 2 * (strlen(arg) + 1) + SPANFIND_METRIC_MAX bytes. PROVIDER, START and
+ * DONE are names of [A-Za-z0-9_] (no globs: a span is one pair), below
+ * USDT_NAME_MAX; START and DONE differ. The metric defaults to PROVIDER
+ * and the names' common prefix in kebab-case ("postgresql:query__start,
+ * query__done" gives "postgresql-query"), or PROVIDER-START without one.
+ * 0; -EINVAL when malformed or the default metric is over 63 bytes,
+ * -ENAMETOOLONG when buf is too small; on error out is untouched.
+ */
+int span_request__parse_usdt(const char *arg, struct span_request *out, char *buf, size_t buflen);
 
 /* Frees an array of sites and its strings. */
 void spanfind__free(struct span_site *sites, size_t nr);

@@ -1,0 +1,89 @@
+// SPDX-License-Identifier: MIT
+/* The sites of a --usdt-span pair in one object; see spanusdt.h. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "spans/spanusdt.h"
+#include "spans/usdtnote.h"
+
+static bool is_probe(const struct usdt_site *u, const char *provider, const char *name)
+{
+	return !strcmp(u->provider, provider) && !strcmp(u->name, name);
+}
+
+static int push_site(struct site_vec *vec, const char *object, const char *open_path,
+		     const struct span_request *req, const struct usdt_site *u, bool start)
+{
+	struct span_site *s = site_vec__push(vec, object, open_path, false);
+
+	if (!s)
+		return -ENOMEM;
+	snprintf(s->symbol, sizeof(s->symbol), "%s:%s", u->provider, u->name);
+	spansite__copy_str(s->metric, sizeof(s->metric), req->metric);
+	s->kind = start ? SPAN_SITE_USDT_START : SPAN_SITE_USDT_DONE;
+	s->vaddr = u->addr;
+	s->offset = u->offset;
+	s->ref_ctr_offset = u->semaphore_offset;
+	if (u->err)
+		span_site__fail(s, u->err, "%s", u->reason);
+	return 0;
+}
+
+int spanusdt__scan(struct site_vec *vec, const char *object, const char *open_path,
+		   const struct span_request *req, size_t *matched, char *reason, size_t size)
+{
+	struct usdt_list l = { 0 };
+	size_t i, starts = 0, dones = 0;
+	struct span_site *s;
+	int err;
+
+	*matched = 0;
+	err = usdtnote__read(open_path, object, &l, reason, size);
+	if (err)
+		goto out;
+	for (i = 0; i < l.nr; i++) {
+		starts += is_probe(&l.v[i], req->provider, req->start);
+		dones += is_probe(&l.v[i], req->provider, req->done);
+	}
+	if (!starts && !dones)
+		goto out;
+	if (!starts || !dones) {
+		s = site_vec__push(vec, object, open_path, false);
+		if (!s) {
+			err = -ENOMEM;
+			goto out;
+		}
+		spansite__copy_str(s->symbol, sizeof(s->symbol), req->symbol);
+		spansite__copy_str(s->metric, sizeof(s->metric), req->metric);
+		s->kind = starts ? SPAN_SITE_USDT_DONE : SPAN_SITE_USDT_START;
+		span_site__fail(s, -ENOENT,
+				"%s has the USDT probe %s:%s but not %s:%s, and a span needs both",
+				object, req->provider, starts ? req->start : req->done,
+				req->provider, starts ? req->done : req->start);
+		goto out;
+	}
+	for (i = 0; i < l.nr && !err; i++) {
+		bool start = is_probe(&l.v[i], req->provider, req->start);
+
+		if (!start && !is_probe(&l.v[i], req->provider, req->done))
+			continue;
+		err = push_site(vec, object, open_path, req, &l.v[i], start);
+		*matched += !err && !l.v[i].err;
+	}
+	if (!err && l.dropped) {
+		s = site_vec__push(vec, object, open_path, false);
+		if (!s) {
+			err = -ENOMEM;
+			goto out;
+		}
+		spansite__copy_str(s->symbol, sizeof(s->symbol), req->symbol);
+		spansite__copy_str(s->metric, sizeof(s->metric), req->metric);
+		span_site__fail(s, -E2BIG,
+				"%s has more than %d USDT sites; the %llu after them were not read",
+				object, USDT_SITES_MAX, (unsigned long long)l.dropped);
+	}
+out:
+	usdtnote__free(&l);
+	return err;
+}
