@@ -101,6 +101,7 @@ TEST_SRCS := $(wildcard tests/*/test_*.c)
 TESTS := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRCS))
 # Workloads are measured, never sanitized: always the plain build in build/.
 WORKLOADS := $(patsubst tests/workloads/%.c,build/workloads/%,$(wildcard tests/workloads/*.c))
+WORKLOADS += $(patsubst tests/workloads/%.cc,build/workloads/%,$(wildcard tests/workloads/*.cc))
 # What the tests run under or beside (tests/helpers/*.c: subreaper,
 # finalcount), plain build only.
 HELPERS := $(patsubst tests/helpers/%.c,build/tests/helpers/%,$(wildcard tests/helpers/*.c))
@@ -174,6 +175,12 @@ build/workloads/%: tests/workloads/%.c $(wildcard tests/workloads/*.h) | $(DEPS_
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) -O2 -g -std=gnu11 $(WARN) -pthread $< -o $@
+
+# C++ workloads: libstdc++'s own USDT probes (throw, catch) fire in them.
+build/workloads/%: tests/workloads/%.cc | $(DEPS_STAMP)
+	$(call msg,CXX,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CXX) -O2 -g -std=gnu++17 -Wall -Wextra -Werror -pthread $< -o $@
 
 # The span benchmark's workload needs clang: its KHBPF_SPAN site must start
 # with the one 5-byte NOP that kernels from 6.18 probe the optimized way.

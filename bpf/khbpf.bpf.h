@@ -74,6 +74,7 @@ extern __u64 span_open_at_exit_drops;
 extern __u64 groups_made;
 extern __u64 group_overflow;
 extern __u64 span_site_unresolved;
+extern __u64 usdt_hits_lost;
 extern __u64 wakers_overflow;
 extern __u64 wakeups_unseen;
 extern __u64 span_wakes_unlisted;
@@ -165,6 +166,14 @@ KHBPF_MAP struct {
 	__type(key, struct khbpf_span_key);
 	__type(value, struct khbpf_span_agg);
 } span_agg SEC(".maps");
+
+/* Hits of each --usdt probe (the key's metric) by each thread: its only writer. */
+KHBPF_MAP struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, KHBPF_DEFAULT_USDT_HIT_KEYS);
+	__type(key, struct khbpf_span_key);
+	__type(value, __u64);
+} usdt_hits SEC(".maps");
 
 /* Without atomic fetch: each CPU's next span-slot ticket (programs do not nest on a CPU). */
 KHBPF_MAP struct {

@@ -149,6 +149,7 @@ __u64 exec_renumbered = 0; /* a non-leader thread exec'd: it took the leader's i
 __u64 span_open_at_exit_drops = 0;
 __u64 groups_made = 0; /* entries created in `groups` */
 __u64 group_overflow = 0; /* switch-outs of a group `groups` had no room for (in group_spill) */
+__u64 usdt_hits_lost = 0; /* --usdt hits that found usdt_hits full: in no count */
 __u64 span_site_unresolved = 0; /* no cookie: a span probe hit at a site not in span_site_metric */
 __u64 wakers_overflow = 0; /* blocked stretches `wakers` had no room for */
 __u64 wakeups_unseen = 0; /* blocked stretches ended with no sched_waking seen */

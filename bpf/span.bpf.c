@@ -651,6 +651,40 @@ int BPF_KRETPROBE(khbpf_span_exit_nofetch)
 }
 
 /*
+ * A --usdt probe's site: one more hit of its probe (the cookie, else the
+ * site's metric) by this thread. No preemption guard: the thread is its
+ * key's only writer.
+ */
+SEC("uprobe")
+int BPF_KPROBE(khbpf_usdt_hit)
+{
+	struct task_struct *task = current_task();
+	struct khbpf_span_key key = {};
+	__u64 *n, one = 1;
+
+	if (!span_member(task))
+		return 0;
+	key.tid = CUR_READ(task, pid);
+	if (have_cookie) {
+		key.metric = (__u32)bpf_get_attach_cookie(ctx);
+	} else {
+		bool ok;
+
+		key.metric = site_metric(task, PT_REGS_IP(ctx), &ok);
+		if (!ok) {
+			__sync_fetch_and_add(&span_site_unresolved, 1);
+			return 0;
+		}
+	}
+	n = bpf_map_lookup_elem(&usdt_hits, &key);
+	if (n)
+		(*n)++;
+	else if (bpf_map_update_elem(&usdt_hits, &key, &one, BPF_NOEXIST))
+		__sync_fetch_and_add(&usdt_hits_lost, 1);
+	return 0;
+}
+
+/*
  * The DONE site of a USDT pair (--usdt-span): a uprobe on the probe's nop
  * that ends the span its START site opened (khbpf_span_enter there).
  */

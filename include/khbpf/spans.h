@@ -16,6 +16,8 @@
 #define KHBPF_MAX_METRICS 1024
 /* (thread, metric) aggregates kept in the kernel (--max-span-keys). */
 #define KHBPF_DEFAULT_SPAN_KEYS 65536
+/* (thread, probe) counts of --usdt probes; more are counted in usdt_hits_lost. */
+#define KHBPF_DEFAULT_USDT_HIT_KEYS 65536
 #define KHBPF_DEFAULT_MAX_SPANS 100000
 /*
  * The span ring buffer (--span-buffer): a power of two from MIN to MAX

@@ -155,6 +155,16 @@ static void test_document__full_document(void **state)
 				      .exclusive_ns = 4000,
 				      .histogram = hist,
 				      .nr_buckets = 2 };
+	const struct usdt_count_by by[] = { { .id = 7, .process_start_unix_ns = 11, .hits = 5 },
+					    { .id = 7, .hits = 3 },
+					    { .id = 9, .hits = 2 } };
+	const struct usdt_count usdt = { .metric_id = "libstdcxx-throw",
+					 .probe = "libstdcxx:throw",
+					 .hits = UINT64_MAX,
+					 .processes = by,
+					 .nr_processes = 1,
+					 .threads = by + 1,
+					 .nr_threads = 2 };
 	struct span_probe probes[2] = {
 		{ .object = "/usr/bin/app",
 		  .symbol = "parse",
@@ -238,6 +248,9 @@ static void test_document__full_document(void **state)
 	doc.nr_span_metrics = 1;
 	doc.span_probes = probes;
 	doc.nr_span_probes = 2;
+	probes[1].site = "usdt-count";
+	doc.usdt_counts = &usdt;
+	doc.nr_usdt_counts = 1;
 	doc.loss = loss;
 	doc.nr_loss = 1;
 
@@ -255,6 +268,20 @@ static void test_document__full_document(void **state)
 				 obj, "hardware.value.span_aggregation.value.run.cpi_milli.value")),
 			 3000);
 	assert_string_equal(json_object_get_string(get(obj, "span_probes.1.status")), "failed");
+	/* A site's role: "function" unless said; a counted probe's hits by process and thread. */
+	assert_string_equal(json_object_get_string(get(obj, "span_probes.0.site")), "function");
+	assert_string_equal(json_object_get_string(get(obj, "span_probes.1.site")), "usdt-count");
+	assert_string_equal(json_object_get_string(get(obj, "usdt_counts.0.probe")),
+			    "libstdcxx:throw");
+	assert_true(json_object_get_uint64(get(obj, "usdt_counts.0.hits")) == UINT64_MAX);
+	assert_int_equal(json_object_get_uint64(get(obj, "usdt_counts.0.processes.0.pid")), 7);
+	assert_int_equal(
+		json_object_get_uint64(get(obj, "usdt_counts.0.processes.0.process_start_unix_ns")),
+		11);
+	assert_int_equal(json_object_get_uint64(get(obj, "usdt_counts.0.threads.1.thread_id")), 9);
+	assert_int_equal(json_object_get_uint64(get(obj, "usdt_counts.0.threads.1.hits")), 2);
+	assert_false(json_object_object_get_ex(get(obj, "usdt_counts.0.threads.1"),
+					       "process_start_unix_ns", NULL));
 	assert_string_equal(json_object_get_string(get(obj, "window.end_reason")), "target-exit");
 	assert_int_equal(json_object_get_uint64(get(obj, "loss.ringbuf_drops.value")), 7);
 	assert_int_equal(json_object_get_uint64(get(obj, "events.dropped_point_events")), 0);

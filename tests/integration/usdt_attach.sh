@@ -3,8 +3,9 @@
 # whose gc probes are guarded by semaphores. attach --usdt-span on it:
 #  - while attached, the kernel has raised each probe's semaphore (read
 #    from the process's memory): the interpreter fires the probes;
-#  - the gc spans equal the collections the interpreter itself counted
-#    (gc.get_stats()) between the two points the window covers, exactly;
+#  - the gc spans, and the hits of gc__start and gc__done (--usdt), equal
+#    the collections the interpreter itself counted (gc.get_stats())
+#    between the two points the window covers, exactly;
 #  - after khbpf has gone the semaphores are back to 0: the probe sites
 #    cost the target nothing any more, and no BPF program is left.
 # The interpreter is stopped on every path.
@@ -74,12 +75,14 @@ PY
 echo 7 >&7
 for _ in $(seq 100); do [ "$(wc -l <"$TMP/py.out")" -ge 2 ] && break; sleep 0.05; done
 
-"$KHBPF" attach --pid "$PYPID" --usdt-span python:gc__start,gc__done=gc \
+"$KHBPF" attach --pid "$PYPID" --usdt-span python:gc__start,gc__done=gc --usdt 'python:gc__*' \
 	-o "$TMP/gc.json" 2>"$TMP/kh.err" &
 KH=$!
 for _ in $(seq 200); do grep -q watching "$TMP/kh.err" && break; sleep 0.05; done
 grep -q watching "$TMP/kh.err" || fail "attach did not start: $(cat "$TMP/kh.err")"
 checkpoint attached
+# Two programs on each site (the span's end and the count) share the
+# kernel's one uprobe there: it raises the semaphore once per process.
 [ "$(semaphores)" = "1 1" ] || fail "semaphores while attached: $(semaphores), expected 1 1"
 echo 40 >&7
 for _ in $(seq 200); do [ "$(wc -l <"$TMP/py.out")" -ge 3 ] && break; sleep 0.05; done
@@ -93,8 +96,10 @@ validate "$TMP/gc.json" >/dev/null || fail "schema"
 want=$(sed -n 3p "$TMP/py.out")
 json_check "$TMP/gc.json" \
 	"[m['calls'] for m in d['span_metrics'] if m['metric_id'] == 'gc'] == [$want]" \
-	"sorted(p['site'] for p in d['span_probes']) == ['usdt-done', 'usdt-start']" \
+	"sorted(p['site'] for p in d['span_probes']) == ['usdt-count', 'usdt-count', 'usdt-done', 'usdt-start']" \
 	"all(p['status'] == 'attached' for p in d['span_probes'])" \
 	"d['loss']['span_returns_unmatched']['value'] == 0" \
+	"sorted((u['probe'], u['hits']) for u in d['usdt_counts']) == [('python:gc__done', $want), ('python:gc__start', $want)]" \
+	"all(u['processes'] == [{'pid': $PYPID, 'process_start_unix_ns': u['processes'][0]['process_start_unix_ns'], 'hits': $want}] for u in d['usdt_counts'])" \
 	"d['open_spans'] == []"
 echo "usdt_attach: ok ($want collections, semaphores 0 -> 1 -> 0)"

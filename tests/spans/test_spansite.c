@@ -177,6 +177,57 @@ static void test_spansite__usdt_request_parse(void **state)
 	assert_null(r.done);
 }
 
+static void test_spansite__usdt_count_parse(void **state)
+{
+	struct {
+		const char *arg, *object, *symbol, *provider, *name;
+	} good[] = {
+		{ "libstdcxx:throw", NULL, "libstdcxx:throw", "libstdcxx", "throw" },
+		{ "libstdcxx:*", NULL, "libstdcxx:*", "libstdcxx", "*" },
+		{ "libstdc++.so.6:libstdcxx:[tc]*", "libstdc++.so.6", "libstdcxx:[tc]*",
+		  "libstdcxx", "[tc]*" },
+		{ "/a:b:p?:n_!^", "/a:b", "p?:n_!^", "p?", "n_!^" },
+	};
+	const char *bad[] = { "", "p", ":n", "p:", "p:n=m", "p:n,d", "p-q:n", ":p:n", "p:n.x" };
+	char buf[256], metric[SPANFIND_METRIC_MAX];
+	struct span_request r;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		memset(&r, 0x5a, sizeof(r));
+		assert_int_equal(span_request__parse_usdt_count(good[i].arg, &r, buf, sizeof(buf)),
+				 0);
+		if (good[i].object)
+			assert_string_equal(r.object, good[i].object);
+		else
+			assert_null(r.object);
+		assert_string_equal(r.symbol, good[i].symbol);
+		assert_string_equal(r.provider, good[i].provider);
+		assert_string_equal(r.start, good[i].name);
+		assert_null(r.done);
+		assert_null(r.metric);
+		assert_true(r.count);
+	}
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		memset(&r, 0x5a, sizeof(r));
+		assert_int_equal(span_request__parse_usdt_count(bad[i], &r, buf, sizeof(buf)),
+				 -EINVAL);
+		assert_ptr_equal(r.symbol, (const char *)0x5a5a5a5a5a5a5a5aULL);
+	}
+	assert_int_equal(span_request__parse_usdt_count("p:n", &r, buf, 8), 0);
+	assert_int_equal(span_request__parse_usdt_count("p:n", &r, buf, 7), -ENAMETOOLONG);
+
+	assert_int_equal(spansite__usdt_count_metric("libstdcxx", "throw", metric), 0);
+	assert_string_equal(metric, "libstdcxx-throw");
+	assert_int_equal(spansite__usdt_count_metric("postgresql", "query__start", metric), 0);
+	assert_string_equal(metric, "postgresql-query-start");
+	assert_int_equal(spansite__usdt_count_metric("provider_with_a_long_name",
+						     "and_a_long_probe_name_that_is_too_long",
+						     metric),
+			 -EINVAL);
+}
+
 static void test_spansite__metric_from_symbol(void **state)
 {
 	char out[KHBPF_METRIC_MAX + 1], sym[200];
@@ -244,6 +295,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_spansite__request_parse),
 		cmocka_unit_test(test_spansite__usdt_request_parse),
+		cmocka_unit_test(test_spansite__usdt_count_parse),
 		cmocka_unit_test(test_spansite__metric_from_symbol),
 		cmocka_unit_test(test_spansite__fail_escapes_and_hand_over),
 	};

@@ -109,6 +109,49 @@ static void test_spanusdt__half_or_none(void **state)
 	assert_int_equal(vec.n, 0);
 }
 
+/* --usdt: each probe matching the globs, its own metric; no match adds nothing. */
+static void test_spanusdt__counted_globs(void **state)
+{
+	struct site_vec vec = { 0 };
+	struct span_request r;
+	char buf[256], reason[256];
+	size_t matched = 99, i;
+
+	(void)state;
+	assert_int_equal(span_request__parse_usdt_count("libstdcxx:*", &r, buf, sizeof(buf)), 0);
+	assert_int_equal(
+		spanusdt__scan(&vec, LIBSTDCXX, LIBSTDCXX, &r, &matched, reason, sizeof(reason)),
+		0);
+	/* throw, rethrow and catch: one site each (readelf -n agrees: list_usdt.sh). */
+	assert_int_equal(matched, 3);
+	assert_int_equal(vec.n, 3);
+	for (i = 0; i < vec.n; i++) {
+		char want[64];
+
+		assert_int_equal(vec.v[i].kind, SPAN_SITE_USDT_COUNT);
+		assert_int_equal(vec.v[i].err, 0);
+		assert_int_equal(strncmp(vec.v[i].symbol, "libstdcxx:", 10), 0);
+		snprintf(want, sizeof(want), "libstdcxx-%s", vec.v[i].symbol + 10);
+		assert_string_equal(vec.v[i].metric, want);
+	}
+	spanfind__free(vec.v, vec.n);
+	vec = (struct site_vec){ 0 };
+
+	assert_int_equal(span_request__parse_usdt_count("python:gc__[sd]*", &r, buf, sizeof(buf)),
+			 0);
+	assert_int_equal(spanusdt__scan(&vec, PYTHON, PYTHON, &r, &matched, reason, sizeof(reason)),
+			 0);
+	assert_int_equal(matched, 2);
+	spanfind__free(vec.v, vec.n);
+	vec = (struct site_vec){ 0 };
+
+	assert_int_equal(
+		spanusdt__scan(&vec, LIBSTDCXX, LIBSTDCXX, &r, &matched, reason, sizeof(reason)),
+		0);
+	assert_int_equal(matched, 0);
+	assert_int_equal(vec.n, 0);
+}
+
 /*
  * Through spanfind (run mode, host paths): without OBJECT a pair is looked
  * for in the executable and every library; one found nowhere is one error.
@@ -152,6 +195,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_spanusdt__python_pair),
 		cmocka_unit_test(test_spanusdt__half_or_none),
+		cmocka_unit_test(test_spanusdt__counted_globs),
 		cmocka_unit_test(test_spanusdt__discover),
 	};
 

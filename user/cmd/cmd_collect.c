@@ -87,6 +87,8 @@ void cmd_attach_help(FILE *f)
 		"                        open at START, close at the next DONE on the thread\n"
 		"                        (OBJ: default the executable and its libraries;\n"
 		"                        `khbpf list --usdt --pid PID` lists them); repeatable\n"
+		"      --usdt [OBJ:]PROVIDER:NAME  count each matching USDT probe's hits per\n"
+		"                        thread, process and in all (globs); repeatable\n"
 		"      --no-annotations  ignore KHBPF_SPAN annotations in the target\n" COLLECT_COMMON_HELP
 		"Examples:\n"
 		"  sudo khbpf attach --pid 1234 --duration 10\n"
@@ -134,11 +136,14 @@ void cmd_run_help(FILE *f)
 		"                        open at START, close at the next DONE on the thread\n"
 		"                        (OBJ: default CMD and its libraries; `khbpf list\n"
 		"                        --usdt CMD` lists them); repeatable\n"
+		"      --usdt [OBJ:]PROVIDER:NAME  count each matching USDT probe's hits per\n"
+		"                        thread, process and in all (globs); repeatable\n"
 		"      --no-annotations  ignore KHBPF_SPAN annotations in CMD\n" COLLECT_COMMON_HELP
 		"Examples:\n"
 		"  sudo khbpf run -- make -j2\n"
 		"  sudo khbpf run --span 'parse_*' -o spans.json -- ./my-server\n"
 		"  sudo khbpf run --usdt-span python:gc__start,gc__done -- python3 app.py\n"
+		"  sudo khbpf run --usdt 'libstdcxx:*' -- ./my-server\n"
 		"  sudo khbpf run -o build.json -- ./my-server --port 8080\n");
 }
 
@@ -158,6 +163,7 @@ int collect_args__parse(const char *cmd, int argc, char **argv, enum target_mode
 		{ "max-threads", required_argument, NULL, 'M' },
 		{ "span", required_argument, NULL, 'S' },
 		{ "usdt-span", required_argument, NULL, 'U' },
+		{ "usdt", required_argument, NULL, 'u' },
 		{ "no-annotations", no_argument, NULL, 'A' },
 		{ "max-spans", required_argument, NULL, 'X' },
 		{ "span-buffer", required_argument, NULL, 'b' },
@@ -298,6 +304,25 @@ int collect_args__parse(const char *cmd, int argc, char **argv, enum target_mode
 					   1u << 24);
 				return CLI_EXIT_USAGE;
 			}
+			break;
+		case 'u':
+			if (so->nr_span_reqs == CMDARGS_MAX_SPANS) {
+				cli__error(
+					cmd,
+					"--usdt: at most %d --span, --usdt-span and --usdt in all; use a glob",
+					CMDARGS_MAX_SPANS);
+				return CLI_EXIT_USAGE;
+			}
+			if (span_request__parse_usdt_count(optarg, &a->reqs[so->nr_span_reqs],
+							   a->req_buf[so->nr_span_reqs],
+							   sizeof(a->req_buf[0]))) {
+				cli__error(
+					cmd,
+					"--usdt '%s': expected [OBJECT:]PROVIDER:NAME (globs of [A-Za-z0-9_*?[]!^])",
+					optarg);
+				return CLI_EXIT_USAGE;
+			}
+			so->nr_span_reqs++;
 			break;
 		case 'U':
 			if (so->nr_span_reqs == CMDARGS_MAX_SPANS) {

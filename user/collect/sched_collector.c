@@ -211,6 +211,7 @@ static int configure_variant(struct sched_collector *c, const struct sched_colle
 				  spans && opts->span_close && v.atomic_fetch);
 	bpf_program__set_autoload(skel->progs.khbpf_span_close_nofetch,
 				  spans && opts->span_close && !v.atomic_fetch);
+	bpf_program__set_autoload(skel->progs.khbpf_usdt_hit, spans && opts->usdt_hits);
 	/*
 	 * A program takes one kind of link: the uprobe_multi attach type is
 	 * checked at link creation (bpf_prog_attach_check_attach_type()), so
@@ -226,6 +227,7 @@ static int configure_variant(struct sched_collector *c, const struct sched_colle
 			 opts->span_sites >= SCHED_SPAN_MULTI_MIN_SITES ||
 			 (opts->span_per_file && opts->on_exec));
 	c->span_close = spans && opts->span_close;
+	c->usdt_hits = spans && opts->usdt_hits;
 	if (c->span_multi) {
 		const enum bpf_attach_type t = (enum bpf_attach_type)UPROBE_MULTI_ATTACH_TYPE;
 
@@ -241,6 +243,7 @@ static int configure_variant(struct sched_collector *c, const struct sched_colle
 		err = err   ?:
 			      bpf_program__set_expected_attach_type(
 				      skel->progs.khbpf_span_close_nofetch, t);
+		err = err ?: bpf_program__set_expected_attach_type(skel->progs.khbpf_usdt_hit, t);
 	}
 	if (libbpf_num_possible_cpus() > 0)
 		skel->rodata->nr_slot_cpus = (uint32_t)libbpf_num_possible_cpus();
@@ -466,6 +469,13 @@ int sched_collector__open(struct sched_collector **out, const struct sched_colle
 			err = err   ?:
 				      bpf_map__set_map_flags(c->skel->maps.span_agg,
 							     BPF_F_NO_PREALLOC);
+		/* --usdt counts: made as seen where the kernel allows, else none at all. */
+		if (!c->usdt_hits)
+			err = err ?: bpf_map__set_max_entries(c->skel->maps.usdt_hits, 1);
+		else if (mem_alloc)
+			err = err   ?:
+				      bpf_map__set_map_flags(c->skel->maps.usdt_hits,
+							     BPF_F_NO_PREALLOC);
 		/* Who ended span metrics' blocked time: made as seen, where the kernel allows. */
 		if (!c->wakers)
 			err = err ?: bpf_map__set_max_entries(c->skel->maps.span_wakers, 1);
@@ -502,6 +512,7 @@ int sched_collector__open(struct sched_collector **out, const struct sched_colle
 		/* Without spans the span maps stay at one entry: no memory. */
 		err = err ?: bpf_map__set_max_entries(c->skel->maps.span_agg, 1);
 		err = err ?: bpf_map__set_max_entries(c->skel->maps.span_wakers, 1);
+		err = err ?: bpf_map__set_max_entries(c->skel->maps.usdt_hits, 1);
 		err = err ?: bpf_map__set_max_entries(c->skel->maps.span_events, 4096);
 	}
 	if (err)
@@ -653,6 +664,7 @@ int sched_collector__attach(struct sched_collector *c)
 	bpf_program__set_autoattach(c->skel->progs.khbpf_span_exit_nofetch, false);
 	bpf_program__set_autoattach(c->skel->progs.khbpf_span_close, false);
 	bpf_program__set_autoattach(c->skel->progs.khbpf_span_close_nofetch, false);
+	bpf_program__set_autoattach(c->skel->progs.khbpf_usdt_hit, false);
 	err = sched_bpf__attach(c->skel);
 	if (err)
 		return err;

@@ -117,6 +117,8 @@ struct sched_collector_opts {
 	bool span_per_file;
 	/* Some sites end a span where they are (USDT DONE sites): their program is loaded. */
 	bool span_close;
+	/* Some sites count hits (--usdt): their program and map are loaded. */
+	bool usdt_hits;
 	/*
 	 * With span_per_file: each exec of a member is passed to on_exec (with
 	 * on_span_ctx), from sched_collector__drain_spans, so that the sites
@@ -184,6 +186,7 @@ struct sched_collector_stats {
 	uint32_t max_exited;
 	bool sched_info; /* the kernel has sched_info (run_delay, pcount) */
 	uint64_t span_site_unresolved; /* no cookies: span entries at a site not in the map */
+	uint64_t usdt_hits_lost; /* --usdt hits the (thread, probe) table had no room for */
 	bool blocked_asked; /* --blocked or --wakers was given */
 	bool blocked; /* blocked time timed (asked, and the kernel allows it) */
 	bool wakers; /* ... and who woke each thread */
@@ -250,6 +253,12 @@ struct span_waker_entry {
 struct span_agg_entry {
 	struct khbpf_span_key key;
 	struct khbpf_span_agg agg;
+};
+
+/* A --usdt probe's hits (key.metric) by one thread (key.tid). */
+struct usdt_hit_entry {
+	struct khbpf_span_key key;
+	uint64_t hits;
 };
 
 /* Opens and loads the BPF object. Returns 0 or -errno (-EPERM without CAP_BPF). */
@@ -324,6 +333,7 @@ enum sched_span_role {
 	SCHED_SPAN_FUNCTION, /* a uprobe opens at entry, a uretprobe closes at return */
 	SCHED_SPAN_OPEN, /* a uprobe that opens (a USDT START site) */
 	SCHED_SPAN_CLOSE, /* a uprobe that closes (a USDT DONE site; needs opts.span_close) */
+	SCHED_SPAN_HIT, /* a uprobe that counts the thread's hits (--usdt; needs opts.usdt_hits) */
 };
 
 struct sched_span_site {
@@ -373,6 +383,8 @@ int sched_collector__span_wakers(struct sched_collector *c, struct span_waker_en
 				 size_t *nr);
 /* Exact per (thread, metric) aggregates; *out malloc'd. */
 int sched_collector__span_aggs(struct sched_collector *c, struct span_agg_entry **out, size_t *nr);
+/* Exact per (thread, probe) hits of the --usdt sites; *out malloc'd. */
+int sched_collector__usdt_hits(struct sched_collector *c, struct usdt_hit_entry **out, size_t *nr);
 /* Spans still open now (inclusive_ns unset), from the task iterator. */
 int sched_collector__open_spans(struct sched_collector *c, struct khbpf_span_event **out,
 				size_t *nr);

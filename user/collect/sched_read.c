@@ -254,6 +254,7 @@ int sched_collector__stats(struct sched_collector *c, struct sched_collector_sta
 	out->max_exited = c->max_exited;
 	out->sched_info = c->sched_info;
 	out->span_site_unresolved = c->skel->bss->span_site_unresolved;
+	out->usdt_hits_lost = c->skel->bss->usdt_hits_lost;
 	out->blocked_asked = c->blocked_asked;
 	out->blocked = c->blocked;
 	out->wakers = c->wakers;

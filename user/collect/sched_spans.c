@@ -79,7 +79,9 @@ static void span_progs(struct sched_collector *c, enum sched_span_role role,
 	bool fetch = c->feat.have[KFEAT_ATOMIC_FETCH];
 
 	*open = *close = NULL;
-	if (role != SCHED_SPAN_CLOSE)
+	if (role == SCHED_SPAN_HIT)
+		*open = k->progs.khbpf_usdt_hit;
+	else if (role != SCHED_SPAN_CLOSE)
 		*open = fetch ? k->progs.khbpf_span_enter : k->progs.khbpf_span_enter_nofetch;
 	if (role == SCHED_SPAN_FUNCTION)
 		*close = fetch ? k->progs.khbpf_span_exit : k->progs.khbpf_span_exit_nofetch;
@@ -105,11 +107,20 @@ static int attach_site(struct sched_collector *c, const struct sched_span_site *
 		/* No cookies (the kernel refuses a nonzero one): the site map says the metric. */
 		struct khbpf_site_key key = { .offset = site->offset };
 		struct stat st;
+		uint32_t had;
 
 		if (stat(site->path, &st))
 			return -errno;
 		key.ino = st.st_ino;
 		uo.bpf_cookie = 0;
+		/*
+		 * One metric per site: a site that is both a span's end and a
+		 * counted probe, with different metrics, cannot be told apart.
+		 */
+		if (!bpf_map__lookup_elem(c->skel->maps.span_site_metric, &key, sizeof(key), &had,
+					  sizeof(had), 0) &&
+		    had != site->metric)
+			return -EBUSY;
 		err = bpf_map__update_elem(c->skel->maps.span_site_metric, &key, sizeof(key),
 					   &site->metric, sizeof(site->metric), BPF_ANY);
 		if (err)
@@ -290,6 +301,8 @@ int sched_collector__attach_spans(struct sched_collector *c, struct sched_span_s
 			s->err = -E2BIG;
 		else if (s->role == SCHED_SPAN_CLOSE && !c->span_close)
 			s->err = -ENOTSUP; /* opened without opts.span_close */
+		else if (s->role == SCHED_SPAN_HIT && !c->usdt_hits)
+			s->err = -ENOTSUP; /* opened without opts.usdt_hits */
 		else if (c->nr_span_sites == KHBPF_MAX_SPAN_SITES)
 			s->err = -E2BIG;
 		else
@@ -346,6 +359,17 @@ int sched_collector__span_aggs(struct sched_collector *c, struct span_agg_entry 
 
 	err = bpfdump__map(bpf_map__fd(c->skel->maps.span_agg), sizeof(struct khbpf_span_key),
 			   offsetof(struct span_agg_entry, agg), sizeof(**out), &v, nr);
+	*out = err ? NULL : v;
+	return err;
+}
+
+int sched_collector__usdt_hits(struct sched_collector *c, struct usdt_hit_entry **out, size_t *nr)
+{
+	void *v;
+	int err;
+
+	err = bpfdump__map(bpf_map__fd(c->skel->maps.usdt_hits), sizeof(struct khbpf_span_key),
+			   offsetof(struct usdt_hit_entry, hits), sizeof(**out), &v, nr);
 	*out = err ? NULL : v;
 	return err;
 }

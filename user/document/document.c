@@ -347,6 +347,43 @@ static struct json_object *span_probe_json(const struct span_probe *p, int *err)
 	return obj;
 }
 
+static struct json_object *usdt_by_json(const struct usdt_count_by *v, size_t n, bool process,
+					int *err)
+{
+	struct json_object *arr = json_object_new_array_ext((int)n);
+	size_t i;
+
+	if (!arr)
+		*err = -ENOMEM;
+	for (i = 0; arr && i < n; i++) {
+		struct json_object *o = json_object_new_object();
+
+		if (!o) {
+			*err = -ENOMEM;
+			break;
+		}
+		add(o, process ? "pid" : "thread_id", evjson__u64(v[i].id), err);
+		if (process)
+			add(o, "process_start_unix_ns", evjson__u64(v[i].process_start_unix_ns),
+			    err);
+		add(o, "hits", evjson__u64(v[i].hits), err);
+		push(arr, o, err);
+	}
+	return arr;
+}
+
+static struct json_object *usdt_count_json(const struct usdt_count *u, int *err)
+{
+	struct json_object *obj = versioned(err);
+
+	add(obj, "metric_id", evjson__string(u->metric_id), err);
+	add(obj, "probe", evjson__string(u->probe), err);
+	add(obj, "hits", evjson__u64(u->hits), err);
+	add(obj, "processes", usdt_by_json(u->processes, u->nr_processes, true, err), err);
+	add(obj, "threads", usdt_by_json(u->threads, u->nr_threads, false, err), err);
+	return obj;
+}
+
 static struct json_object *named_json(const struct named_u64 *v, size_t n, int *err)
 {
 	struct json_object *obj = versioned(err);
@@ -429,6 +466,11 @@ static struct json_object *doc_json(const struct evidence_doc *doc, bool lazy)
 		push(arr, pm, &err);
 	}
 	add(obj, "process_span_metrics", arr, &err);
+
+	arr = json_object_new_array_ext((int)doc->nr_usdt_counts);
+	for (i = 0; arr && i < doc->nr_usdt_counts; i++)
+		push(arr, usdt_count_json(&doc->usdt_counts[i], &err), &err);
+	add(obj, "usdt_counts", arr, &err);
 
 	arr = json_object_new_array_ext((int)doc->nr_span_probes);
 	for (i = 0; arr && i < doc->nr_span_probes; i++)

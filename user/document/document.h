@@ -171,6 +171,24 @@ struct doc_process_metric {
 	uint64_t exclusive_ns;
 };
 
+/* A --usdt probe's hits in one process or thread (within `usdt_counts`). */
+struct usdt_count_by {
+	uint64_t id; /* pid, or thread id */
+	uint64_t process_start_unix_ns; /* processes only */
+	uint64_t hits;
+};
+
+/* A counted USDT probe (--usdt; a khbpf addition: `usdt_counts`). */
+struct usdt_count {
+	const char *metric_id;
+	const char *probe; /* PROVIDER:NAME */
+	uint64_t hits; /* every thread's, exact */
+	const struct usdt_count_by *processes; /* by pid, start */
+	size_t nr_processes;
+	const struct usdt_count_by *threads; /* by thread id */
+	size_t nr_threads;
+};
+
 /* A span still open at the window's end (a khbpf addition: `open_spans`). */
 struct open_span {
 	uint64_t span_id;
@@ -235,6 +253,8 @@ struct evidence_doc {
 	size_t nr_span_metrics;
 	const struct doc_process_metric *process_metrics;
 	size_t nr_process_metrics;
+	const struct usdt_count *usdt_counts;
+	size_t nr_usdt_counts;
 	const struct span_probe *span_probes;
 	size_t nr_span_probes;
 	const struct open_span *open_spans;

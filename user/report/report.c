@@ -335,6 +335,7 @@ void report_doc__free(struct report_doc *d)
 	free(d->spans);
 	free(d->metrics);
 	free(d->failed_probes);
+	free(d->usdt);
 	free(d->losses);
 	free(d->gaps);
 	for (i = 0; i < d->nr_owned; i++)

@@ -665,6 +665,31 @@ static void span_table(struct page *pg)
 	free(v);
 }
 
+static void usdt_table(struct page *pg)
+{
+	const struct report_doc *d = pg->doc;
+	size_t i;
+
+	if (!d->nr_usdt)
+		return;
+	fprintf(pg->f, "<section id=\"usdt\">\n<h2>USDT probes counted</h2>\n"
+		       "<table>\n<tr><th class=\"l\">probe</th><th>hits</th><th>processes</th>"
+		       "<th>threads</th><th class=\"l\">most hits in</th></tr>\n");
+	for (i = 0; i < d->nr_usdt; i++) {
+		const struct report_usdt *u = &d->usdt[i];
+
+		fprintf(pg->f, "<tr><td class=\"l\">");
+		report_html__esc(pg, "%s", u->probe);
+		fprintf(pg->f, "</td><td>%" PRIu64 "</td><td>%zu</td><td>%zu</td><td class=\"l\">",
+			u->hits, u->nr_processes, u->nr_threads);
+		if (u->top_pid_hits)
+			fprintf(pg->f, "pid %" PRIu64 " (%" PRIu64 ")", u->top_pid,
+				u->top_pid_hits);
+		fprintf(pg->f, "</td></tr>\n");
+	}
+	fprintf(pg->f, "</table>\n</section>\n");
+}
+
 int report__html(const struct report_doc *doc, char **buf, size_t *len)
 {
 	struct page pg = { .doc = doc };
@@ -689,6 +714,7 @@ int report__html(const struct report_doc *doc, char **buf, size_t *len)
 	histogram(&pg);
 	thread_bars(&pg);
 	span_table(&pg);
+	usdt_table(&pg);
 	report_html__processes(&pg);
 	report_html__threads(&pg);
 	report_html__blocked(&pg);

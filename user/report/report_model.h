@@ -167,6 +167,14 @@ struct report_probe {
 	const char *reason;
 };
 
+/* A counted USDT probe (usdt_counts[]). */
+struct report_usdt {
+	const char *probe;
+	uint64_t hits;
+	size_t nr_processes, nr_threads;
+	uint64_t top_pid, top_pid_hits; /* the process with the most hits (0, 0: none) */
+};
+
 struct report_loss {
 	const char *name;
 	uint64_t value;
@@ -236,6 +244,8 @@ struct report_doc {
 	size_t nr_probes_attached;
 	struct report_probe *failed_probes;
 	size_t nr_failed_probes;
+	struct report_usdt *usdt; /* usdt_counts, in document order */
+	size_t nr_usdt;
 
 	struct report_loss *losses; /* the non-zero loss counters */
 	size_t nr_losses;

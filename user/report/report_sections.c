@@ -547,6 +547,46 @@ static void load_probes(struct loader *ld, struct json_object *root)
 	d->cycles_event = loader__get_str(ld, arr, "span_counters", "cycles_event", false);
 }
 
+static void load_usdt(struct loader *ld, struct json_object *root)
+{
+	struct report_doc *d = ld->doc;
+	struct json_object *arr =
+		loader__member(ld, root, "", "usdt_counts", json_type_array, false);
+	size_t i, j, n = arr ? json_object_array_length(arr) : 0;
+	char w[64], wp[96];
+
+	if (!n)
+		return;
+	d->usdt = calloc(n, sizeof(*d->usdt));
+	if (!d->usdt) {
+		loader__nomem(ld);
+		return;
+	}
+	for (i = 0; i < n && !ld->failed; i++) {
+		struct json_object *o = json_object_array_get_idx(arr, i), *procs, *threads;
+		struct report_usdt *u = &d->usdt[d->nr_usdt++];
+
+		snprintf(w, sizeof(w), "usdt_counts[%zu]", i);
+		u->probe = loader__get_str(ld, o, w, "probe", true);
+		u->hits = loader__get_u64(ld, o, w, "hits");
+		procs = loader__member(ld, o, w, "processes", json_type_array, true);
+		threads = loader__member(ld, o, w, "threads", json_type_array, true);
+		u->nr_processes = procs ? json_object_array_length(procs) : 0;
+		u->nr_threads = threads ? json_object_array_length(threads) : 0;
+		for (j = 0; j < u->nr_processes && !ld->failed; j++) {
+			struct json_object *p = json_object_array_get_idx(procs, j);
+			uint64_t hits;
+
+			snprintf(wp, sizeof(wp), "%s.processes[%zu]", w, j);
+			hits = loader__get_u64(ld, p, wp, "hits");
+			if (hits > u->top_pid_hits) {
+				u->top_pid_hits = hits;
+				u->top_pid = loader__get_u64(ld, p, wp, "pid");
+			}
+		}
+	}
+}
+
 static void load_loss(struct loader *ld, struct json_object *root)
 {
 	struct report_doc *d = ld->doc;
@@ -597,5 +637,6 @@ void loader__load_sections(struct loader *ld, struct json_object *root)
 	load_metrics(ld, root);
 	load_spans(ld, root);
 	load_probes(ld, root);
+	load_usdt(ld, root);
 	load_loss(ld, root);
 }

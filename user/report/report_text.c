@@ -521,6 +521,30 @@ static int print_spans(const struct report_doc *d, FILE *f)
 	return 0;
 }
 
+static void print_usdt(const struct report_doc *d, FILE *f)
+{
+	uint64_t total = 0;
+	size_t i;
+
+	if (!d->nr_usdt)
+		return;
+	for (i = 0; i < d->nr_usdt; i++)
+		total = report__sat_add(total, d->usdt[i].hits);
+	fprintf(f, "\nUSDT probes counted (--usdt): %zu, %" PRIu64 " hits in all\n", d->nr_usdt,
+		total);
+	fprintf(f, "  %-36s %12s %9s %8s  %s\n", "PROBE", "HITS", "PROCESSES", "THREADS",
+		"MOST HITS IN");
+	for (i = 0; i < d->nr_usdt; i++) {
+		const struct report_usdt *u = &d->usdt[i];
+
+		put_name(f, "  %-36s", u->probe);
+		fprintf(f, " %12" PRIu64 " %9zu %8zu", u->hits, u->nr_processes, u->nr_threads);
+		if (u->top_pid_hits)
+			fprintf(f, "  pid %" PRIu64 " (%" PRIu64 ")", u->top_pid, u->top_pid_hits);
+		fputc('\n', f);
+	}
+}
+
 static void print_loss(const struct report_doc *d, FILE *f)
 {
 	size_t i;
@@ -674,6 +698,7 @@ int report__text_all(const struct report_doc *d, FILE *f, bool all)
 	print_rq(d, m);
 	print_migrations(d, m);
 	err = print_spans(d, m) ? -ENOMEM : 0;
+	print_usdt(d, m);
 	print_loss(d, m);
 	print_gaps(d, all, m);
 	if (fclose(m) && !err)

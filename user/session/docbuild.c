@@ -22,9 +22,12 @@ struct docbuild {
 	struct doc_process *processes;
 	struct doc_process_metric *process_metrics;
 	uint64_t metrics_without_process;
+	struct usdt_count *usdt_counts;
+	struct usdt_count_by *usdt_by; /* every count's processes and threads */
+	uint64_t usdt_hits_without_process;
 	struct waker_row *waker_rows; /* every thread's, then the process's */
 	struct collector_capability caps[6];
-	struct named_u64 loss[48 + SCHED_PROG_MAX];
+	struct named_u64 loss[56 + SCHED_PROG_MAX];
 	char loss_names[SCHED_PROG_MAX][48];
 	size_t nr_loss;
 	struct named_u64 overhead[2 * SCHED_PROG_MAX + 4];
@@ -378,6 +381,106 @@ static int fill_process_metrics(struct docbuild *b)
 	return 0;
 }
 
+static int by_cmp(const void *a, const void *b)
+{
+	const struct usdt_count_by *x = a, *y = b;
+
+	if (x->id != y->id)
+		return x->id < y->id ? -1 : 1;
+	if (x->process_start_unix_ns != y->process_start_unix_ns)
+		return x->process_start_unix_ns < y->process_start_unix_ns ? -1 : 1;
+	return 0;
+}
+
+/* Sorts v[0..n) and adds up entries of one id (and start): the new count. */
+static size_t by_merge(struct usdt_count_by *v, size_t n)
+{
+	size_t i, j;
+
+	qsort(v, n, sizeof(*v), by_cmp);
+	for (i = 0, j = 0; i < n; i++) {
+		if (j && !by_cmp(&v[j - 1], &v[i]))
+			v[j - 1].hits = sat_add(v[j - 1].hits, v[i].hits);
+		else
+			v[j++] = v[i];
+	}
+	return j;
+}
+
+/*
+ * Counted USDT probes: the kernel's (thread, probe) hits, each probe's
+ * threads and, through the window's threads, its processes. Hits of a
+ * thread id that more than one thread of the window had (a tid reused)
+ * are in the probe's total and its thread's entry but in no process's:
+ * counted in loss.usdt_hits_without_process.
+ */
+static int fill_usdt_counts(struct docbuild *b)
+{
+	const struct docbuild_opts *s = &b->o;
+	const struct span_run *r = s->spans;
+	struct usdt_count_by *by;
+	struct usdt_count *v;
+	size_t m, i, n = 0, used = 0;
+
+	if (!r || !r->nr_metrics)
+		return 0;
+	v = calloc(r->nr_metrics, sizeof(*v));
+	by = calloc(2 * r->nr_hits + 1, sizeof(*by));
+	if (!v || !by) {
+		free(v);
+		free(by);
+		return -ENOMEM;
+	}
+	for (m = 0; m < r->nr_metrics; m++) {
+		struct usdt_count *u = &v[n];
+		struct usdt_count_by *threads = by + used, *procs;
+		size_t nt = 0, np = 0;
+
+		if (!span_run__metric_counted(r, (uint32_t)m, &u->probe))
+			continue;
+		u->metric_id = r->metrics[m];
+		for (i = 0; i < r->nr_hits; i++) {
+			if (r->hits[i].key.metric != m || !r->hits[i].hits)
+				continue;
+			threads[nt].id = r->hits[i].key.tid;
+			threads[nt].hits = r->hits[i].hits;
+			u->hits = sat_add(u->hits, r->hits[i].hits);
+			nt++;
+		}
+		nt = by_merge(threads, nt);
+		procs = threads + nt;
+		for (i = 0; i < nt; i++) {
+			const struct window_process *p;
+			ssize_t t = s->pwin && s->pwin->nr ?
+					    only_thread(&s->win, (uint32_t)threads[i].id) :
+					    -1;
+
+			if (t < 0) {
+				b->usdt_hits_without_process =
+					sat_add(b->usdt_hits_without_process, threads[i].hits);
+				continue;
+			}
+			p = &s->pwin->procs[s->pwin->proc_of_thread[t]];
+			procs[np].id = p->pid;
+			procs[np].process_start_unix_ns = unix_ns_of(s, p->start_time);
+			procs[np].hits = threads[i].hits;
+			np++;
+		}
+		np = by_merge(procs, np);
+		u->threads = threads;
+		u->nr_threads = nt;
+		u->processes = procs;
+		u->nr_processes = np;
+		used += nt + np;
+		n++;
+	}
+	b->usdt_counts = v;
+	b->usdt_by = by;
+	b->doc.usdt_counts = v;
+	b->doc.nr_usdt_counts = n;
+	return 0;
+}
+
 static int build_document(struct docbuild *b)
 {
 	const struct docbuild_opts *s = &b->o;
@@ -606,6 +709,7 @@ static int build_document(struct docbuild *b)
 		err = span_run__document(s->spans, s->start_mono, s->stats.nr_counters > 0, hw_gap,
 					 doc, &hw->span_aggregation);
 		err = err ?: fill_process_metrics(b);
+		err = err ?: fill_usdt_counts(b);
 		if (err)
 			return err;
 		hw->span_aggregation_recorded = s->spans->nr_attached > 0;
@@ -665,6 +769,8 @@ static int build_document(struct docbuild *b)
 	LOSS("offcpu_stretches_unseen", s->win.total_bpf.offcpu_unseen);
 	LOSS("processes_not_joined", s->stats.procs_overflow);
 	LOSS("span_aggregates_without_process", b->metrics_without_process);
+	LOSS("usdt_hits_lost", s->stats.usdt_hits_lost);
+	LOSS("usdt_hits_without_process", b->usdt_hits_without_process);
 	LOSS("span_execs_attached_late", s->spans->execs_late);
 	LOSS("span_exec_events_dropped", s->stats.exec_events_dropped);
 	LOSS("span_execs_unreadable", s->spans->exec_search_errors);
@@ -755,6 +861,11 @@ void docbuild__reset(struct docbuild *b)
 	free(b->process_metrics);
 	b->process_metrics = NULL;
 	b->metrics_without_process = 0;
+	free(b->usdt_counts);
+	b->usdt_counts = NULL;
+	free(b->usdt_by);
+	b->usdt_by = NULL;
+	b->usdt_hits_without_process = 0;
 	free(b->waker_rows);
 	b->waker_rows = NULL;
 	b->nr_threads = 0;
@@ -771,6 +882,8 @@ void docbuild__destroy(struct docbuild *b)
 	free(b->threads);
 	free(b->processes);
 	free(b->process_metrics);
+	free(b->usdt_counts);
+	free(b->usdt_by);
 	free(b->waker_rows);
 	free(b);
 }

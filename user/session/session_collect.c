@@ -325,8 +325,10 @@ void session__setup_collector(struct session *s)
 		co.on_span_ctx = &s->spans;
 		/* A set that grows: its new processes hit sites attached per file. */
 		co.span_per_file = grows;
-		co.span_close =
-			span_run__has_usdt(&s->spans, s->opts.span_reqs, s->opts.nr_span_reqs);
+		co.span_close = span_run__has_kind(&s->spans, s->opts.span_reqs,
+						   s->opts.nr_span_reqs, SPAN_SITE_USDT_DONE);
+		co.usdt_hits = span_run__has_kind(&s->spans, s->opts.span_reqs,
+						  s->opts.nr_span_reqs, SPAN_SITE_USDT_COUNT);
 		co.on_exec = grows ? span_run__on_exec : NULL;
 	}
 	if (s->opts.no_bpf) {

@@ -159,6 +159,8 @@ static bool usdt_said(const struct site_vec *vec, const struct span_request *req
 {
 	size_t i;
 
+	if (req->count)
+		return false;
 	for (i = 0; i < vec->n; i++)
 		if (vec->v[i].err && vec->v[i].kind != SPAN_SITE_FUNCTION &&
 		    !strcmp(vec->v[i].metric, req->metric))
@@ -176,6 +178,20 @@ static int usdt_not_found(struct site_vec *vec, const char *object, const char *
 	if (!s)
 		return -ENOMEM;
 	spansite__copy_str(s->symbol, sizeof(s->symbol), req->symbol);
+	if (req->count) {
+		s->kind = SPAN_SITE_USDT_COUNT;
+		if (object)
+			span_site__fail(
+				s, -ENOENT,
+				"%s has no USDT probe matching %s:%s (`khbpf list --usdt %s` lists those it has)",
+				object, req->provider, req->start, object);
+		else
+			span_site__fail(
+				s, -ENOENT,
+				"no object of the target has a USDT probe matching %s:%s (`khbpf list --usdt --pid PID` lists those it has)",
+				req->provider, req->start);
+		return 0;
+	}
 	spansite__copy_str(s->metric, sizeof(s->metric), req->metric);
 	s->kind = SPAN_SITE_USDT_START;
 	if (object)
@@ -196,7 +212,7 @@ static int resolve_request(struct site_vec *vec, const char *root, pid_t pid, ch
 {
 	struct request_result res, last = { 0 };
 	const char *want = req->object, *last_obj = NULL;
-	size_t i, found, total = 0;
+	size_t i, found, total = 0, first = vec->n;
 	struct span_site *s;
 	bool *match;
 	int err = 0;
@@ -261,6 +277,10 @@ static int resolve_request(struct site_vec *vec, const char *root, pid_t pid, ch
 		err = site_vec__push_not_found(vec, last.has_symtab, last_obj, last.open_path,
 					       req->symbol, req->metric);
 out:
+	/* A USDT request's file errors are sites of its kind too. */
+	for (i = first; req->provider && i < vec->n; i++)
+		if (vec->v[i].kind == SPAN_SITE_FUNCTION)
+			vec->v[i].kind = req->count ? SPAN_SITE_USDT_COUNT : SPAN_SITE_USDT_START;
 	free(match);
 	return err;
 }
@@ -273,7 +293,9 @@ static int requests_valid(const struct span_request *reqs, size_t nr_reqs)
 		if (!reqs[i].symbol || !*reqs[i].symbol ||
 		    (reqs[i].metric && !spansite__metric_valid(reqs[i].metric)) ||
 		    (reqs[i].object && !*reqs[i].object) ||
-		    (reqs[i].provider && (!reqs[i].start || !reqs[i].done || !reqs[i].metric)))
+		    (reqs[i].provider && !reqs[i].count &&
+		     (!reqs[i].start || !reqs[i].done || !reqs[i].metric)) ||
+		    (reqs[i].count && (!reqs[i].provider || !reqs[i].start)))
 			return -EINVAL;
 	return 0;
 }

@@ -149,6 +149,7 @@ struct sched_span_site span_run__collector_site(const struct span_site *s, uint3
 {
 	enum sched_span_role role = s->kind == SPAN_SITE_USDT_START ? SCHED_SPAN_OPEN :
 				    s->kind == SPAN_SITE_USDT_DONE  ? SCHED_SPAN_CLOSE :
+				    s->kind == SPAN_SITE_USDT_COUNT ? SCHED_SPAN_HIT :
 								      SCHED_SPAN_FUNCTION;
 
 	return (struct sched_span_site){ .path = s->open_path,
@@ -158,15 +159,16 @@ struct sched_span_site span_run__collector_site(const struct span_site *s, uint3
 					 .role = role };
 }
 
-bool span_run__has_usdt(const struct span_run *r, const struct span_request *reqs, size_t nr_reqs)
+bool span_run__has_kind(const struct span_run *r, const struct span_request *reqs, size_t nr_reqs,
+			enum span_site_kind kind)
 {
 	size_t i;
 
 	for (i = 0; i < nr_reqs; i++)
-		if (reqs[i].provider)
+		if (reqs[i].provider && reqs[i].count == (kind == SPAN_SITE_USDT_COUNT))
 			return true;
 	for (i = 0; r && i < r->nr_sites; i++)
-		if (r->sites[i].kind == SPAN_SITE_USDT_DONE)
+		if (r->sites[i].kind == kind)
 			return true;
 	return false;
 }
@@ -273,6 +275,21 @@ static bool metric_attached(const struct span_run *r, uint32_t metric)
 	return function || (start && done);
 }
 
+bool span_run__metric_counted(const struct span_run *r, uint32_t metric, const char **probe)
+{
+	size_t i;
+
+	for (i = 0; i < r->nr_sites; i++) {
+		if (r->sites[i].err || r->site_metric[i] != metric ||
+		    r->sites[i].kind != SPAN_SITE_USDT_COUNT)
+			continue;
+		if (probe)
+			*probe = r->sites[i].symbol;
+		return true;
+	}
+	return false;
+}
+
 /* A kept record's flag (never the kernel's): its wakers are in r->wakes. */
 #define SPAN_F_WAKES 0x80000000u
 
@@ -320,6 +337,7 @@ int span_run__finish(struct span_run *r, struct sched_collector *c)
 	r->wakers = sched_collector__has_wakers(c);
 	err = sched_collector__span_wakers(c, &r->metric_wakers, &r->nr_metric_wakers);
 	err = err ?: sched_collector__span_aggs(c, &r->aggs, &r->nr_aggs);
+	err = err ?: sched_collector__usdt_hits(c, &r->hits, &r->nr_hits);
 	err = err ?: sched_collector__open_spans(c, &r->open, &r->nr_open);
 	if (err || !r->nr_exit_open)
 		return err;
@@ -601,6 +619,7 @@ void span_run__free(struct span_run *r)
 	free(r->metrics);
 	span_store__free(&r->events);
 	free(r->aggs);
+	free(r->hits);
 	free(r->open);
 	free(r->exit_open);
 	free(r->doc_metrics);

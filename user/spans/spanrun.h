@@ -27,6 +27,9 @@ struct span_run {
 	uint64_t events_over_cap; /* delivered beyond max_records: counted, not kept */
 	struct span_agg_entry *aggs;
 	size_t nr_aggs;
+	struct usdt_hit_entry
+		*hits; /* --usdt probes' hits by thread (sched_collector__usdt_hits) */
+	size_t nr_hits;
 	bool blocked; /* the collector timed blocked time (the ledgers' `blocked`) */
 	bool wakers; /* ... and who woke the threads: records' and metrics' wakers */
 	struct span_wakes wakes; /* the records' wakers, beside those that had any */
@@ -91,8 +94,15 @@ int span_run__discover(struct span_run *r, const struct span_run_opts *opts);
 size_t span_run__usable(const struct span_run *r);
 /* What the collector attaches for site s, whose metric's index is metric. */
 struct sched_span_site span_run__collector_site(const struct span_site *s, uint32_t metric);
-/* Whether some request or site is a USDT pair (the collector's opts.span_close). */
-bool span_run__has_usdt(const struct span_run *r, const struct span_request *reqs, size_t nr_reqs);
+/*
+ * Whether some site is of kind, or some request may find one: a USDT pair
+ * (SPAN_SITE_USDT_DONE: the collector's opts.span_close) or a counted
+ * probe (SPAN_SITE_USDT_COUNT: opts.usdt_hits).
+ */
+bool span_run__has_kind(const struct span_run *r, const struct span_request *reqs, size_t nr_reqs,
+			enum span_site_kind kind);
+/* Whether metric is a counted probe (--usdt) with a site attached; *probe its PROVIDER:NAME. */
+bool span_run__metric_counted(const struct span_run *r, uint32_t metric, const char **probe);
 /* Attach every usable site for pid; failures become the site's reason. */
 void span_run__attach(struct span_run *r, struct sched_collector *c, pid_t pid);
 /*

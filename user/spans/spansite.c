@@ -179,6 +179,7 @@ int span_request__parse(const char *arg, struct span_request *out, char *buf, si
 	out->object = NULL;
 	out->metric = NULL;
 	out->provider = out->start = out->done = NULL;
+	out->count = false;
 	if (colon) {
 		buf[obj_len] = '\0';
 		out->object = buf;
@@ -198,6 +199,8 @@ const char *span_site_kind__name(enum span_site_kind k)
 		return "usdt-start";
 	case SPAN_SITE_USDT_DONE:
 		return "usdt-done";
+	case SPAN_SITE_USDT_COUNT:
+		return "usdt-count";
 	default:
 		return "function";
 	}
@@ -321,6 +324,7 @@ int span_request__parse_usdt(const char *arg, struct span_request *out, char *bu
 			return -EINVAL;
 	}
 	out->object = NULL;
+	out->count = false;
 	if (prov_colon) {
 		buf[prov_colon - arg] = '\0';
 		out->object = buf;
@@ -336,6 +340,80 @@ int span_request__parse_usdt(const char *arg, struct span_request *out, char *bu
 		out->metric = buf + 2 * (len + 1);
 	}
 	return 0;
+}
+
+/* A provider or probe name glob of a --usdt request; len bytes of p. */
+static bool usdt_glob_valid(const char *p, size_t len)
+{
+	size_t i;
+
+	if (!len || len >= USDT_REQUEST_NAME_MAX)
+		return false;
+	for (i = 0; i < len; i++)
+		if (!((p[i] >= 'a' && p[i] <= 'z') || (p[i] >= 'A' && p[i] <= 'Z') ||
+		      (p[i] >= '0' && p[i] <= '9') || strchr("_*?[]!^", p[i])))
+			return false;
+	return true;
+}
+
+int span_request__parse_usdt_count(const char *arg, struct span_request *out, char *buf,
+				   size_t buflen)
+{
+	const char *name_colon = NULL, *prov_colon = NULL, *p;
+	size_t len;
+	char *copy;
+
+	if (!arg || !out || !buf)
+		return -EINVAL;
+	len = strlen(arg);
+	name_colon = strrchr(arg, ':');
+	if (!name_colon)
+		return -EINVAL;
+	for (p = name_colon - 1; p >= arg; p--) {
+		if (*p == ':') {
+			prov_colon = p;
+			break;
+		}
+	}
+	if (!usdt_glob_valid(prov_colon ? prov_colon + 1 : arg,
+			     (size_t)(name_colon - (prov_colon ? prov_colon + 1 : arg))) ||
+	    !usdt_glob_valid(name_colon + 1, strlen(name_colon + 1)))
+		return -EINVAL;
+	if (prov_colon) {
+		if (prov_colon == arg || (size_t)(prov_colon - arg) >= PATH_MAX)
+			return -EINVAL;
+		for (p = arg; p < prov_colon; p++)
+			if ((unsigned char)*p < 0x20 || *p == 0x7f)
+				return -EINVAL;
+	}
+	if (2 * (len + 1) > buflen)
+		return -ENAMETOOLONG;
+	memcpy(buf, arg, len + 1);
+	copy = buf + len + 1;
+	memcpy(copy, arg, len + 1);
+	copy[name_colon - arg] = '\0';
+	out->object = NULL;
+	if (prov_colon) {
+		buf[prov_colon - arg] = '\0';
+		out->object = buf;
+	}
+	out->symbol = buf + (prov_colon ? prov_colon - arg + 1 : 0);
+	out->provider = copy + (prov_colon ? prov_colon - arg + 1 : 0);
+	out->start = copy + (name_colon - arg) + 1;
+	out->done = NULL;
+	out->metric = NULL;
+	out->count = true;
+	return 0;
+}
+
+int spansite__usdt_count_metric(const char *provider, const char *name, char *out)
+{
+	char raw[2 * USDT_REQUEST_NAME_MAX + 2];
+
+	snprintf(raw, sizeof(raw), "%s_%s", provider, name);
+	if (kebab_len(raw) > KHBPF_METRIC_MAX)
+		return -EINVAL;
+	return spansite__metric_from_symbol(raw, out);
 }
 
 int site_vec__push_not_found(struct site_vec *vec, bool has_symtab, const char *object,

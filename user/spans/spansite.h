@@ -28,9 +28,10 @@ enum span_site_kind {
 	SPAN_SITE_FUNCTION, /* a function's entry opens it, its return closes it */
 	SPAN_SITE_USDT_START, /* a USDT probe that opens it (--usdt-span START) */
 	SPAN_SITE_USDT_DONE, /* a USDT probe that closes it (--usdt-span DONE) */
+	SPAN_SITE_USDT_COUNT, /* a USDT probe whose hits are counted (--usdt): no span */
 };
 
-/* The document's words for a kind: "function", "usdt-start", "usdt-done". */
+/* The document's words for a kind: "function", "usdt-start", "usdt-done", "usdt-count". */
 const char *span_site_kind__name(enum span_site_kind k);
 
 struct span_site {
@@ -66,6 +67,11 @@ struct span_request {
 	const char *symbol;
 	const char *metric;
 	const char *provider, *start, *done; /* --usdt-span only, else NULL */
+	/*
+	 * --usdt [OBJECT:]PROVIDER:NAME: provider and start are fnmatch(3)
+	 * globs, done and metric NULL (each probe found is its own metric).
+	 */
+	bool count;
 };
 
 /*
@@ -90,6 +96,22 @@ int span_request__parse(const char *arg, struct span_request *out, char *buf, si
  * -ENAMETOOLONG when buf is too small; on error out is untouched.
  */
 int span_request__parse_usdt(const char *arg, struct span_request *out, char *buf, size_t buflen);
+
+/*
+ * Parses a --usdt [OBJECT:]PROVIDER:NAME argument into out (count set),
+ * its strings in buf, which takes 2 * (strlen(arg) + 1) bytes. PROVIDER
+ * and NAME are globs of [A-Za-z0-9_*?[]!^], below USDT_NAME_MAX. 0;
+ * -EINVAL when malformed, -ENAMETOOLONG when buf is too small; on error out
+ * is untouched.
+ */
+int span_request__parse_usdt_count(const char *arg, struct span_request *out, char *buf,
+				   size_t buflen);
+
+/*
+ * The metric of a counted probe: PROVIDER-NAME in kebab-case into out
+ * (SPANFIND_METRIC_MAX bytes); -EINVAL when it would pass 63 bytes.
+ */
+int spansite__usdt_count_metric(const char *provider, const char *name, char *out);
 
 /* Frees an array of sites and its strings. */
 void spanfind__free(struct span_site *sites, size_t nr);

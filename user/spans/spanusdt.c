@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* The sites of a --usdt-span pair in one object; see spanusdt.h. */
 #include <errno.h>
+#include <fnmatch.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -30,6 +31,45 @@ static int push_site(struct site_vec *vec, const char *object, const char *open_
 	return 0;
 }
 
+/* --usdt: each probe matching the globs is counted under its own metric. */
+static int scan_counted(struct site_vec *vec, const char *object, const char *open_path,
+			const struct span_request *req, const struct usdt_list *l, size_t *matched)
+{
+	char metric[SPANFIND_METRIC_MAX];
+	struct span_site *s;
+	size_t i;
+
+	for (i = 0; i < l->nr; i++) {
+		const struct usdt_site *u = &l->v[i];
+
+		if (!u->provider[0] || fnmatch(req->provider, u->provider, 0) ||
+		    fnmatch(req->start, u->name, 0))
+			continue;
+		s = site_vec__push(vec, object, open_path, false);
+		if (!s)
+			return -ENOMEM;
+		snprintf(s->symbol, sizeof(s->symbol), "%s:%s", u->provider, u->name);
+		s->kind = SPAN_SITE_USDT_COUNT;
+		s->vaddr = u->addr;
+		s->offset = u->offset;
+		s->ref_ctr_offset = u->semaphore_offset;
+		if (u->err) {
+			span_site__fail(s, u->err, "%s", u->reason);
+			continue;
+		}
+		if (spansite__usdt_count_metric(u->provider, u->name, metric)) {
+			span_site__fail(
+				s, -ENAMETOOLONG,
+				"%s: the USDT probe %s:%s makes a metric name over 63 bytes",
+				object, u->provider, u->name);
+			continue;
+		}
+		spansite__copy_str(s->metric, sizeof(s->metric), metric);
+		++*matched;
+	}
+	return 0;
+}
+
 int spanusdt__scan(struct site_vec *vec, const char *object, const char *open_path,
 		   const struct span_request *req, size_t *matched, char *reason, size_t size)
 {
@@ -42,6 +82,10 @@ int spanusdt__scan(struct site_vec *vec, const char *object, const char *open_pa
 	err = usdtnote__read(open_path, object, &l, reason, size);
 	if (err)
 		goto out;
+	if (req->count) {
+		err = scan_counted(vec, object, open_path, req, &l, matched);
+		goto dropped;
+	}
 	for (i = 0; i < l.nr; i++) {
 		starts += is_probe(&l.v[i], req->provider, req->start);
 		dones += is_probe(&l.v[i], req->provider, req->done);
@@ -71,6 +115,7 @@ int spanusdt__scan(struct site_vec *vec, const char *object, const char *open_pa
 		err = push_site(vec, object, open_path, req, &l.v[i], start);
 		*matched += !err && !l.v[i].err;
 	}
+dropped:
 	if (!err && l.dropped) {
 		s = site_vec__push(vec, object, open_path, false);
 		if (!s) {

@@ -16,7 +16,9 @@
  * open_path (object as the target names it), *matched the number of good
  * ones. An object with neither probe adds nothing. One with only one of
  * them adds an error site saying which is missing (a span needs both),
- * and a site whose note is malformed adds its own error. 0; -ENOMEM; a
+ * and a site whose note is malformed adds its own error. A --usdt request
+ * (req->count) adds a site per probe site matching its globs, each probe
+ * its own metric (spansite__usdt_count_metric). 0; -ENOMEM; a
  * file that cannot be read: usdtnote__read's -errno, with reason set.
  */
 int spanusdt__scan(struct site_vec *vec, const char *object, const char *open_path,
