@@ -75,6 +75,10 @@ extern __u64 groups_made;
 extern __u64 group_overflow;
 extern __u64 span_site_unresolved;
 extern __u64 usdt_hits_lost;
+extern __u64 span_key_other_calls;
+extern __u64 span_key_unreadable;
+extern __u64 span_key_table_full;
+extern const volatile bool keys_enabled;
 extern __u64 wakers_overflow;
 extern __u64 wakeups_unseen;
 extern __u64 span_wakes_unlisted;
@@ -142,7 +146,7 @@ KHBPF_MAP struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, KHBPF_MAX_SPAN_SITES);
 	__type(key, struct khbpf_site_key);
-	__type(value, __u32);
+	__type(value, struct khbpf_site_val);
 } span_site_metric SEC(".maps");
 
 /* Sized by the loader (--max-exited); allocated on use where the kernel allows it. */
@@ -174,6 +178,54 @@ KHBPF_MAP struct {
 	__type(key, struct khbpf_span_key);
 	__type(value, __u64);
 } usdt_hits SEC(".maps");
+
+/* --key: each keyed metric's key kind and bound (KHBPF_KEY_NONE: not keyed). */
+KHBPF_MAP struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, KHBPF_MAX_METRICS);
+	__type(key, __u32);
+	__type(value, struct khbpf_key_conf);
+} span_key_conf SEC(".maps");
+
+/* --key: keys handed out per metric (raised before the bound is checked). */
+KHBPF_MAP struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, KHBPF_MAX_METRICS);
+	__type(key, __u32);
+	__type(value, __u32);
+} span_key_count SEC(".maps");
+
+/* --key: how each keyed site reads its argument, by slot - 1 (filled by the loader). */
+KHBPF_MAP struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, KHBPF_MAX_SPAN_SITES);
+	__type(key, __u32);
+	__type(value, struct khbpf_arg_spec);
+} span_site_args SEC(".maps");
+
+/* --key: every key seen, to its metric id (KHBPF_KEY_METRIC_BASE + slot). */
+KHBPF_MAP struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, KHBPF_MAX_KEYS);
+	__type(key, struct khbpf_key);
+	__type(value, __u32);
+} span_key_ids SEC(".maps");
+
+/* A key being made: too large for the span programs' stack. */
+KHBPF_MAP struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct khbpf_key);
+} key_scratch SEC(".maps");
+
+/* Each CPU's next key-slot ticket: slots are cpu + n * nr_slot_cpus, no atomic fetch. */
+KHBPF_MAP struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} key_tickets SEC(".maps");
 
 /* Without atomic fetch: each CPU's next span-slot ticket (programs do not nest on a CPU). */
 KHBPF_MAP struct {

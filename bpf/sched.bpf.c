@@ -38,6 +38,7 @@ const volatile bool trace_all = false;
 const volatile bool kernel_queue_ts = false;
 /* Span probes attached: keep each thread's on-CPU clock while it has open spans. */
 const volatile bool spans_enabled = false;
+const volatile bool keys_enabled = false; /* --key: span_key_conf says which metrics */
 /* Span sites attached per file, not per process: the programs keep to the set's members. */
 const volatile bool span_filter = false;
 /* ... and the loader looks for sites in what each member execs (set_events). */
@@ -150,6 +151,9 @@ __u64 span_open_at_exit_drops = 0;
 __u64 groups_made = 0; /* entries created in `groups` */
 __u64 group_overflow = 0; /* switch-outs of a group `groups` had no room for (in group_spill) */
 __u64 usdt_hits_lost = 0; /* --usdt hits that found usdt_hits full: in no count */
+__u64 span_key_other_calls = 0; /* keyed calls past their metric's bound of keys */
+__u64 span_key_unreadable = 0; /* keyed calls whose argument could not be read */
+__u64 span_key_table_full = 0; /* keyed calls whose new key found span_key_ids full */
 __u64 span_site_unresolved = 0; /* no cookie: a span probe hit at a site not in span_site_metric */
 __u64 wakers_overflow = 0; /* blocked stretches `wakers` had no room for */
 __u64 wakeups_unseen = 0; /* blocked stretches ended with no sched_waking seen */

@@ -142,15 +142,21 @@ struct vm_area_struct___rb {
 #define SITE_WALK_MAX 64
 #define SITE_PAGE_SHIFT 12
 
-/* The metric of the site at user address ip; 0 and *ok false when unknown. */
-static __always_inline __u32 site_metric(struct task_struct *task, __u64 ip, bool *ok)
+/*
+ * The metric of the site at user address ip for the program of role (a
+ * KHBPF_SITE_*); 0 and *ok false when unknown. *slot (when not NULL) is
+ * then its keyed argument's slot.
+ */
+static __always_inline __u32 site_metric(struct task_struct *task, __u64 ip, bool *ok, __u32 role,
+					 __u32 *slot)
 {
 	struct mm_struct___rb *mm = (void *)BPF_CORE_READ(task, mm);
 	struct vm_area_struct___rb *vma = NULL;
 	struct khbpf_site_key key = {};
+	struct khbpf_site_val *m;
 	struct rb_node *node;
 	__u64 off_rb, start, end;
-	__u32 *m, i;
+	__u32 i;
 
 	*ok = false;
 	if (!bpf_core_field_exists(mm->mm_rb) ||
@@ -182,10 +188,161 @@ static __always_inline __u32 site_metric(struct task_struct *task, __u64 ip, boo
 		key.offset--;
 		m = bpf_map_lookup_elem(&span_site_metric, &key);
 	}
-	if (!m)
+	if (!m || role > KHBPF_SITE_HIT || m->metric[role & 1] == KHBPF_SITE_NONE)
 		return 0;
 	*ok = true;
-	return *m;
+	if (slot)
+		*slot = m->slot[role & 1];
+	return m->metric[role & 1];
+}
+
+/* The register at offset off of the probed thread's saved registers. */
+static __always_inline bool reg_read(struct pt_regs *ctx, __u32 off, __u64 *v)
+{
+	if (off > sizeof(struct pt_regs) - sizeof(*v))
+		return false;
+	return !bpf_probe_read_kernel(v, sizeof(*v), (void *)ctx + off);
+}
+
+/* A site's keyed argument, as its spec says: sized and extended like the C type. */
+static __always_inline bool arg_read(struct pt_regs *ctx, const struct khbpf_arg_spec *a, __u64 *v)
+{
+	__u64 r = 0;
+
+	switch (a->type) {
+	case KHBPF_ARG_IMM:
+		*v = (__u64)a->val_off;
+		return true;
+	case KHBPF_ARG_REG:
+		if (!reg_read(ctx, a->reg_off, &r))
+			return false;
+		break;
+	case KHBPF_ARG_DEREF: {
+		void *addr = NULL;
+		long e;
+
+		if (!reg_read(ctx, a->reg_off, (__u64 *)&addr))
+			return false;
+		addr += a->val_off;
+		/* Constant sizes: what the verifier checks against r. */
+		switch (a->size) {
+		case 1:
+			e = bpf_probe_read_user(&r, 1, addr);
+			break;
+		case 2:
+			e = bpf_probe_read_user(&r, 2, addr);
+			break;
+		case 4:
+			e = bpf_probe_read_user(&r, 4, addr);
+			break;
+		case 8:
+			e = bpf_probe_read_user(&r, 8, addr);
+			break;
+		default:
+			return false;
+		}
+		if (e)
+			return false;
+		break;
+	}
+	default:
+		return false;
+	}
+	switch (a->size) {
+	case 1:
+		r = a->is_signed ? (__u64)(__s64)(__s8)r : (__u8)r;
+		break;
+	case 2:
+		r = a->is_signed ? (__u64)(__s64)(__s16)r : (__u16)r;
+		break;
+	case 4:
+		r = a->is_signed ? (__u64)(__s64)(__s32)r : (__u32)r;
+		break;
+	}
+	*v = r;
+	return true;
+}
+
+/*
+ * What a call of metric counts under (--key): metric itself when it is not
+ * keyed; else the metric id of the key read at this site (slot: its
+ * argument spec, 1-based; 0 none), made at the key's first call while the
+ * metric has fewer than its bound; else its "(other)".
+ */
+static __always_inline __u32 keyed_metric(struct pt_regs *ctx, __u32 metric, __u32 slot)
+{
+	__u32 zero = 0, other = KHBPF_OTHER_METRIC_BASE + metric, idx, id;
+	struct khbpf_key_conf *kc;
+	struct khbpf_arg_spec *a;
+	struct khbpf_key *k;
+	__u32 *found, *cnt;
+	__u64 v = 0, *t;
+	long n;
+
+	if (!keys_enabled)
+		return metric;
+	kc = bpf_map_lookup_elem(&span_key_conf, &metric);
+	if (!kc || kc->kind == KHBPF_KEY_NONE)
+		return metric;
+	idx = slot - 1;
+	a = slot ? bpf_map_lookup_elem(&span_site_args, &idx) : NULL;
+	k = bpf_map_lookup_elem(&key_scratch, &zero);
+	if (!a || !k || !arg_read(ctx, a, &v)) {
+		__sync_fetch_and_add(&span_key_unreadable, 1);
+		return other;
+	}
+	__builtin_memset(k, 0, sizeof(*k));
+	k->metric = metric;
+	k->kind = kc->kind;
+	if (kc->kind == KHBPF_KEY_STR) {
+		n = bpf_probe_read_user_str(k->bytes, sizeof(k->bytes), (void *)v);
+		if (n <= 0) {
+			__sync_fetch_and_add(&span_key_unreadable, 1);
+			return other;
+		}
+		if (n == sizeof(k->bytes))
+			k->kind |= KHBPF_KEY_F_TRUNCATED;
+	} else {
+		__builtin_memcpy(k->bytes, &v, sizeof(v));
+	}
+	found = bpf_map_lookup_elem(&span_key_ids, k);
+	if (found)
+		return *found;
+	/*
+	 * A new key. The count is raised first and read after: two CPUs racing
+	 * for the last place may both give it up, never both take it.
+	 */
+	cnt = bpf_map_lookup_elem(&span_key_count, &metric);
+	if (!cnt)
+		return other;
+	__sync_fetch_and_add(cnt, 1);
+	if (*cnt > kc->max_keys) {
+		__sync_fetch_and_add(&span_key_other_calls, 1);
+		return other;
+	}
+	/* Programs do not nest on a CPU: its own tickets need no atomic fetch. */
+	t = bpf_map_lookup_elem(&key_tickets, &zero);
+	if (!t)
+		return other;
+	id = KHBPF_KEY_METRIC_BASE + bpf_get_smp_processor_id() + (__u32)(*t)++ * nr_slot_cpus;
+	if (!bpf_map_update_elem(&span_key_ids, k, &id, BPF_NOEXIST))
+		return id;
+	/* Another CPU made it meanwhile, or the table is full. */
+	found = bpf_map_lookup_elem(&span_key_ids, k);
+	if (found)
+		return *found;
+	__sync_fetch_and_add(&span_key_table_full, 1);
+	return other;
+}
+
+/* The attach cookie's high half, or without cookies the site's own: its argument slot. */
+static __always_inline __u32 site_slot(struct pt_regs *ctx, __u32 site_slot)
+{
+	if (!keys_enabled)
+		return 0;
+	if (have_cookie)
+		return (__u32)(bpf_get_attach_cookie(ctx) >> 32);
+	return site_slot;
 }
 
 /*
@@ -216,7 +373,7 @@ static __always_inline int span_enter(struct pt_regs *ctx, bool fetch)
 	struct khbpf_span_clock *ck;
 	struct khbpf_span_state *ss;
 	struct khbpf_span_frame *f;
-	__u32 depth, metric;
+	__u32 depth, metric, slot = 0;
 	bool start;
 
 	if (!span_member(task))
@@ -248,7 +405,7 @@ static __always_inline int span_enter(struct pt_regs *ctx, bool fetch)
 		 * instruction pointer at it; one byte past it (the int3) is
 		 * tried too.
 		 */
-		metric = site_metric(task, PT_REGS_IP(ctx), &ok);
+		metric = site_metric(task, PT_REGS_IP(ctx), &ok, KHBPF_SITE_SPAN, &slot);
 		if (!ok) {
 			/* Not pushed, like an overflow: its return pops the count. */
 			ss->overflow++;
@@ -274,8 +431,9 @@ static __always_inline int span_enter(struct pt_regs *ctx, bool fetch)
 		     (++ss->seq & ((1ULL << KHBPF_SPAN_SEQ_BITS) - 1));
 	f->child_ns = 0;
 	f->metric = metric;
+	f->agg_metric = keyed_metric(ctx, metric, site_slot(ctx, slot));
 	f->start_ns = ledger_now(task, ck, &f->at_start, f->hw, start);
-	f->clock_gaps = ck->clock_gaps;
+	f->clock_gaps = (__u32)ck->clock_gaps;
 	f->wake_seq = (__u32)ck->wake_seq;
 	ss->depth = depth + 1;
 	return 0;
@@ -420,7 +578,7 @@ static __always_inline int span_exit(struct pt_regs *ctx, bool fetch, bool at_si
 	} else if (at_site) {
 		bool ok;
 
-		metric = site_metric(task, PT_REGS_IP(ctx), &ok);
+		metric = site_metric(task, PT_REGS_IP(ctx), &ok, KHBPF_SITE_SPAN, NULL);
 		if (!ok) {
 			__sync_fetch_and_add(&span_site_unresolved, 1);
 			return 0;
@@ -443,7 +601,7 @@ static __always_inline int span_exit(struct pt_regs *ctx, bool fetch, bool at_si
 		__sync_fetch_and_add(&span_unwound, depth - 1 - idx);
 	f = &ss->frames[idx & (KHBPF_SPAN_DEPTH - 1)];
 	now = ledger_now(task, ck, &now_l, now_hw, false);
-	if (ck->clock_gaps != f->clock_gaps)
+	if ((__u32)ck->clock_gaps != f->clock_gaps)
 		flags |= KHBPF_SPAN_F_CLOCK_GAP;
 	for (i = 0; i < KHBPF_NR_COUNTERS; i++) {
 		if (i >= nr_counters)
@@ -484,12 +642,12 @@ static __always_inline int span_exit(struct pt_regs *ctx, bool fetch, bool at_si
 	if (!ck->spans_open)
 		ck->switched_in = 0;
 
-	span_aggregate(CUR_READ(task, pid), metric, incl, excl, &l, flags, hw);
+	span_aggregate(CUR_READ(task, pid), f->agg_metric, incl, excl, &l, flags, hw);
 	/* One look at the ring's end: a preemption in between may add to it. */
 	wake_since = f->wake_seq;
 	wake_seq = ck->wake_seq;
 	if (wakers_enabled && (__u32)wake_seq != (__u32)wake_since)
-		wakes = span_wakers_add(ck, wake_seq, wake_since, metric);
+		wakes = span_wakers_add(ck, wake_seq, wake_since, f->agg_metric);
 
 	if (fetch) {
 		rec = __sync_fetch_and_add(&span_records, 1);
@@ -522,7 +680,7 @@ static __always_inline int span_exit(struct pt_regs *ctx, bool fetch, bool at_si
 	e->inclusive_ns = incl;
 	e->exclusive_ns = excl;
 	e->tid = CUR_READ(task, pid);
-	e->metric = metric;
+	e->metric = f->agg_metric;
 	e->depth = idx;
 	e->flags = flags;
 	e->ledger = l;
@@ -661,6 +819,7 @@ int BPF_KPROBE(khbpf_usdt_hit)
 	struct task_struct *task = current_task();
 	struct khbpf_span_key key = {};
 	__u64 *n, one = 1;
+	__u32 slot = 0;
 
 	if (!span_member(task))
 		return 0;
@@ -670,12 +829,13 @@ int BPF_KPROBE(khbpf_usdt_hit)
 	} else {
 		bool ok;
 
-		key.metric = site_metric(task, PT_REGS_IP(ctx), &ok);
+		key.metric = site_metric(task, PT_REGS_IP(ctx), &ok, KHBPF_SITE_HIT, &slot);
 		if (!ok) {
 			__sync_fetch_and_add(&span_site_unresolved, 1);
 			return 0;
 		}
 	}
+	key.metric = keyed_metric(ctx, key.metric, site_slot(ctx, slot));
 	n = bpf_map_lookup_elem(&usdt_hits, &key);
 	if (n)
 		(*n)++;
@@ -739,7 +899,7 @@ int khbpf_iter_open_spans(struct bpf_iter__task *ctx)
 		e.parent_span_id = i ? ss->frames[(i - 1) & (KHBPF_SPAN_DEPTH - 1)].span_id : 0;
 		e.start_ns = f->start_ns;
 		e.tid = task->pid;
-		e.metric = f->metric;
+		e.metric = f->agg_metric;
 		e.depth = i;
 		if (bpf_seq_write(seq, &e, sizeof(e)))
 			__sync_fetch_and_add(&iter_write_errors, 1);

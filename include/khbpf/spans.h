@@ -16,6 +16,60 @@
 #define KHBPF_MAX_METRICS 1024
 /* (thread, metric) aggregates kept in the kernel (--max-span-keys). */
 #define KHBPF_DEFAULT_SPAN_KEYS 65536
+/*
+ * Keys (--key METRIC=argN:str|int): a call of a keyed metric counts under
+ * its key's own metric id, KHBPF_KEY_METRIC_BASE + a slot handed out at the
+ * key's first call; a call past the metric's bound of keys, or whose
+ * argument cannot be read, under KHBPF_OTHER_METRIC_BASE + the metric (its
+ * "(other)"). The site's argument spec is span_site_args[slot - 1], slot
+ * being the attach cookie's high half (or span_site_slot without cookies).
+ */
+#define KHBPF_OTHER_METRIC_BASE 0x8000u
+#define KHBPF_KEY_METRIC_BASE 0x10000u
+/* A str key's bytes, its NUL included: a string of 63 bytes or more is cut to 63. */
+#define KHBPF_KEY_STR_MAX 64
+/* Keys of all metrics in one window (span_key_ids); more count under "(other)". */
+#define KHBPF_MAX_KEYS 16384
+#define KHBPF_DEFAULT_KEYS_PER_METRIC 256
+
+enum khbpf_key_kind {
+	KHBPF_KEY_NONE,
+	KHBPF_KEY_INT,
+	KHBPF_KEY_STR,
+};
+/* In khbpf_key.kind: a str that filled its bytes (63 or more before its NUL). */
+#define KHBPF_KEY_F_TRUNCATED 0x100u
+
+/* A metric's key (span_key_conf[metric]). */
+struct khbpf_key_conf {
+	__u32 kind; /* KHBPF_KEY_* */
+	__u32 max_keys; /* keys of this metric; the calls of more go to its "(other)" */
+};
+
+enum khbpf_arg_type {
+	KHBPF_ARG_NONE,
+	KHBPF_ARG_IMM, /* the value is val_off */
+	KHBPF_ARG_REG, /* a register */
+	KHBPF_ARG_DEREF, /* memory at a register plus val_off */
+};
+
+/* How to read a site's keyed argument: a USDT argument spec, or a function's register. */
+struct khbpf_arg_spec {
+	__s64 val_off;
+	__u32 reg_off; /* the register's offset in struct pt_regs */
+	__u8 type; /* KHBPF_ARG_* */
+	__u8 size; /* 1, 2, 4 or 8 bytes */
+	__u8 is_signed;
+	__u8 pad;
+};
+
+/* A key of one metric (span_key_ids: key → its metric id). */
+struct khbpf_key {
+	__u32 metric; /* the keyed metric */
+	__u32 kind; /* KHBPF_KEY_INT or KHBPF_KEY_STR, | KHBPF_KEY_F_TRUNCATED */
+	__u8 bytes[KHBPF_KEY_STR_MAX]; /* a str, NUL-padded; an int's 8 bytes, host order */
+};
+
 /* (thread, probe) counts of --usdt probes; more are counted in usdt_hits_lost. */
 #define KHBPF_DEFAULT_USDT_HIT_KEYS 65536
 #define KHBPF_DEFAULT_MAX_SPANS 100000
@@ -117,9 +171,10 @@ struct khbpf_span_frame {
 	__u64 span_id;
 	__u64 start_ns; /* bpf_ktime_get_ns() */
 	__u64 child_ns; /* inclusive time of direct children */
-	__u32 metric;
+	__u32 metric; /* the site's: what a return or DONE matches */
 	__u32 wake_seq; /* the clock's wake_seq at entry (its low half: differences wrap) */
-	__u64 clock_gaps; /* the thread's clock_gaps at entry */
+	__u32 clock_gaps; /* the thread's clock_gaps at entry (its low half: compared) */
+	__u32 agg_metric; /* what the call counts under: metric, or its key's (--key) */
 	struct khbpf_span_ledger at_start; /* absolute readings at entry */
 	struct khbpf_vreading hw[KHBPF_NR_COUNTERS]; /* virtual counters at entry */
 };
@@ -197,6 +252,19 @@ struct khbpf_site_key {
 	__u64 offset; /* file offset of the probed instruction */
 };
 
+/*
+ * What a site is without attach cookies (span_site_metric): the metric and
+ * keyed argument slot of the span program there (entry, or a USDT pair's
+ * end) and of the --usdt hit program, which may share the site.
+ */
+#define KHBPF_SITE_SPAN 0
+#define KHBPF_SITE_HIT 1
+#define KHBPF_SITE_NONE 0xffffffffu /* no program of that role there */
+struct khbpf_site_val {
+	__u32 metric[2]; /* by KHBPF_SITE_*; KHBPF_SITE_NONE: none */
+	__u32 slot[2]; /* --key: the argument spec's slot, 0: none */
+};
+
 struct khbpf_span_key {
 	__u32 tid;
 	__u32 metric;
@@ -233,7 +301,11 @@ _Static_assert(sizeof(struct khbpf_span_wakes) == 16 + 24 * KHBPF_WAKE_LOG,
 _Static_assert(sizeof(struct khbpf_span_waker_key) == 16, "khbpf_span_waker_key layout");
 _Static_assert(sizeof(struct khbpf_span_waker_val) == 24, "khbpf_span_waker_val layout");
 _Static_assert(sizeof(struct khbpf_span_hw) == 24, "khbpf_span_hw layout");
+_Static_assert(sizeof(struct khbpf_key_conf) == 8, "khbpf_key_conf layout");
+_Static_assert(sizeof(struct khbpf_arg_spec) == 16, "khbpf_arg_spec layout");
+_Static_assert(sizeof(struct khbpf_key) == 8 + KHBPF_KEY_STR_MAX, "khbpf_key layout");
 _Static_assert(sizeof(struct khbpf_site_key) == 16, "khbpf_site_key layout");
+_Static_assert(sizeof(struct khbpf_site_val) == 16, "khbpf_site_val layout");
 _Static_assert(sizeof(struct khbpf_span_event) ==
 		       56 + sizeof(struct khbpf_span_ledger) + 24 * KHBPF_NR_COUNTERS,
 	       "khbpf_span_event layout");

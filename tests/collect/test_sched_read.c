@@ -111,7 +111,7 @@ static void test_sched_read__map_dump(void **state)
 	}
 	assert_int_equal(seen, 200 * 201 / 2);
 	free(v);
-	assert_int_equal(bpfdump__map(fd, 65, 8, 80, (void **)&v, &nr), -E2BIG);
+	assert_int_equal(bpfdump__map(fd, 129, 8, 144, (void **)&v, &nr), -E2BIG);
 	close(fd);
 }
 

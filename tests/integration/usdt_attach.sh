@@ -5,7 +5,9 @@
 #    from the process's memory): the interpreter fires the probes;
 #  - the gc spans, and the hits of gc__start and gc__done (--usdt), equal
 #    the collections the interpreter itself counted (gc.get_stats())
-#    between the two points the window covers, exactly;
+#    between the two points the window covers, exactly; and keyed by
+#    gc__start's argument (--key: the generation), so do the spans and hits
+#    of each generation;
 #  - after khbpf has gone the semaphores are back to 0: the probe sites
 #    cost the target nothing any more, and no BPF program is left.
 # The interpreter is stopped on every path.
@@ -28,17 +30,20 @@ mkfifo "$TMP/go"
 # each line collects N times and reports the collections it counted.
 cat >"$TMP/gcwait.py" <<'PY'
 import gc, sys
-def total():
-    return sum(s["collections"] for s in gc.get_stats())
+def gens():
+    return [s["collections"] for s in gc.get_stats()]
 print("ready", flush=True)
 with open(sys.argv[1]) as go:
     for line in go:
-        before = total()
+        before = gens()
         for i in range(int(line)):
             gc.collect(i % 3)
         junk = [[i] for i in range(100000)]
         del junk
-        print(total() - before, flush=True)
+        after = gens()
+        # The collections it counted: in all, then of generations 0, 1, 2.
+        d = [a - b for a, b in zip(after, before)]
+        print(sum(d), *d, flush=True)
 PY
 "$PY" "$TMP/gcwait.py" "$TMP/go" >"$TMP/py.out" 2>&1 &
 PYPID=$!
@@ -76,6 +81,7 @@ echo 7 >&7
 for _ in $(seq 100); do [ "$(wc -l <"$TMP/py.out")" -ge 2 ] && break; sleep 0.05; done
 
 "$KHBPF" attach --pid "$PYPID" --usdt-span python:gc__start,gc__done=gc --usdt 'python:gc__*' \
+	--key gc=arg0:int --key python-gc-start=arg0:int \
 	-o "$TMP/gc.json" 2>"$TMP/kh.err" &
 KH=$!
 for _ in $(seq 200); do grep -q watching "$TMP/kh.err" && break; sleep 0.05; done
@@ -93,7 +99,10 @@ KH=""
 [ "$(semaphores)" = "0 0" ] || fail "semaphores after khbpf: $(semaphores), expected 0 0"
 no_bpf_left
 validate "$TMP/gc.json" >/dev/null || fail "schema"
-want=$(sed -n 3p "$TMP/py.out")
+read -r want g0 g1 g2 < <(sed -n 3p "$TMP/py.out")
+# By generation (gc__start's argument 0): the interpreter's own counts, keys of both metrics.
+bygen="{'0': $g0, '1': $g1, '2': $g2}"
+bygen_nz="{k: v for k, v in $bygen.items() if v}"
 json_check "$TMP/gc.json" \
 	"[m['calls'] for m in d['span_metrics'] if m['metric_id'] == 'gc'] == [$want]" \
 	"sorted(p['site'] for p in d['span_probes']) == ['usdt-count', 'usdt-count', 'usdt-done', 'usdt-start']" \
@@ -101,5 +110,10 @@ json_check "$TMP/gc.json" \
 	"d['loss']['span_returns_unmatched']['value'] == 0" \
 	"sorted((u['probe'], u['hits']) for u in d['usdt_counts']) == [('python:gc__done', $want), ('python:gc__start', $want)]" \
 	"all(u['processes'] == [{'pid': $PYPID, 'process_start_unix_ns': u['processes'][0]['process_start_unix_ns'], 'hits': $want}] for u in d['usdt_counts'])" \
-	"d['open_spans'] == []"
-echo "usdt_attach: ok ($want collections, semaphores 0 -> 1 -> 0)"
+	"d['open_spans'] == []" \
+	"{k['key']['text']: k['calls'] for k in [m for m in d['span_metrics'] if m['metric_id'] == 'gc'][0]['keys']} == $bygen_nz" \
+	"all(k['key']['kind'] == 'int' and not k['key']['other'] for k in d['span_metrics'][0]['keys'])" \
+	"{k['key']['text']: k['hits'] for k in [u for u in d['usdt_counts'] if u['probe'] == 'python:gc__start'][0]['keys']} == $bygen_nz" \
+	"all(r['key']['text'] in ('0', '1', '2') for r in d['events']['spans'])" \
+	"d['loss']['span_key_calls_other']['value'] == 0 and d['loss']['span_key_unreadable']['value'] == 0"
+echo "usdt_attach: ok ($want collections: $g0, $g1, $g2 by generation; semaphores 0 -> 1 -> 0)"

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "khbpf/span.h"
+#include "khbpf/spans.h"
 #include "spans/spansite.h"
 
 static void test_spansite__request_parse(void **state)
@@ -228,6 +229,39 @@ static void test_spansite__usdt_count_parse(void **state)
 			 -EINVAL);
 }
 
+static void test_spansite__key_parse(void **state)
+{
+	const char *bad[] = { "",
+			      "query",
+			      "query=",
+			      "query=arg0",
+			      "query=arg0:",
+			      "query=arg:str",
+			      "query=arg12:str",
+			      "query=arg01:str",
+			      "Query=arg0:str",
+			      "query=argx:int",
+			      "query=arg0:string",
+			      "=arg0:str",
+			      "q=arg-1:int",
+			      "q=arg0:int:x" };
+	struct key_request k;
+	size_t i;
+
+	(void)state;
+	assert_int_equal(key_request__parse("query=arg0:str", &k), 0);
+	assert_string_equal(k.metric, "query");
+	assert_int_equal(k.arg, 0);
+	assert_int_equal(k.kind, KHBPF_KEY_STR);
+	assert_int_equal(key_request__parse("python-gc=arg11:int", &k), 0);
+	assert_string_equal(k.metric, "python-gc");
+	assert_int_equal(k.arg, 11);
+	assert_int_equal(k.kind, KHBPF_KEY_INT);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		if (key_request__parse(bad[i], &k) != -EINVAL)
+			fail_msg("'%s' was taken", bad[i]);
+}
+
 static void test_spansite__metric_from_symbol(void **state)
 {
 	char out[KHBPF_METRIC_MAX + 1], sym[200];
@@ -296,6 +330,7 @@ int main(void)
 		cmocka_unit_test(test_spansite__request_parse),
 		cmocka_unit_test(test_spansite__usdt_request_parse),
 		cmocka_unit_test(test_spansite__usdt_count_parse),
+		cmocka_unit_test(test_spansite__key_parse),
 		cmocka_unit_test(test_spansite__metric_from_symbol),
 		cmocka_unit_test(test_spansite__fail_escapes_and_hand_over),
 	};

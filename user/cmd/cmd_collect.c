@@ -89,6 +89,10 @@ void cmd_attach_help(FILE *f)
 		"                        `khbpf list --usdt --pid PID` lists them); repeatable\n"
 		"      --usdt [OBJ:]PROVIDER:NAME  count each matching USDT probe's hits per\n"
 		"                        thread, process and in all (globs); repeatable\n"
+		"      --key METRIC=argN:str|int  split METRIC (a span's or a counted probe's)\n"
+		"                        by its START probe's or function's argument N\n"
+		"                        (0-based; str: up to 63 bytes); repeatable\n"
+		"      --max-keys N      keys per metric (default 256); more go to \"(other)\"\n"
 		"      --no-annotations  ignore KHBPF_SPAN annotations in the target\n" COLLECT_COMMON_HELP
 		"Examples:\n"
 		"  sudo khbpf attach --pid 1234 --duration 10\n"
@@ -96,7 +100,7 @@ void cmd_attach_help(FILE *f)
 		"  sudo khbpf attach --cgroup /system.slice/postgresql@15-main.service -d 10\n"
 		"  sudo khbpf attach --pid 1234 -d 5 --span 'libc.so.6:malloc=malloc'\n"
 		"  sudo khbpf attach --pid \"$(pgrep -o postgres)\" --children -d 10 \\\n"
-		"      --usdt-span postgresql:query__start,query__done=query\n"
+		"      --usdt-span postgresql:query__start,query__done=query --key query=arg0:str\n"
 		"  sudo khbpf attach --pid \"$(pidof nginx | cut -d' ' -f1)\" -d 30 -o nginx.json\n");
 }
 
@@ -138,6 +142,10 @@ void cmd_run_help(FILE *f)
 		"                        --usdt CMD` lists them); repeatable\n"
 		"      --usdt [OBJ:]PROVIDER:NAME  count each matching USDT probe's hits per\n"
 		"                        thread, process and in all (globs); repeatable\n"
+		"      --key METRIC=argN:str|int  split METRIC (a span's or a counted probe's)\n"
+		"                        by its START probe's or function's argument N\n"
+		"                        (0-based; str: up to 63 bytes); repeatable\n"
+		"      --max-keys N      keys per metric (default 256); more go to \"(other)\"\n"
 		"      --no-annotations  ignore KHBPF_SPAN annotations in CMD\n" COLLECT_COMMON_HELP
 		"Examples:\n"
 		"  sudo khbpf run -- make -j2\n"
@@ -164,6 +172,8 @@ int collect_args__parse(const char *cmd, int argc, char **argv, enum target_mode
 		{ "span", required_argument, NULL, 'S' },
 		{ "usdt-span", required_argument, NULL, 'U' },
 		{ "usdt", required_argument, NULL, 'u' },
+		{ "key", required_argument, NULL, 'k' },
+		{ "max-keys", required_argument, NULL, 'x' },
 		{ "no-annotations", no_argument, NULL, 'A' },
 		{ "max-spans", required_argument, NULL, 'X' },
 		{ "span-buffer", required_argument, NULL, 'b' },
@@ -194,6 +204,7 @@ int collect_args__parse(const char *cmd, int argc, char **argv, enum target_mode
 	so->log = stderr;
 	so->span_counters = SCHED_COUNTERS_HW;
 	so->span_reqs = a->reqs;
+	so->key_reqs = a->keys;
 	so->pids = a->pids;
 	so->cgroup_paths = a->cgroups;
 	opterr = 0;
@@ -302,6 +313,27 @@ int collect_args__parse(const char *cmd, int argc, char **argv, enum target_mode
 				cli__error(cmd, "--%s '%s': expected a count from 1 to %u",
 					   c == 'E' ? "max-exited" : "max-threads", optarg,
 					   1u << 24);
+				return CLI_EXIT_USAGE;
+			}
+			break;
+		case 'k':
+			if (so->nr_key_reqs == CMDARGS_MAX_SPANS) {
+				cli__error(cmd, "--key: at most %d of them", CMDARGS_MAX_SPANS);
+				return CLI_EXIT_USAGE;
+			}
+			if (key_request__parse(optarg, &a->keys[so->nr_key_reqs])) {
+				cli__error(
+					cmd,
+					"--key '%s': expected METRIC=argN:str or METRIC=argN:int (N from 0 to 11, a metric in kebab-case)",
+					optarg);
+				return CLI_EXIT_USAGE;
+			}
+			so->nr_key_reqs++;
+			break;
+		case 'x':
+			if (cli__parse_count(optarg, KHBPF_MAX_KEYS, &so->max_keys)) {
+				cli__error(cmd, "--max-keys '%s': expected a count from 1 to %u",
+					   optarg, KHBPF_MAX_KEYS);
 				return CLI_EXIT_USAGE;
 			}
 			break;

@@ -26,6 +26,7 @@ struct collect_args {
 	struct span_request reqs[CMDARGS_MAX_SPANS];
 	/* A request's strings: --usdt-span takes twice its length and a metric. */
 	char req_buf[CMDARGS_MAX_SPANS][1024];
+	struct key_request keys[CMDARGS_MAX_SPANS]; /* --key */
 	const char *out; /* -o, or NULL */
 	const char *html, *perfetto; /* --html / --perfetto FILE, or NULL */
 	const char *keyhog; /* --keyhog FILE, or NULL */

@@ -72,12 +72,12 @@ cleanup:
 }
 
 /*
- * Every entry of a hash map as records of rec_size bytes: the key at offset
+ * Every entry of a hash map (keys of at most 128 bytes) as records of rec_size bytes: the key at offset
  * 0, the value at val_off. An entry deleted while we walk is skipped.
  */
 int bpfdump__map(int fd, size_t key_size, size_t val_off, size_t rec_size, void **out, size_t *nr)
 {
-	char key[64], next[64], *v = NULL, *grown;
+	char key[128], next[128], *v = NULL, *grown;
 	size_t cap = 0, n = 0;
 	void *prev = NULL;
 

@@ -228,6 +228,8 @@ static int configure_variant(struct sched_collector *c, const struct sched_colle
 			 (opts->span_per_file && opts->on_exec));
 	c->span_close = spans && opts->span_close;
 	c->usdt_hits = spans && opts->usdt_hits;
+	c->keys = spans && opts->keys;
+	skel->rodata->keys_enabled = c->keys;
 	if (c->span_multi) {
 		const enum bpf_attach_type t = (enum bpf_attach_type)UPROBE_MULTI_ATTACH_TYPE;
 
@@ -469,6 +471,14 @@ int sched_collector__open(struct sched_collector **out, const struct sched_colle
 			err = err   ?:
 				      bpf_map__set_map_flags(c->skel->maps.span_agg,
 							     BPF_F_NO_PREALLOC);
+		/* --key: keys made as seen where the kernel allows, else none at all. */
+		if (!c->keys) {
+			err = err ?: bpf_map__set_max_entries(c->skel->maps.span_key_ids, 1);
+		} else if (mem_alloc) {
+			err = err   ?:
+				      bpf_map__set_map_flags(c->skel->maps.span_key_ids,
+							     BPF_F_NO_PREALLOC);
+		}
 		/* --usdt counts: made as seen where the kernel allows, else none at all. */
 		if (!c->usdt_hits)
 			err = err ?: bpf_map__set_max_entries(c->skel->maps.usdt_hits, 1);
@@ -513,6 +523,7 @@ int sched_collector__open(struct sched_collector **out, const struct sched_colle
 		err = err ?: bpf_map__set_max_entries(c->skel->maps.span_agg, 1);
 		err = err ?: bpf_map__set_max_entries(c->skel->maps.span_wakers, 1);
 		err = err ?: bpf_map__set_max_entries(c->skel->maps.usdt_hits, 1);
+		err = err ?: bpf_map__set_max_entries(c->skel->maps.span_key_ids, 1);
 		err = err ?: bpf_map__set_max_entries(c->skel->maps.span_events, 4096);
 	}
 	if (err)

@@ -119,6 +119,8 @@ struct sched_collector_opts {
 	bool span_close;
 	/* Some sites count hits (--usdt): their program and map are loaded. */
 	bool usdt_hits;
+	/* Some metrics are keyed (--key): sched_collector__set_key and _set_site_arg say how. */
+	bool keys;
 	/*
 	 * With span_per_file: each exec of a member is passed to on_exec (with
 	 * on_span_ctx), from sched_collector__drain_spans, so that the sites
@@ -187,6 +189,9 @@ struct sched_collector_stats {
 	bool sched_info; /* the kernel has sched_info (run_delay, pcount) */
 	uint64_t span_site_unresolved; /* no cookies: span entries at a site not in the map */
 	uint64_t usdt_hits_lost; /* --usdt hits the (thread, probe) table had no room for */
+	uint64_t span_key_other_calls; /* keyed calls past their metric's bound of keys */
+	uint64_t span_key_unreadable; /* keyed calls whose argument could not be read */
+	uint64_t span_key_table_full; /* keyed calls whose new key found no room */
 	bool blocked_asked; /* --blocked or --wakers was given */
 	bool blocked; /* blocked time timed (asked, and the kernel allows it) */
 	bool wakers; /* ... and who woke each thread */
@@ -253,6 +258,12 @@ struct span_waker_entry {
 struct span_agg_entry {
 	struct khbpf_span_key key;
 	struct khbpf_span_agg agg;
+};
+
+/* A key seen (--key): the keyed metric and the key, and the metric id its calls count under. */
+struct key_entry {
+	struct khbpf_key key;
+	uint32_t id;
 };
 
 /* A --usdt probe's hits (key.metric) by one thread (key.tid). */
@@ -342,6 +353,8 @@ struct sched_span_site {
 	/* The USDT semaphore's file offset (the kernel raises it while attached); 0: none. */
 	uint64_t ref_ctr_offset;
 	uint32_t metric; /* < KHBPF_MAX_METRICS */
+	/* Its keyed argument's spec (sched_collector__set_site_arg), 1-based; 0: none. */
+	uint32_t arg_slot;
 	enum sched_span_role role;
 	int err; /* out: 0 attached, else -errno */
 };
@@ -383,6 +396,18 @@ int sched_collector__span_wakers(struct sched_collector *c, struct span_waker_en
 				 size_t *nr);
 /* Exact per (thread, metric) aggregates; *out malloc'd. */
 int sched_collector__span_aggs(struct sched_collector *c, struct span_agg_entry **out, size_t *nr);
+/*
+ * --key (opts.keys): metric's calls count under their key of kind
+ * (KHBPF_KEY_INT or KHBPF_KEY_STR), at most max_keys keys; and the argument
+ * spec of slot (1..KHBPF_MAX_SPAN_SITES), which sites name in arg_slot.
+ * Before attaching them. 0 or -errno (-EINVAL out of range).
+ */
+int sched_collector__set_key(struct sched_collector *c, uint32_t metric, uint32_t kind,
+			     uint32_t max_keys);
+int sched_collector__set_site_arg(struct sched_collector *c, uint32_t slot,
+				  const struct khbpf_arg_spec *spec);
+/* Every key seen, with the metric id its calls count under; *out malloc'd. */
+int sched_collector__keys(struct sched_collector *c, struct key_entry **out, size_t *nr);
 /* Exact per (thread, probe) hits of the --usdt sites; *out malloc'd. */
 int sched_collector__usdt_hits(struct sched_collector *c, struct usdt_hit_entry **out, size_t *nr);
 /* Spans still open now (inclusive_ns unset), from the task iterator. */

@@ -39,6 +39,7 @@ struct sched_collector {
 	bool span_multi; /* span programs loaded for uprobe_multi links */
 	bool span_close; /* the USDT DONE programs are loaded (opts.span_close) */
 	bool usdt_hits; /* the --usdt hit program and map are loaded (opts.usdt_hits) */
+	bool keys; /* --key: keys_enabled, the key maps sized (opts.keys) */
 	bool task_storage; /* per-thread state in task storage, else the hashes */
 	bool mem_alloc; /* hashes allocated on use (bpf_mem_alloc), else preallocated */
 	uint64_t delivered;

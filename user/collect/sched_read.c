@@ -255,6 +255,9 @@ int sched_collector__stats(struct sched_collector *c, struct sched_collector_sta
 	out->sched_info = c->sched_info;
 	out->span_site_unresolved = c->skel->bss->span_site_unresolved;
 	out->usdt_hits_lost = c->skel->bss->usdt_hits_lost;
+	out->span_key_other_calls = c->skel->bss->span_key_other_calls;
+	out->span_key_unreadable = c->skel->bss->span_key_unreadable;
+	out->span_key_table_full = c->skel->bss->span_key_table_full;
 	out->blocked_asked = c->blocked_asked;
 	out->blocked = c->blocked;
 	out->wakers = c->wakers;

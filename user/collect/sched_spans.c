@@ -89,6 +89,12 @@ static void span_progs(struct sched_collector *c, enum sched_span_role role,
 		*close = fetch ? k->progs.khbpf_span_close : k->progs.khbpf_span_close_nofetch;
 }
 
+/* Its metric, and in the high half its keyed argument's slot (keyed_metric in span.bpf.c). */
+static uint64_t site_cookie(const struct sched_span_site *site)
+{
+	return (uint64_t)site->metric | (uint64_t)site->arg_slot << 32;
+}
+
 /*
  * One site, the classic way: a link of its own per program, a uprobe (and
  * for a function a uretprobe); a USDT semaphore is the uprobe's reference
@@ -96,7 +102,7 @@ static void span_progs(struct sched_collector *c, enum sched_span_role role,
  */
 static int attach_site(struct sched_collector *c, const struct sched_span_site *site, pid_t pid)
 {
-	LIBBPF_OPTS(bpf_uprobe_opts, uo, .bpf_cookie = site->metric,
+	LIBBPF_OPTS(bpf_uprobe_opts, uo, .bpf_cookie = site_cookie(site),
 		    .ref_ctr_offset = (size_t)site->ref_ctr_offset);
 	struct bpf_program *opener, *closer;
 	struct bpf_link *in = NULL, *out = NULL;
@@ -104,25 +110,29 @@ static int attach_site(struct sched_collector *c, const struct sched_span_site *
 
 	span_progs(c, site->role, &opener, &closer);
 	if (!c->feat.have[KFEAT_ATTACH_COOKIE]) {
-		/* No cookies (the kernel refuses a nonzero one): the site map says the metric. */
+		/*
+		 * No cookies (the kernel refuses a nonzero one): the site map says
+		 * the metric, one per role: a span program and a --usdt hit
+		 * program may share a site, two span metrics may not.
+		 */
 		struct khbpf_site_key key = { .offset = site->offset };
+		struct khbpf_site_val val = { .metric = { KHBPF_SITE_NONE, KHBPF_SITE_NONE } };
+		unsigned int role = site->role == SCHED_SPAN_HIT ? KHBPF_SITE_HIT : KHBPF_SITE_SPAN;
 		struct stat st;
-		uint32_t had;
 
 		if (stat(site->path, &st))
 			return -errno;
 		key.ino = st.st_ino;
 		uo.bpf_cookie = 0;
-		/*
-		 * One metric per site: a site that is both a span's end and a
-		 * counted probe, with different metrics, cannot be told apart.
-		 */
-		if (!bpf_map__lookup_elem(c->skel->maps.span_site_metric, &key, sizeof(key), &had,
-					  sizeof(had), 0) &&
-		    had != site->metric)
+		bpf_map__lookup_elem(c->skel->maps.span_site_metric, &key, sizeof(key), &val,
+				     sizeof(val), 0);
+		if (val.metric[role] != KHBPF_SITE_NONE &&
+		    (val.metric[role] != site->metric || val.slot[role] != site->arg_slot))
 			return -EBUSY;
-		err = bpf_map__update_elem(c->skel->maps.span_site_metric, &key, sizeof(key),
-					   &site->metric, sizeof(site->metric), BPF_ANY);
+		val.metric[role] = site->metric;
+		val.slot[role] = site->arg_slot;
+		err = bpf_map__update_elem(c->skel->maps.span_site_metric, &key, sizeof(key), &val,
+					   sizeof(val), BPF_ANY);
 		if (err)
 			return err;
 	}
@@ -187,7 +197,7 @@ static void attach_group(struct sched_collector *c, struct sched_span_site *site
 		pid = 0;
 	for (i = 0; i < n; i++) {
 		b->offsets[i] = sites[idx[i]].offset;
-		b->cookies[i] = sites[idx[i]].metric;
+		b->cookies[i] = site_cookie(&sites[idx[i]]);
 		b->ref_ctrs[i] = sites[idx[i]].ref_ctr_offset;
 		any_ref |= b->ref_ctrs[i] != 0;
 	}
@@ -359,6 +369,45 @@ int sched_collector__span_aggs(struct sched_collector *c, struct span_agg_entry 
 
 	err = bpfdump__map(bpf_map__fd(c->skel->maps.span_agg), sizeof(struct khbpf_span_key),
 			   offsetof(struct span_agg_entry, agg), sizeof(**out), &v, nr);
+	*out = err ? NULL : v;
+	return err;
+}
+
+int sched_collector__set_key(struct sched_collector *c, uint32_t metric, uint32_t kind,
+			     uint32_t max_keys)
+{
+	struct khbpf_key_conf kc = { .kind = kind, .max_keys = max_keys };
+
+	if (!c->keys || metric >= KHBPF_MAX_METRICS ||
+	    (kind != KHBPF_KEY_INT && kind != KHBPF_KEY_STR) || !max_keys)
+		return -EINVAL;
+	return bpf_map__update_elem(c->skel->maps.span_key_conf, &metric, sizeof(metric), &kc,
+				    sizeof(kc), BPF_ANY);
+}
+
+int sched_collector__set_site_arg(struct sched_collector *c, uint32_t slot,
+				  const struct khbpf_arg_spec *spec)
+{
+	uint32_t idx = slot - 1;
+
+	if (!c->keys || !slot || slot > KHBPF_MAX_SPAN_SITES)
+		return -EINVAL;
+	return bpf_map__update_elem(c->skel->maps.span_site_args, &idx, sizeof(idx), spec,
+				    sizeof(*spec), BPF_ANY);
+}
+
+int sched_collector__keys(struct sched_collector *c, struct key_entry **out, size_t *nr)
+{
+	void *v;
+	int err;
+
+	if (!c->keys) {
+		*out = NULL;
+		*nr = 0;
+		return 0;
+	}
+	err = bpfdump__map(bpf_map__fd(c->skel->maps.span_key_ids), sizeof(struct khbpf_key),
+			   offsetof(struct key_entry, id), sizeof(**out), &v, nr);
 	*out = err ? NULL : v;
 	return err;
 }

@@ -311,6 +311,15 @@ static struct json_object *span_metric_json(const struct span_metric *m, int *er
 		push(hist, b, err);
 	}
 	add(obj, "histogram", hist, err);
+	if (m->is_key)
+		add(obj, "key", evjson__key(&m->key), err);
+	if (m->keys) {
+		struct json_object *keys = json_object_new_array_ext((int)m->nr_keys);
+
+		for (i = 0; keys && i < m->nr_keys; i++)
+			push(keys, span_metric_json(&m->keys[i], err), err);
+		add(obj, "keys", keys, err);
+	}
 	return obj;
 }
 
@@ -381,6 +390,19 @@ static struct json_object *usdt_count_json(const struct usdt_count *u, int *err)
 	add(obj, "hits", evjson__u64(u->hits), err);
 	add(obj, "processes", usdt_by_json(u->processes, u->nr_processes, true, err), err);
 	add(obj, "threads", usdt_by_json(u->threads, u->nr_threads, false, err), err);
+	if (u->keys) {
+		struct json_object *keys = json_object_new_array_ext((int)u->nr_keys);
+		size_t i;
+
+		for (i = 0; keys && i < u->nr_keys; i++) {
+			struct json_object *k = json_object_new_object();
+
+			add(k, "key", evjson__key(&u->keys[i].key), err);
+			add(k, "hits", evjson__u64(u->keys[i].hits), err);
+			push(keys, k, err);
+		}
+		add(obj, "keys", keys, err);
+	}
 	return obj;
 }
 
@@ -487,6 +509,8 @@ static struct json_object *doc_json(const struct evidence_doc *doc, bool lazy)
 		add(os, "metric_id", evjson__string(o->metric_id), &err);
 		add(os, "thread_id", evjson__u64(o->thread_id), &err);
 		add(os, "start_ns", evjson__u64(o->start_ns), &err);
+		if (o->key.text)
+			add(os, "key", evjson__key(&o->key), &err);
 		push(arr, os, &err);
 	}
 	add(obj, "open_spans", arr, &err);

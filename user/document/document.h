@@ -159,6 +159,11 @@ struct span_metric {
 	struct span_ledger ledger; /* sums over the finished calls */
 	const struct log2_bucket *histogram;
 	size_t nr_buckets;
+	/* --key: a keyed metric's keys, each as a metric of its own (is_key, key). */
+	const struct span_metric *keys;
+	size_t nr_keys;
+	bool is_key;
+	struct doc_key key;
 };
 
 /* A metric's calls in one process (`process_span_metrics`, a khbpf addition). */
@@ -178,6 +183,11 @@ struct usdt_count_by {
 	uint64_t hits;
 };
 
+struct usdt_key_hits {
+	struct doc_key key;
+	uint64_t hits;
+};
+
 /* A counted USDT probe (--usdt; a khbpf addition: `usdt_counts`). */
 struct usdt_count {
 	const char *metric_id;
@@ -187,6 +197,9 @@ struct usdt_count {
 	size_t nr_processes;
 	const struct usdt_count_by *threads; /* by thread id */
 	size_t nr_threads;
+	/* --key: hits by key (most first, "(other)" last). */
+	const struct usdt_key_hits *keys;
+	size_t nr_keys;
 };
 
 /* A span still open at the window's end (a khbpf addition: `open_spans`). */
@@ -196,6 +209,7 @@ struct open_span {
 	char metric_id[SPAN_METRIC_ID_MAX];
 	uint64_t thread_id;
 	uint64_t start_ns;
+	struct doc_key key; /* --key */
 };
 
 struct span_probe {

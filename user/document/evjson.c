@@ -378,6 +378,18 @@ struct json_object *evjson__span_hw_aggregation(const struct span_hw_aggregation
 	return finish(obj, err);
 }
 
+struct json_object *evjson__key(const struct doc_key *k)
+{
+	int err = 0;
+	struct json_object *obj = json_object_new_object();
+
+	add(obj, "text", evjson__string(k->text), &err);
+	add(obj, "kind", json_object_new_string(k->is_str ? "str" : "int"), &err);
+	add(obj, "truncated", json_object_new_boolean(k->truncated), &err);
+	add(obj, "other", json_object_new_boolean(k->other), &err);
+	return finish(obj, err);
+}
+
 struct json_object *evjson__span_record(const struct span_record *s)
 {
 	int err = 0;
@@ -387,6 +399,8 @@ struct json_object *evjson__span_record(const struct span_record *s)
 	add(obj, "span_id", evjson__u64(s->span_id), &err);
 	add(obj, "parent_span_id", evjson__ev_u64(s->parent_span_id), &err);
 	add(obj, "metric_id", evjson__string(s->metric_id), &err);
+	if (s->key.text)
+		add(obj, "key", evjson__key(&s->key), &err);
 	add(obj, "start_ns", evjson__u64(s->start_ns), &err);
 	add(obj, "inclusive_ns", evjson__u64(s->inclusive_ns), &err);
 	add(obj, "exclusive_ns", evjson__u64(s->exclusive_ns), &err);

@@ -25,6 +25,8 @@ struct json_object *evjson__string_len(const char *bytes, size_t len);
 /* The sanitized copy itself (malloc'd), for text output; NULL on ENOMEM. */
 char *evjson__utf8_sanitize(const char *bytes, size_t len);
 
+/* A --key key: {text, kind ("str" or "int"), truncated, other}; NULL text: not keyed. */
+struct json_object *evjson__key(const struct doc_key *k);
 struct json_object *evjson__u64(uint64_t v);
 struct json_object *evjson__ev_u64(struct ev_u64 ev);
 struct json_object *evjson__ev_u32(struct ev_u32 ev);

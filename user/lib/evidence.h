@@ -373,10 +373,19 @@ struct span_ledger {
 	struct blocked_evidence blocked;
 };
 
+/* A --key key of a span or probe hit: its text (an int in decimal), or its metric's "(other)". */
+struct doc_key {
+	const char *text; /* NULL: not keyed */
+	bool is_str;
+	bool truncated; /* a str cut at 63 bytes */
+	bool other; /* past the metric's bound of keys, or its argument unreadable */
+};
+
 struct span_record {
 	uint64_t span_id;
 	struct ev_u64 parent_span_id;
 	char metric_id[SPAN_METRIC_ID_MAX];
+	struct doc_key key; /* --key: the key it counted under */
 	uint64_t start_ns;
 	uint64_t inclusive_ns;
 	uint64_t exclusive_ns;

@@ -308,7 +308,7 @@ int report_doc__load_file(const char *path, struct report_doc **doc, char *err, 
 
 void report_doc__free(struct report_doc *d)
 {
-	size_t i;
+	size_t i, j;
 
 	if (!d)
 		return;
@@ -319,6 +319,11 @@ void report_doc__free(struct report_doc *d)
 	for (i = 0; i < d->nr_metrics; i++) {
 		free(d->metrics[i].hist);
 		free(d->metrics[i].blocked.wakers);
+		for (j = 0; j < d->metrics[i].nr_keys; j++) {
+			free(d->metrics[i].keys[j].hist);
+			free(d->metrics[i].keys[j].blocked.wakers);
+		}
+		free(d->metrics[i].keys);
 	}
 	free(d->blocked.wakers);
 	for (i = 0; d->spans && i < d->nr_spans; i++)

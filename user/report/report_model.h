@@ -143,6 +143,9 @@ struct report_metric {
 	struct ev_u64 on_cpu_ns;
 	uint64_t run_delay_ns;
 	struct report_blocked blocked;
+	/* --key: its keys (span_metrics[].keys), each with id its key's text. */
+	struct report_metric *keys;
+	size_t nr_keys;
 };
 
 struct report_collector {

@@ -286,19 +286,45 @@ static size_t metric_index(struct loader *ld, const char *id)
 	return d->nr_metrics++;
 }
 
+/* A span metric's (or key's) totals, histogram and ledger. */
+static void load_metric_fields(struct loader *ld, struct json_object *o, const char *w,
+			       struct report_metric *m)
+{
+	struct json_object *l;
+	char wh[160];
+
+	m->has_totals = true;
+	m->calls = loader__get_u64(ld, o, w, "calls");
+	m->inclusive_ns = loader__get_u64(ld, o, w, "inclusive_ns");
+	m->exclusive_ns = loader__get_u64(ld, o, w, "exclusive_ns");
+	m->unfinished = loader__get_u64(ld, o, w, "unfinished");
+	snprintf(wh, sizeof(wh), "%s.histogram", w);
+	m->hist = loader__get_buckets(
+		ld, loader__member(ld, o, w, "histogram", json_type_array, false), wh, &m->nr_hist);
+	l = loader__member(ld, o, w, "scheduler", json_type_object, false);
+	if (l) {
+		snprintf(wh, sizeof(wh), "%s.scheduler", w);
+		m->has_ledger = true;
+		m->on_cpu_ns = loader__get_ev_u64(ld, l, wh, "on_cpu_ns");
+		m->run_delay_ns = loader__get_u64(ld, l, wh, "run_delay_ns");
+		loader__get_blocked(ld, l, wh, "blocked", &m->blocked);
+	}
+}
+
 static void load_metrics(struct loader *ld, struct json_object *root)
 {
 	struct report_doc *d = ld->doc;
 	struct json_object *arr =
 		loader__member(ld, root, "", "span_metrics", json_type_array, false);
 	size_t i, n = arr ? json_object_array_length(arr) : 0;
-	char w[64], wh[80];
+	char w[64], wh[160];
 
 	for (i = 0; i < n && !ld->failed; i++) {
-		struct json_object *o = json_object_array_get_idx(arr, i), *l;
+		struct json_object *o = json_object_array_get_idx(arr, i), *keys;
 		struct report_metric *m;
 		const char *id;
-		size_t k;
+		size_t k, nk, j;
+		char wk[96];
 
 		snprintf(w, sizeof(w), "span_metrics[%zu]", i);
 		id = loader__get_str(ld, o, w, "metric_id", true);
@@ -312,22 +338,25 @@ static void load_metrics(struct loader *ld, struct json_object *root)
 			loader__fail(ld, "%s: metric '%s' is listed twice", w, id);
 			break;
 		}
-		m->has_totals = true;
-		m->calls = loader__get_u64(ld, o, w, "calls");
-		m->inclusive_ns = loader__get_u64(ld, o, w, "inclusive_ns");
-		m->exclusive_ns = loader__get_u64(ld, o, w, "exclusive_ns");
-		m->unfinished = loader__get_u64(ld, o, w, "unfinished");
-		snprintf(wh, sizeof(wh), "%s.histogram", w);
-		m->hist = loader__get_buckets(
-			ld, loader__member(ld, o, w, "histogram", json_type_array, false), wh,
-			&m->nr_hist);
-		l = loader__member(ld, o, w, "scheduler", json_type_object, false);
-		if (l) {
-			snprintf(wh, sizeof(wh), "%s.scheduler", w);
-			m->has_ledger = true;
-			m->on_cpu_ns = loader__get_ev_u64(ld, l, wh, "on_cpu_ns");
-			m->run_delay_ns = loader__get_u64(ld, l, wh, "run_delay_ns");
-			loader__get_blocked(ld, l, wh, "blocked", &m->blocked);
+		load_metric_fields(ld, o, w, m);
+		keys = loader__member(ld, o, w, "keys", json_type_array, false);
+		nk = keys ? json_object_array_length(keys) : 0;
+		m->keys = nk ? calloc(nk, sizeof(*m->keys)) : NULL;
+		if (nk && !m->keys) {
+			loader__nomem(ld);
+			break;
+		}
+		for (j = 0; j < nk && !ld->failed; j++) {
+			struct json_object *ko = json_object_array_get_idx(keys, j), *key;
+			struct report_metric *km = &m->keys[m->nr_keys++];
+
+			snprintf(wk, sizeof(wk), "%s.keys[%zu]", w, j);
+			load_metric_fields(ld, ko, wk, km);
+			key = loader__member(ld, ko, wk, "key", json_type_object, true);
+			snprintf(wh, sizeof(wh), "%s.key", wk);
+			km->id = key ? loader__get_str(ld, key, wh, "text", true) : NULL;
+			if (!km->id)
+				break;
 		}
 	}
 }

@@ -465,6 +465,25 @@ static void print_metric_time(const struct report_metric *m, FILE *f)
 	}
 }
 
+/* The first REPORT_TEXT_KEYS keys of a keyed metric (the document's order: most time first). */
+#define REPORT_TEXT_KEYS 10
+static void print_keys(const struct report_metric *m, FILE *f)
+{
+	size_t i, shown = m->nr_keys < REPORT_TEXT_KEYS ? m->nr_keys : REPORT_TEXT_KEYS;
+	uint64_t total = m->exclusive_ns;
+
+	if (!m->nr_keys)
+		return;
+	put_name(f, "\n  Keys of %s", m->id);
+	fprintf(f, " (--key; %zu of %zu, most inclusive time first)\n", shown, m->nr_keys);
+	fprintf(f, "  %-26s %9s %10s %10s %6s %9s %9s %9s %5s\n", "KEY", "CALLS", "INCLUSIVE",
+		"EXCLUSIVE", "EXCL%", "MEAN", "P50<=", "P99<=", "OPEN");
+	for (i = 0; i < shown; i++)
+		print_metric(&m->keys[i], total, f);
+	for (i = 0; i < shown; i++)
+		print_metric_time(&m->keys[i], f);
+}
+
 static int print_spans(const struct report_doc *d, FILE *f)
 {
 	const struct report_metric **v;
@@ -517,6 +536,8 @@ static int print_spans(const struct report_doc *d, FILE *f)
 		for (i = 0; i < d->nr_metrics; i++)
 			print_metric_time(v[i], f);
 	}
+	for (i = 0; i < d->nr_metrics; i++)
+		print_keys(v[i], f);
 	free(v);
 	return 0;
 }

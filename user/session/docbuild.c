@@ -24,6 +24,7 @@ struct docbuild {
 	uint64_t metrics_without_process;
 	struct usdt_count *usdt_counts;
 	struct usdt_count_by *usdt_by; /* every count's processes and threads */
+	struct usdt_key_hits *usdt_keys; /* every count's keys (--key) */
 	uint64_t usdt_hits_without_process;
 	struct waker_row *waker_rows; /* every thread's, then the process's */
 	struct collector_capability caps[6];
@@ -407,6 +408,40 @@ static size_t by_merge(struct usdt_count_by *v, size_t n)
 	return j;
 }
 
+static int key_hits_cmp(const void *a, const void *b)
+{
+	const struct usdt_key_hits *x = a, *y = b;
+
+	if (x->key.other != y->key.other)
+		return x->key.other ? 1 : -1;
+	if (x->hits != y->hits)
+		return x->hits > y->hits ? -1 : 1;
+	return strcmp(x->key.text, y->key.text);
+}
+
+/* A keyed probe's hits by key (r->key_hits are by thread and key), into v: how many. */
+static size_t usdt_keys_of(const struct span_run *r, uint32_t metric, struct usdt_key_hits *v)
+{
+	size_t i, j, n = 0;
+
+	for (i = 0; i < r->nr_key_hits; i++) {
+		const struct usdt_hit_entry *h = &r->key_hits[i];
+		const struct span_key *k = &r->keys[h->key.metric];
+
+		if (k->metric != metric || !h->hits)
+			continue;
+		for (j = 0; j < n && v[j].key.text != k->text; j++)
+			;
+		if (j == n) {
+			span_run__doc_key(r, h->key.metric, &v[n].key);
+			v[n++].hits = 0;
+		}
+		v[j].hits = sat_add(v[j].hits, h->hits);
+	}
+	qsort(v, n, sizeof(*v), key_hits_cmp);
+	return n;
+}
+
 /*
  * Counted USDT probes: the kernel's (thread, probe) hits, each probe's
  * threads and, through the window's threads, its processes. Hits of a
@@ -420,13 +455,14 @@ static int fill_usdt_counts(struct docbuild *b)
 	const struct span_run *r = s->spans;
 	struct usdt_count_by *by;
 	struct usdt_count *v;
-	size_t m, i, n = 0, used = 0;
+	size_t m, i, n = 0, used = 0, keys_used = 0;
 
 	if (!r || !r->nr_metrics)
 		return 0;
 	v = calloc(r->nr_metrics, sizeof(*v));
 	by = calloc(2 * r->nr_hits + 1, sizeof(*by));
-	if (!v || !by) {
+	b->usdt_keys = calloc(r->nr_key_hits + 1, sizeof(*b->usdt_keys));
+	if (!v || !by || !b->usdt_keys) {
 		free(v);
 		free(by);
 		return -ENOMEM;
@@ -472,6 +508,11 @@ static int fill_usdt_counts(struct docbuild *b)
 		u->processes = procs;
 		u->nr_processes = np;
 		used += nt + np;
+		if (r->key_kind && r->key_kind[m]) {
+			u->keys = b->usdt_keys + keys_used;
+			u->nr_keys = usdt_keys_of(r, (uint32_t)m, b->usdt_keys + keys_used);
+			keys_used += u->nr_keys;
+		}
 		n++;
 	}
 	b->usdt_counts = v;
@@ -771,6 +812,9 @@ static int build_document(struct docbuild *b)
 	LOSS("span_aggregates_without_process", b->metrics_without_process);
 	LOSS("usdt_hits_lost", s->stats.usdt_hits_lost);
 	LOSS("usdt_hits_without_process", b->usdt_hits_without_process);
+	LOSS("span_key_calls_other", s->stats.span_key_other_calls);
+	LOSS("span_key_unreadable", s->stats.span_key_unreadable);
+	LOSS("span_key_table_full", s->stats.span_key_table_full);
 	LOSS("span_execs_attached_late", s->spans->execs_late);
 	LOSS("span_exec_events_dropped", s->stats.exec_events_dropped);
 	LOSS("span_execs_unreadable", s->spans->exec_search_errors);
@@ -865,6 +909,8 @@ void docbuild__reset(struct docbuild *b)
 	b->usdt_counts = NULL;
 	free(b->usdt_by);
 	b->usdt_by = NULL;
+	free(b->usdt_keys);
+	b->usdt_keys = NULL;
 	b->usdt_hits_without_process = 0;
 	free(b->waker_rows);
 	b->waker_rows = NULL;
@@ -884,6 +930,7 @@ void docbuild__destroy(struct docbuild *b)
 	free(b->process_metrics);
 	free(b->usdt_counts);
 	free(b->usdt_by);
+	free(b->usdt_keys);
 	free(b->waker_rows);
 	free(b);
 }

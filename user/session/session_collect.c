@@ -231,6 +231,9 @@ static void discover_spans(struct session *s)
 		.nr_reqs = s->opts.nr_span_reqs,
 		.no_annotations = s->opts.no_annotations,
 		.max_records = s->opts.max_spans,
+		.key_reqs = s->opts.key_reqs,
+		.nr_key_reqs = s->opts.nr_key_reqs,
+		.max_keys = s->opts.max_keys,
 	};
 	char exe[PATH_MAX], dir[PATH_MAX + 256];
 	pid_t *pids = NULL, *more = NULL;
@@ -329,6 +332,7 @@ void session__setup_collector(struct session *s)
 						   s->opts.nr_span_reqs, SPAN_SITE_USDT_DONE);
 		co.usdt_hits = span_run__has_kind(&s->spans, s->opts.span_reqs,
 						  s->opts.nr_span_reqs, SPAN_SITE_USDT_COUNT);
+		co.keys = s->opts.nr_key_reqs > 0;
 		co.on_exec = grows ? span_run__on_exec : NULL;
 	}
 	if (s->opts.no_bpf) {

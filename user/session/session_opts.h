@@ -29,6 +29,9 @@ struct session_opts {
 	const struct span_request *span_reqs; /* --span */
 	size_t nr_span_reqs;
 	bool no_annotations; /* ignore KHBPF_SPAN notes */
+	const struct key_request *key_reqs; /* --key */
+	size_t nr_key_reqs;
+	uint32_t max_keys; /* --max-keys: keys per metric; 0 → KHBPF_DEFAULT_KEYS_PER_METRIC */
 	uint64_t max_spans; /* span records kept; 0 → default */
 	uint32_t span_buffer; /* the span ring buffer's bytes (--span-buffer); 0 → default */
 	enum sched_counters span_counters; /* per-span counter readings */

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "spans/spanrun.h"
+#include "spans/spankeys.h"
 
 static bool was_searched(const struct span_run *r, const char *object)
 {
@@ -85,7 +86,7 @@ void span_run__on_exec(void *ctx, const struct khbpf_exec_event *e)
 	char exe[PATH_MAX], **objects = NULL, **fresh, reason[256];
 	struct span_site *found = NULL;
 	struct sched_span_site *v;
-	size_t nr_objects = 0, nr_fresh = 0, nr_found = 0, i, n = 0, first;
+	size_t nr_objects = 0, nr_fresh = 0, nr_found = 0, i, n = 0, nv = 0, first;
 	uint64_t now;
 	int err;
 
@@ -134,19 +135,25 @@ void span_run__on_exec(void *ctx, const struct khbpf_exec_event *e)
 		r->sites[first + n] = found[i];
 		r->site_metric[first + n] = metric;
 		r->site_exec_pid[first + n] = e->pid;
-		v[n] = span_run__collector_site(&r->sites[first + n], metric);
+		r->site_exec_delay_ns[first + n] = 0;
+		/* A site whose key cannot be read is not attached (its reason says why). */
+		spankeys__site(r, first + n);
+		if (!r->sites[first + n].err)
+			v[nv++] = span_run__collector_site(&r->sites[first + n], metric);
 		n++;
 	}
 	spanfind__free(found, nr_found);
 	r->nr_sites += n;
-	err = n ? sched_collector__attach_spans(r->coll, v, n, -1) : 0;
+	err = nv ? sched_collector__attach_spans(r->coll, v, nv, -1) : 0;
 	now = mono_ns();
-	for (i = 0; i < n; i++) {
+	for (i = 0, nv = 0; i < n; i++) {
 		struct span_site *s = &r->sites[first + i];
 
+		if (s->err)
+			continue;
 		r->site_exec_delay_ns[first + i] = now > e->ns ? now - e->ns : 0;
-		if (err < 0 || v[i].err) {
-			s->err = err < 0 ? err : v[i].err;
+		if (err < 0 || v[nv++].err) {
+			s->err = err < 0 ? err : v[nv - 1].err;
 			snprintf(s->reason, sizeof(s->reason),
 				 "%.100s: cannot attach uprobes at offset 0x%llx: %.60s", s->object,
 				 (unsigned long long)s->offset, strerror(-s->err));

@@ -6,6 +6,7 @@
 
 #include "collect/sched_window.h"
 #include "spans/spanrun.h"
+#include "spans/spankeys.h"
 
 #define STR_(x) #x
 #define STR(x) STR_(x)
@@ -133,7 +134,7 @@ int span_run__discover(struct span_run *r, const struct span_run_opts *o)
 			site_error(s, -E2BIG, s->metric,
 				   "more than 1024 distinct metrics; this one is not attached");
 	}
-	return 0;
+	return spankeys__setup(r, o->key_reqs, o->nr_key_reqs, o->max_keys);
 }
 
 size_t span_run__usable(const struct span_run *r)
@@ -156,6 +157,7 @@ struct sched_span_site span_run__collector_site(const struct span_site *s, uint3
 					 .offset = s->offset,
 					 .ref_ctr_offset = s->ref_ctr_offset,
 					 .metric = metric,
+					 .arg_slot = s->key_slot,
 					 .role = role };
 }
 
@@ -191,6 +193,12 @@ void span_run__attach(struct span_run *r, struct sched_collector *c, pid_t pid)
 		v[n++] = span_run__collector_site(&r->sites[i], r->site_metric[i]);
 	}
 	r->coll = c;
+	err = spankeys__apply(r, c);
+	if (err) {
+		span_run__unattach(r, strerror(-err));
+		free(v);
+		return;
+	}
 	err = sched_collector__attach_spans(c, v, n, pid);
 	if (err < 0) {
 		span_run__unattach(r, strerror(-err));
@@ -339,8 +347,10 @@ int span_run__finish(struct span_run *r, struct sched_collector *c)
 	err = err ?: sched_collector__span_aggs(c, &r->aggs, &r->nr_aggs);
 	err = err ?: sched_collector__usdt_hits(c, &r->hits, &r->nr_hits);
 	err = err ?: sched_collector__open_spans(c, &r->open, &r->nr_open);
-	if (err || !r->nr_exit_open)
+	if (err)
 		return err;
+	if (!r->nr_exit_open)
+		return spankeys__unkey(r, c);
 	/* Those of threads that exited with spans open come first. */
 	grown = realloc(r->exit_open, (r->nr_exit_open + r->nr_open) * sizeof(*grown));
 	if (!grown)
@@ -352,7 +362,7 @@ int span_run__finish(struct span_run *r, struct sched_collector *c)
 	r->nr_open += r->nr_exit_open;
 	r->exit_open = NULL;
 	r->nr_exit_open = r->exit_open_cap = 0;
-	return 0;
+	return spankeys__unkey(r, c);
 }
 
 /* Start relative to the window's start, as the document has it (0 before it). */
@@ -420,13 +430,17 @@ void span_run__record(const void *ctx, size_t i, struct span_record *s)
 {
 	const struct span_run *r = ctx;
 	const struct khbpf_span_event *e = &r->events.recs[i];
+	const struct span_key *k = spankeys__find(r, e->metric);
+	uint32_t metric = k ? k->metric : e->metric;
 
 	memset(s, 0, sizeof(*s));
 	s->span_id = e->span_id;
 	s->parent_span_id = e->parent_span_id ? ev_u64__recorded(e->parent_span_id) :
 						ev_u64__gap(EV_GAP_UNAVAILABLE);
 	snprintf(s->metric_id, sizeof(s->metric_id), "%s",
-		 e->metric < r->nr_metrics ? r->metrics[e->metric] : "unknown");
+		 metric < r->nr_metrics ? r->metrics[metric] : "unknown");
+	if (k)
+		span_run__doc_key(r, (uint32_t)(k - r->keys), &s->key);
 	s->start_ns = rel_start(e->start_ns, r->start_mono_ns);
 	s->inclusive_ns = e->inclusive_ns;
 	s->exclusive_ns = e->exclusive_ns;
@@ -483,6 +497,117 @@ static int span_run__hw_aggregation(const struct span_run *r, bool counters,
 	return err;
 }
 
+/*
+ * m's totals, ledger and histogram from the aggregates of metric (or key
+ * index) want; with_wakers: its wakers, which are by metric.
+ */
+static void build_metric(struct span_run *r, struct span_metric *m,
+			 const struct span_agg_entry *aggs, size_t n, uint32_t want,
+			 bool with_wakers, size_t *nb)
+{
+	uint64_t hist[KHBPF_RQ_SLOTS] = { 0 }, gaps = 0;
+	struct khbpf_span_ledger l = { 0 };
+	size_t j, k;
+
+	for (j = 0; j < n; j++) {
+		const struct span_agg_entry *a = &aggs[j];
+
+		if (a->key.metric != want)
+			continue;
+		m->calls += a->agg.calls;
+		m->inclusive_ns += a->agg.inclusive_ns;
+		m->exclusive_ns += a->agg.exclusive_ns;
+		l.on_cpu_ns += a->agg.ledger.on_cpu_ns;
+		l.run_delay_ns += a->agg.ledger.run_delay_ns;
+		l.nvcsw += a->agg.ledger.nvcsw;
+		l.nivcsw += a->agg.ledger.nivcsw;
+		l.migrations += a->agg.ledger.migrations;
+		l.offcpu_ns += a->agg.ledger.offcpu_ns;
+		for (k = 0; k < KHBPF_BLOCK_CAUSES; k++) {
+			l.blocked.ns[k] += a->agg.ledger.blocked.ns[k];
+			l.blocked.count[k] += a->agg.ledger.blocked.count[k];
+		}
+		gaps += a->agg.clock_gap_calls;
+		for (k = 0; k < KHBPF_RQ_SLOTS; k++)
+			hist[k] += a->agg.hist[k];
+	}
+	ledger_from(&m->ledger, &l, gaps > 0, r->blocked, r->blocked_gap);
+	if (with_wakers && r->wakers && m->ledger.blocked.recorded) {
+		/* metric_wakers are by metric: this one's are a run of them. */
+		for (j = 0; j < r->nr_metric_wakers && r->metric_wakers[j].key.metric < want; j++)
+			;
+		for (k = j; k < r->nr_metric_wakers && r->metric_wakers[k].key.metric == want; k++)
+			;
+		span_wakes__metric(&r->wakes, &r->metric_wakers[j], k - j, &r->metric_rows[j],
+				   &m->ledger.blocked);
+	}
+	m->histogram = &r->buckets[*nb];
+	for (k = 0; k < KHBPF_RQ_SLOTS; k++) {
+		if (!hist[k])
+			continue;
+		r->buckets[*nb].lower_bound = rq_slot__lower((unsigned int)k);
+		r->buckets[*nb].upper_bound = rq_slot__upper((unsigned int)k);
+		r->buckets[*nb].count = hist[k];
+		(*nb)++;
+		m->nr_buckets++;
+	}
+}
+
+void span_run__doc_key(const struct span_run *r, uint32_t k, struct doc_key *out)
+{
+	const struct span_key *key = &r->keys[k];
+
+	out->text = key->text;
+	out->is_str = key->is_str;
+	out->truncated = key->truncated;
+	out->other = key->other;
+}
+
+static int key_by_inclusive(const void *a, const void *b)
+{
+	const struct span_metric *x = a, *y = b;
+
+	if (x->key.other != y->key.other)
+		return x->key.other ? 1 : -1;
+	if (x->inclusive_ns != y->inclusive_ns)
+		return x->inclusive_ns > y->inclusive_ns ? -1 : 1;
+	return strcmp(x->key.text, y->key.text);
+}
+
+/* A keyed metric's keys with calls, each a span_metric of its own (wakers: the metric's). */
+static void key_metrics(struct span_run *r, struct span_metric *m, uint32_t metric, size_t *nb)
+{
+	struct span_metric *v = r->doc_keys + r->nr_doc_keys;
+	size_t i, j, n = 0;
+
+	for (i = 0; i < r->nr_keys; i++) {
+		const struct span_key *k = &r->keys[i];
+		struct span_metric *km = &v[n];
+
+		if (k->metric != metric)
+			continue;
+		memset(km, 0, sizeof(*km));
+		snprintf(km->metric_id, sizeof(km->metric_id), "%s", m->metric_id);
+		build_metric(r, km, r->key_aggs, r->nr_key_aggs, (uint32_t)i, false, nb);
+		for (j = 0; j < r->nr_open; j++)
+			km->unfinished += r->open_key && r->open_key[j] == i + 1;
+		if (!km->calls && !km->unfinished) {
+			/* Buckets of a key without calls: none were taken. */
+			continue;
+		}
+		km->is_key = true;
+		km->key.text = k->text;
+		km->key.is_str = k->is_str;
+		km->key.truncated = k->truncated;
+		km->key.other = k->other;
+		n++;
+	}
+	qsort(v, n, sizeof(*v), key_by_inclusive);
+	m->keys = v;
+	m->nr_keys = n;
+	r->nr_doc_keys += n;
+}
+
 int span_run__document(struct span_run *r, uint64_t start_mono_ns, bool counters,
 		       enum ev_gap hw_reason, struct evidence_doc *doc,
 		       struct span_hw_aggregation *agg)
@@ -490,13 +615,14 @@ int span_run__document(struct span_run *r, uint64_t start_mono_ns, bool counters
 	size_t i, j, nb = 0;
 
 	r->doc_metrics = calloc(r->nr_metrics ? r->nr_metrics : 1, sizeof(*r->doc_metrics));
-	r->buckets =
-		calloc(r->nr_metrics ? r->nr_metrics * KHBPF_RQ_SLOTS : 1, sizeof(*r->buckets));
+	r->doc_keys = calloc(r->nr_keys + 1, sizeof(*r->doc_keys));
+	r->buckets = calloc((r->nr_metrics + r->nr_keys) * KHBPF_RQ_SLOTS + 1, sizeof(*r->buckets));
 	r->probes = calloc(r->nr_sites ? r->nr_sites : 1, sizeof(*r->probes));
 	r->doc_open = calloc(r->nr_open ? r->nr_open : 1, sizeof(*r->doc_open));
 	r->metric_rows =
 		calloc(r->nr_metric_wakers ? r->nr_metric_wakers : 1, sizeof(*r->metric_rows));
-	if (!r->doc_metrics || !r->buckets || !r->probes || !r->doc_open || !r->metric_rows)
+	if (!r->doc_metrics || !r->doc_keys || !r->buckets || !r->probes || !r->doc_open ||
+	    !r->metric_rows)
 		return -ENOMEM;
 
 	for (i = 0; i < r->nr_open; i++) {
@@ -510,6 +636,8 @@ int span_run__document(struct span_run *r, uint64_t start_mono_ns, bool counters
 			 e->metric < r->nr_metrics ? r->metrics[e->metric] : "unknown");
 		o->thread_id = e->tid;
 		o->start_ns = e->start_ns > start_mono_ns ? e->start_ns - start_mono_ns : 0;
+		if (r->open_key && r->open_key[i])
+			span_run__doc_key(r, r->open_key[i] - 1, &o->key);
 	}
 
 	/*
@@ -526,60 +654,16 @@ int span_run__document(struct span_run *r, uint64_t start_mono_ns, bool counters
 	r->nr_doc_metrics = 0;
 	for (i = 0; i < r->nr_metrics; i++) {
 		struct span_metric *m;
-		uint64_t hist[KHBPF_RQ_SLOTS] = { 0 }, gaps = 0;
-		struct khbpf_span_ledger l = { 0 };
-		size_t k;
 
 		if (!metric_attached(r, (uint32_t)i))
 			continue;
 		m = &r->doc_metrics[r->nr_doc_metrics++];
 		snprintf(m->metric_id, sizeof(m->metric_id), "%s", r->metrics[i]);
-		for (j = 0; j < r->nr_aggs; j++) {
-			const struct span_agg_entry *a = &r->aggs[j];
-
-			if (a->key.metric != i)
-				continue;
-			m->calls += a->agg.calls;
-			m->inclusive_ns += a->agg.inclusive_ns;
-			m->exclusive_ns += a->agg.exclusive_ns;
-			l.on_cpu_ns += a->agg.ledger.on_cpu_ns;
-			l.run_delay_ns += a->agg.ledger.run_delay_ns;
-			l.nvcsw += a->agg.ledger.nvcsw;
-			l.nivcsw += a->agg.ledger.nivcsw;
-			l.migrations += a->agg.ledger.migrations;
-			l.offcpu_ns += a->agg.ledger.offcpu_ns;
-			for (k = 0; k < KHBPF_BLOCK_CAUSES; k++) {
-				l.blocked.ns[k] += a->agg.ledger.blocked.ns[k];
-				l.blocked.count[k] += a->agg.ledger.blocked.count[k];
-			}
-			gaps += a->agg.clock_gap_calls;
-			for (k = 0; k < KHBPF_RQ_SLOTS; k++)
-				hist[k] += a->agg.hist[k];
-		}
-		ledger_from(&m->ledger, &l, gaps > 0, r->blocked, r->blocked_gap);
-		if (r->wakers && m->ledger.blocked.recorded) {
-			/* metric_wakers are by metric: this one's are a run of them. */
-			for (j = 0; j < r->nr_metric_wakers && r->metric_wakers[j].key.metric < i;
-			     j++)
-				;
-			for (k = j; k < r->nr_metric_wakers && r->metric_wakers[k].key.metric == i;
-			     k++)
-				;
-			span_wakes__metric(&r->wakes, &r->metric_wakers[j], k - j,
-					   &r->metric_rows[j], &m->ledger.blocked);
-		}
+		build_metric(r, m, r->aggs, r->nr_aggs, (uint32_t)i, true, &nb);
 		for (j = 0; j < r->nr_open; j++)
 			m->unfinished += r->open[j].metric == i;
-		m->histogram = &r->buckets[nb];
-		for (k = 0; k < KHBPF_RQ_SLOTS; k++) {
-			if (!hist[k])
-				continue;
-			r->buckets[nb].lower_bound = rq_slot__lower((unsigned int)k);
-			r->buckets[nb].upper_bound = rq_slot__upper((unsigned int)k);
-			r->buckets[nb].count = hist[k];
-			nb++;
-			m->nr_buckets++;
-		}
+		if (r->key_kind && r->key_kind[i])
+			key_metrics(r, m, (uint32_t)i, &nb);
 	}
 
 	for (i = 0; i < r->nr_sites; i++) {
@@ -623,6 +707,8 @@ void span_run__free(struct span_run *r)
 	free(r->open);
 	free(r->exit_open);
 	free(r->doc_metrics);
+	free(r->doc_keys);
+	spankeys__free(r);
 	free(r->buckets);
 	free(r->probes);
 	free(r->doc_open);

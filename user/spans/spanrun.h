@@ -62,15 +62,47 @@ struct span_run {
 	uint64_t execs_late; /* execs whose binary's sites were attached after them */
 	uint64_t exec_search_errors; /* execs whose executable could not be read */
 
+	/*
+	 * --key (spankeys.c): each metric's key kind (KHBPF_KEY_NONE: not
+	 * keyed) and argument; the argument specs of the keyed sites, by
+	 * slot - 1. After the window, the keys seen and what was measured per
+	 * key; the aggregates, hits and open spans above are then by their
+	 * metric again, so that every total is the sum over its keys (records
+	 * keep their key's id: span_run__record gives both).
+	 */
+	uint8_t *key_kind;
+	uint8_t *key_arg;
+	uint32_t max_keys;
+	struct khbpf_arg_spec *key_specs;
+	size_t nr_key_slots;
+	struct span_key *keys;
+	size_t nr_keys;
+	struct span_agg_entry *key_aggs; /* key.metric: an index into keys */
+	size_t nr_key_aggs;
+	struct usdt_hit_entry *key_hits; /* key.metric: an index into keys */
+	size_t nr_key_hits;
+	uint32_t *open_key; /* per open span: likewise */
+
 	/* Document parts, valid after span_run__document. */
 	uint64_t start_mono_ns; /* records' start_ns count from it */
 	bool counters; /* records carry counter readings */
 	enum ev_gap hw_reason; /* else their hardware is this gap */
 	struct span_metric *doc_metrics; /* metrics with an attached site */
 	size_t nr_doc_metrics;
+	struct span_metric *doc_keys; /* their keys (--key), each metric's a run */
+	size_t nr_doc_keys;
 	struct log2_bucket *buckets;
 	struct span_probe *probes;
 	struct open_span *doc_open;
+};
+
+/* A key seen (--key), or a metric's "(other)". */
+struct span_key {
+	uint32_t id; /* the metric id its calls counted under in the kernel */
+	uint32_t metric; /* the keyed metric's index */
+	char text[KHBPF_KEY_STR_MAX +
+		  24]; /* a str as read (UTF-8 repaired later), an int in decimal */
+	bool is_str, truncated, other;
 };
 
 struct span_run_opts {
@@ -86,6 +118,9 @@ struct span_run_opts {
 	size_t nr_reqs;
 	bool no_annotations;
 	uint64_t max_records;
+	const struct key_request *key_reqs; /* --key */
+	size_t nr_key_reqs;
+	uint32_t max_keys; /* keys per metric; 0 → KHBPF_DEFAULT_KEYS_PER_METRIC */
 };
 
 /* Find the sites (never fails for a bad site: the site carries its reason). */
@@ -146,6 +181,8 @@ int span_run__document(struct span_run *r, uint64_t start_mono_ns, bool counters
  * document's order), made from its compact form: the document's span_at.
  */
 void span_run__record(const void *r, size_t i, struct span_record *out);
+/* Key k (an index into keys) as the document has it. */
+void span_run__doc_key(const struct span_run *r, uint32_t k, struct doc_key *out);
 void span_run__free(struct span_run *r);
 
 #endif /* KHBPF_SPANRUN_H */

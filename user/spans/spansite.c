@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "khbpf/span.h"
+#include "khbpf/spans.h"
 #include "spans/spansite.h"
 
 void spansite__copy_str(char *dst, size_t size, const char *src)
@@ -414,6 +415,33 @@ int spansite__usdt_count_metric(const char *provider, const char *name, char *ou
 	if (kebab_len(raw) > KHBPF_METRIC_MAX)
 		return -EINVAL;
 	return spansite__metric_from_symbol(raw, out);
+}
+
+int key_request__parse(const char *arg, struct key_request *out)
+{
+	const char *eq, *colon, *kind;
+	char *end;
+	unsigned long n;
+
+	if (!arg || !out)
+		return -EINVAL;
+	eq = strchr(arg, '=');
+	if (!eq || !spansite__metric_valid_n(arg, (size_t)(eq - arg)) || strncmp(eq + 1, "arg", 3))
+		return -EINVAL;
+	colon = strchr(eq, ':');
+	if (!colon || eq[4] < '0' || eq[4] > '9')
+		return -EINVAL;
+	n = strtoul(eq + 4, &end, 10);
+	if (end != colon || n > 11 || (eq[4] == '0' && end - (eq + 4) > 1))
+		return -EINVAL;
+	kind = colon + 1;
+	if (strcmp(kind, "str") && strcmp(kind, "int"))
+		return -EINVAL;
+	memcpy(out->metric, arg, (size_t)(eq - arg));
+	out->metric[eq - arg] = '\0';
+	out->arg = (uint32_t)n;
+	out->kind = strcmp(kind, "str") ? KHBPF_KEY_INT : KHBPF_KEY_STR;
+	return 0;
 }
 
 int site_vec__push_not_found(struct site_vec *vec, bool has_symtab, const char *object,

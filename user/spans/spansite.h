@@ -34,6 +34,20 @@ enum span_site_kind {
 /* The document's words for a kind: "function", "usdt-start", "usdt-done", "usdt-count". */
 const char *span_site_kind__name(enum span_site_kind k);
 
+/* A parsed --key METRIC=argN:str|int. */
+struct key_request {
+	char metric[SPANFIND_METRIC_MAX];
+	uint32_t arg; /* N, 0-based */
+	uint32_t kind; /* KHBPF_KEY_INT or KHBPF_KEY_STR */
+};
+
+/*
+ * Parses a --key argument into out: METRIC a
+ * kebab-case metric, N from 0 to 11 (USDT probes have at most 12
+ * arguments). 0 or -EINVAL.
+ */
+int key_request__parse(const char *arg, struct key_request *out);
+
 struct span_site {
 	/* Path as the target sees it (from /proc/PID/maps), e.g. /usr/lib/x.so. */
 	char object[PATH_MAX];
@@ -47,9 +61,13 @@ struct span_site {
 	char metric[SPANFIND_METRIC_MAX];
 	uint64_t vaddr; /* link-time address */
 	uint64_t offset; /* file offset for the uprobe */
+	/* A USDT site's argument specs as the note writes them ("8@%rbx -4@$1"). */
+	char args[256];
 	/* A USDT semaphore's file offset, the uprobe's ref_ctr_offset; 0: none. */
 	uint64_t ref_ctr_offset;
 	enum span_site_kind kind;
+	/* --key: the slot of its keyed argument's spec (spankeys.c), 1-based; 0: none. */
+	uint32_t key_slot;
 	bool from_note; /* an annotation, not a --span request */
 	int err; /* 0, or -errno: why this site cannot be attached */
 	char reason[256]; /* when err != 0: one sentence naming object and symbol */

@@ -26,6 +26,7 @@ static int push_site(struct site_vec *vec, const char *object, const char *open_
 	s->vaddr = u->addr;
 	s->offset = u->offset;
 	s->ref_ctr_offset = u->semaphore_offset;
+	spansite__copy_str(s->args, sizeof(s->args), u->args);
 	if (u->err)
 		span_site__fail(s, u->err, "%s", u->reason);
 	return 0;
@@ -53,6 +54,7 @@ static int scan_counted(struct site_vec *vec, const char *object, const char *op
 		s->vaddr = u->addr;
 		s->offset = u->offset;
 		s->ref_ctr_offset = u->semaphore_offset;
+		spansite__copy_str(s->args, sizeof(s->args), u->args);
 		if (u->err) {
 			span_site__fail(s, u->err, "%s", u->reason);
 			continue;
