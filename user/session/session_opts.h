@@ -29,6 +29,8 @@ struct session_opts {
 	const struct span_request *span_reqs; /* --span */
 	size_t nr_span_reqs;
 	bool no_annotations; /* ignore KHBPF_SPAN notes */
+	const char *const *debug_dirs; /* --debug-dir, searched first for debug files */
+	size_t nr_debug_dirs;
 	uint64_t max_spans; /* span records kept; 0 → default */
 	uint32_t span_buffer; /* the span ring buffer's bytes (--span-buffer); 0 → default */
 	enum sched_counters span_counters; /* per-span counter readings */

@@ -51,7 +51,7 @@ struct span_run {
 	struct sched_collector *coll;
 	const struct span_request *reqs;
 	size_t nr_reqs;
-	bool no_annotations;
+	struct spanfind_opts find; /* --no-annotations, --debug-dir */
 	char **searched;
 	size_t nr_searched;
 	uint32_t *site_exec_pid; /* 0: found at the start */
@@ -82,6 +82,9 @@ struct span_run_opts {
 	const struct span_request *reqs;
 	size_t nr_reqs;
 	bool no_annotations;
+	/* --debug-dir: where stripped objects' debug files are looked for first */
+	const char *const *debug_dirs;
+	size_t nr_debug_dirs;
 	uint64_t max_records;
 };
 
