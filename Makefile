@@ -60,7 +60,8 @@ VMLINUX_H ?= $(BPF_OUT)/vmlinux.h
 ARCH := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/' -e 's/ppc64le/powerpc/' -e 's/s390x/s390/')
 
 DEPS_STAMP := build/.deps-ok
-LIBS_PC := libbpf json-c libmicrohttpd libcap
+# libdw: the build-id and .gnu_debuglink of stripped objects (user/spans/spandebug.c).
+LIBS_PC := libbpf json-c libmicrohttpd libcap libdw
 KHBPF_VERSION := 0.1.0
 
 WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes

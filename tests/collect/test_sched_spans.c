@@ -167,7 +167,7 @@ static struct sched_collector *collector_with(const struct held *h, struct sched
 	size_t nr_sites = 0, i, n;
 	struct stat st;
 
-	assert_int_equal(spanfind__discover("/", h->pid, NULL, 0, false, &sites, &nr_sites), 0);
+	assert_int_equal(spanfind__discover("/", h->pid, NULL, 0, NULL, &sites, &nr_sites), 0);
 	assert_int_equal(nr_sites, 10);
 	o->span_links = links;
 	o->task_hashes = task_hashes;
@@ -446,7 +446,7 @@ static void test_sched_spans__site_bound(void **state)
 	v = calloc(KHBPF_MAX_SPAN_SITES + 1, sizeof(*v));
 	assert_non_null(v);
 	held_start(&h, args);
-	assert_int_equal(spanfind__discover("/", h.pid, NULL, 0, false, &sites, &nr_sites), 0);
+	assert_int_equal(spanfind__discover("/", h.pid, NULL, 0, NULL, &sites, &nr_sites), 0);
 	assert_true(nr_sites > 0);
 	o.span_links = SCHED_SPAN_LINKS_MULTI;
 	assert_int_equal(sched_collector__open(&c, &o), 0);

@@ -168,6 +168,7 @@ static void test_document__full_document(void **state)
 	struct span_probe probes[2] = {
 		{ .object = "/usr/bin/app",
 		  .symbol = "parse",
+		  .symbols_from = "/usr/lib/debug/.build-id/ab/cdef.debug",
 		  .metric_id = "parse-request",
 		  .attached = true },
 		{ .object = "/usr/lib/x\xff.so",
@@ -282,6 +283,10 @@ static void test_document__full_document(void **state)
 	assert_int_equal(json_object_get_uint64(get(obj, "usdt_counts.0.threads.1.hits")), 2);
 	assert_false(json_object_object_get_ex(get(obj, "usdt_counts.0.threads.1"),
 					       "process_start_unix_ns", NULL));
+	/* Only a symbol from a debug file says where it came from. */
+	assert_string_equal(json_object_get_string(get(obj, "span_probes.0.symbols_from")),
+			    "/usr/lib/debug/.build-id/ab/cdef.debug");
+	assert_false(json_object_object_get_ex(get(obj, "span_probes.1"), "symbols_from", NULL));
 	assert_string_equal(json_object_get_string(get(obj, "window.end_reason")), "target-exit");
 	assert_int_equal(json_object_get_uint64(get(obj, "loss.ringbuf_drops.value")), 7);
 	assert_int_equal(json_object_get_uint64(get(obj, "events.dropped_point_events")), 0);

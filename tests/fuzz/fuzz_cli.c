@@ -197,6 +197,9 @@ static void check_collect(int argc, char **argv, enum target_mode mode)
 		FUZZ_CHECK(!r->metric || fuzz_kebab(r->metric));
 		FUZZ_CHECK(!r->object || r->object[0]);
 	}
+	FUZZ_CHECK(so->debug_dirs == a.debug_dirs && so->nr_debug_dirs <= CMDARGS_MAX_DEBUG_DIRS);
+	for (i = 0; i < so->nr_debug_dirs; i++)
+		FUZZ_CHECK(a.debug_dirs[i][0]);
 }
 
 static void check_serve(int argc, char **argv)

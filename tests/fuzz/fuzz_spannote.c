@@ -176,7 +176,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			FUZZ_CHECK(syms[i].vaddr > syms[i - 1].vaddr);
 	}
 
-	err_a = spanfind__discover(fuzz_tmp_root(), 1, &req, 1, false, &all, &na);
+	err_a = spanfind__discover(fuzz_tmp_root(), 1, &req, 1, NULL, &all, &na);
 	FUZZ_CHECK(err_a == 0);
 	/* Not an ELF file: no notes to miss, so discovery skips it. */
 	if (err_n == -ENOEXEC)

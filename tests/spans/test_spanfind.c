@@ -747,7 +747,7 @@ static void test_spanfind__discover_fixture_root(void **state)
 	xsnprintf(path, sizeof(path), "%s/proc/90/exe", root);
 	assert_int_equal(symlink(exe, path), 0);
 
-	assert_int_equal(spanfind__discover(root, 90, reqs, 2, false, &sites, &n), 0);
+	assert_int_equal(spanfind__discover(root, 90, reqs, 2, NULL, &sites, &n), 0);
 	/*
 	 * Notes in maps order: the library's, none from the text file, an
 	 * error for the deleted file, uselib's. The first request repeats
@@ -813,7 +813,7 @@ static void test_spanfind__discover_map_files(void **state)
 	xsnprintf(path, sizeof(path), "%s/proc/91/exe", root);
 	assert_int_equal(symlink(exe, path), 0);
 
-	assert_int_equal(spanfind__discover(root, 91, NULL, 0, false, &sites, &n), 0);
+	assert_int_equal(spanfind__discover(root, 91, NULL, 0, NULL, &sites, &n), 0);
 	assert_int_equal(n, 3);
 	xsnprintf(path, sizeof(path), "/elsewhere%s", lib);
 	xsnprintf(want, sizeof(want), "%s/proc/91/map_files/7f0000000000-7f0000001000", root);
@@ -843,12 +843,12 @@ static void test_spanfind__discover_errors(void **state)
 	if (pid == 0)
 		_exit(0);
 	assert_int_equal(waitpid(pid, &st, 0), pid);
-	assert_int_equal(spanfind__discover("/", pid, NULL, 0, false, &sites, &n), -ESRCH);
-	assert_int_equal(spanfind__discover("/", getpid(), &bad_metric, 1, false, &sites, &n),
+	assert_int_equal(spanfind__discover("/", pid, NULL, 0, NULL, &sites, &n), -ESRCH);
+	assert_int_equal(spanfind__discover("/", getpid(), &bad_metric, 1, NULL, &sites, &n),
 			 -EINVAL);
-	assert_int_equal(spanfind__discover("/", getpid(), &no_symbol, 1, false, &sites, &n),
+	assert_int_equal(spanfind__discover("/", getpid(), &no_symbol, 1, NULL, &sites, &n),
 			 -EINVAL);
-	assert_int_equal(spanfind__discover("/", getpid(), NULL, 1, false, &sites, &n), -EINVAL);
+	assert_int_equal(spanfind__discover("/", getpid(), NULL, 1, NULL, &sites, &n), -EINVAL);
 	assert_null(sites);
 	assert_int_equal(n, 0);
 }
@@ -936,6 +936,7 @@ static void test_spanfind__discover_live(void **state)
 	struct span_site *sites = NULL, *notes = NULL;
 	char obj[PATH_MAX], libc[PATH_MAX] = "", lib[PATH_MAX + 8], root[64], out[512];
 	char bufs[NR_REQS][PATH_MAX + 16], want[PATH_MAX + 64];
+	const struct spanfind_opts no_notes = { .no_annotations = true };
 	struct span_request reqs[NR_REQS];
 	size_t n = 0, nn = 0, i;
 	const struct span_site *s;
@@ -956,7 +957,7 @@ static void test_spanfind__discover_live(void **state)
 	child_start(&c, (char *const[]){ SPANNED, "--wait", "--threads", "2", "--iterations", "1",
 					 NULL });
 	xsnprintf(root, sizeof(root), "/proc/%d/root", (int)c.pid);
-	assert_int_equal(spanfind__discover("/", c.pid, reqs, NR_REQS, false, &sites, &n), 0);
+	assert_int_equal(spanfind__discover("/", c.pid, reqs, NR_REQS, NULL, &sites, &n), 0);
 
 	/*
 	 * The notes of the executable, in order, then per request one site or
@@ -1054,7 +1055,7 @@ static void test_spanfind__discover_live(void **state)
 	n = 0;
 
 	/* Without annotations only the requests remain. */
-	assert_int_equal(spanfind__discover("/", c.pid, &reqs[3], 1, true, &sites, &n), 0);
+	assert_int_equal(spanfind__discover("/", c.pid, &reqs[3], 1, &no_notes, &sites, &n), 0);
 	assert_int_equal(n, 2);
 	assert_false(sites[0].from_note);
 	assert_string_equal(sites[0].symbol, "stage_sib_a");

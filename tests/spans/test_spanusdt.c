@@ -159,6 +159,7 @@ static void test_spanusdt__counted_globs(void **state)
 static void test_spanusdt__discover(void **state)
 {
 	char *objects[] = { (char *)PYTHON, (char *)LIBSTDCXX };
+	const struct spanfind_opts no_notes = { .no_annotations = true };
 	struct span_request r[3];
 	struct span_site *sites = NULL;
 	char buf[3][256];
@@ -168,7 +169,7 @@ static void test_spanusdt__discover(void **state)
 	parse("python:gc__start,gc__done", &r[0], buf[0], sizeof(buf[0]));
 	parse("libstdcxx:throw,catch=cxx", &r[1], buf[1], sizeof(buf[1]));
 	parse("nosuch:a__start,a__done", &r[2], buf[2], sizeof(buf[2]));
-	assert_int_equal(spanfind__discover_list("/", objects, 2, r, 3, true, &sites, &nr), 0);
+	assert_int_equal(spanfind__discover_list("/", objects, 2, r, 3, &no_notes, &sites, &nr), 0);
 	for (i = 0; i < nr; i++) {
 		if (sites[i].err) {
 			errors++;

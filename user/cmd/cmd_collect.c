@@ -20,6 +20,10 @@
 
 /* The options attach and run share, after their own. */
 #define COLLECT_COMMON_HELP                                                                 \
+	"      --debug-dir DIR   for --span in a stripped object: look for its debug\n"     \
+	"                        file in DIR first (DIR/.build-id/NN/REST.debug, or\n"      \
+	"                        DIR/OBJDIR/DEBUGLINK), then where -dbgsym packages\n"      \
+	"                        put them (/usr/lib/debug); repeatable\n"                   \
 	"      --max-spans N     span records kept (default 100000); every call still\n"    \
 	"                        counts in the per-metric totals\n"                         \
 	"      --span-buffer SIZE  the span ring buffer: a power of two from 64K to\n"      \
@@ -175,6 +179,7 @@ int collect_args__parse(const char *cmd, int argc, char **argv, enum target_mode
 		{ "key", required_argument, NULL, 'k' },
 		{ "max-keys", required_argument, NULL, 'x' },
 		{ "no-annotations", no_argument, NULL, 'A' },
+		{ "debug-dir", required_argument, NULL, 'g' },
 		{ "max-spans", required_argument, NULL, 'X' },
 		{ "span-buffer", required_argument, NULL, 'b' },
 		{ "counter-events", required_argument, NULL, 'C' },
@@ -205,6 +210,7 @@ int collect_args__parse(const char *cmd, int argc, char **argv, enum target_mode
 	so->span_counters = SCHED_COUNTERS_HW;
 	so->span_reqs = a->reqs;
 	so->key_reqs = a->keys;
+	so->debug_dirs = a->debug_dirs;
 	so->pids = a->pids;
 	so->cgroup_paths = a->cgroups;
 	opterr = 0;
@@ -393,6 +399,18 @@ int collect_args__parse(const char *cmd, int argc, char **argv, enum target_mode
 			break;
 		case 'A':
 			so->no_annotations = true;
+			break;
+		case 'g':
+			if (so->nr_debug_dirs == CMDARGS_MAX_DEBUG_DIRS) {
+				cli__error(cmd, "--debug-dir: at most %d of them",
+					   CMDARGS_MAX_DEBUG_DIRS);
+				return CLI_EXIT_USAGE;
+			}
+			if (!optarg[0]) {
+				cli__error(cmd, "--debug-dir '': expected a directory");
+				return CLI_EXIT_USAGE;
+			}
+			a->debug_dirs[so->nr_debug_dirs++] = optarg;
 			break;
 		case 'X': {
 			uint32_t n;

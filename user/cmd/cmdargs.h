@@ -17,6 +17,7 @@
 
 #define CMDARGS_MAX_SPANS 64
 #define CMDARGS_MAX_PIDS 64
+#define CMDARGS_MAX_DEBUG_DIRS 16
 _Static_assert(CMDARGS_MAX_PIDS <= KHBPF_MAX_TARGETS, "serve --pid beyond the kernel's targets");
 
 struct collect_args {
@@ -24,6 +25,7 @@ struct collect_args {
 	pid_t pids[CMDARGS_MAX_PIDS];
 	const char *cgroups[KHBPF_MAX_CGROUP_FILTERS];
 	struct span_request reqs[CMDARGS_MAX_SPANS];
+	const char *debug_dirs[CMDARGS_MAX_DEBUG_DIRS]; /* --debug-dir, as given */
 	/* A request's strings: --usdt-span takes twice its length and a metric. */
 	char req_buf[CMDARGS_MAX_SPANS][1024];
 	struct key_request keys[CMDARGS_MAX_SPANS]; /* --key */

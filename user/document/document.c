@@ -343,6 +343,8 @@ static struct json_object *span_probe_json(const struct span_probe *p, int *err)
 
 	add(obj, "object", evjson__string(p->object), err);
 	add(obj, "symbol", evjson__string(p->symbol), err);
+	if (p->symbols_from[0])
+		add(obj, "symbols_from", evjson__string(p->symbols_from), err);
 	add(obj, "metric_id", evjson__string(p->metric_id), err);
 	add(obj, "site", json_object_new_string(p->site ? p->site : "function"), err);
 	add(obj, "status", json_object_new_string(p->attached ? "attached" : "failed"), err);

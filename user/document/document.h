@@ -215,11 +215,13 @@ struct open_span {
 struct span_probe {
 	char object[PATH_MAX];
 	char symbol[256];
+	/* The debug file symbol was read from (a stripped object's); "" for none. */
+	char symbols_from[PATH_MAX];
 	char metric_id[SPAN_METRIC_ID_MAX];
 	/* "function", "usdt-start" or "usdt-done": what the site does with a span. */
 	const char *site;
 	bool attached;
-	char reason[256]; /* non-empty when !attached */
+	char reason[512]; /* non-empty when !attached */
 	uint32_t exec_pid; /* found when this process exec'd (0: at the start) */
 	uint64_t attach_delay_ns; /* ... attached this long after that exec */
 };

@@ -230,6 +230,8 @@ static void discover_spans(struct session *s)
 		.reqs = s->opts.span_reqs,
 		.nr_reqs = s->opts.nr_span_reqs,
 		.no_annotations = s->opts.no_annotations,
+		.debug_dirs = s->opts.debug_dirs,
+		.nr_debug_dirs = s->opts.nr_debug_dirs,
 		.max_records = s->opts.max_spans,
 		.key_reqs = s->opts.key_reqs,
 		.nr_key_reqs = s->opts.nr_key_reqs,

@@ -18,6 +18,13 @@
 
 void elf_file__close(struct elf_file *f)
 {
+	if (f->debug) {
+		elf_file__close(f->debug);
+		free(f->debug);
+		f->debug = NULL;
+	}
+	free(f->debug_path);
+	f->debug_path = NULL;
 	free(f->syms);
 	f->syms = NULL;
 	if (f->elf)
@@ -127,24 +134,27 @@ static int fsym_cmp(const void *a, const void *b)
 	return x->idx < y->idx ? -1 : x->idx > y->idx;
 }
 
-/* Collects the defined functions of .symtab and .dynsym. */
-int elf_file__load_syms(struct elf_file *f)
+/*
+ * Appends the defined functions of elf's symbol tables: .symtab and
+ * .dynsym, or, from a debug file, .symtab alone (its .dynsym, like the
+ * contents of its other sections, is not in the file).
+ */
+static int add_syms(struct elf_file *f, Elf *elf, bool debug)
 {
 	Elf_Scn *scn = NULL;
-	size_t cap = 0;
 
-	while ((scn = elf_nextscn(f->elf, scn))) {
+	while ((scn = elf_nextscn(elf, scn))) {
 		GElf_Shdr sh;
 		Elf_Data *d;
 		size_t i, count;
 
 		if (!gelf_getshdr(scn, &sh) ||
-		    (sh.sh_type != SHT_SYMTAB && sh.sh_type != SHT_DYNSYM))
+		    (sh.sh_type != SHT_SYMTAB && (debug || sh.sh_type != SHT_DYNSYM)))
 			continue;
-		if (sh.sh_type == SHT_SYMTAB)
+		if (sh.sh_type == SHT_SYMTAB && !debug)
 			f->has_symtab = true;
 		d = elf_getdata(scn, NULL);
-		if (!d || !sh.sh_entsize)
+		if (!d || !d->d_buf || !sh.sh_entsize)
 			continue;
 		count = d->d_size / sh.sh_entsize;
 		for (i = 0; i < count; i++) {
@@ -158,17 +168,17 @@ int elf_file__load_syms(struct elf_file *f)
 			if ((type != STT_FUNC && type != STT_GNU_IFUNC) ||
 			    sym.st_shndx == SHN_UNDEF)
 				continue;
-			name = elf_strptr(f->elf, sh.sh_link, sym.st_name);
+			name = elf_strptr(elf, sh.sh_link, sym.st_name);
 			if (!name || !*name)
 				continue;
-			if (f->nr_syms == cap) {
-				size_t ncap = cap ? cap * 2 : 256;
+			if (f->nr_syms == f->cap_syms) {
+				size_t ncap = f->cap_syms ? f->cap_syms * 2 : 256;
 				struct fsym *v = realloc(f->syms, ncap * sizeof(*v));
 
 				if (!v)
 					return -ENOMEM;
 				f->syms = v;
-				cap = ncap;
+				f->cap_syms = ncap;
 			}
 			f->syms[f->nr_syms] = (struct fsym){
 				.addr = sym.st_value,
@@ -178,12 +188,45 @@ int elf_file__load_syms(struct elf_file *f)
 					GELF_ST_BIND(sym.st_info) == STB_WEAK	? 1 :
 										  2,
 				.idx = f->nr_syms,
+				.from_debug = debug,
 			};
 			f->nr_syms++;
 		}
 	}
-	if (f->nr_syms)
+	return 0;
+}
+
+/* Collects the defined functions of .symtab and .dynsym. */
+int elf_file__load_syms(struct elf_file *f)
+{
+	int err = add_syms(f, f->elf, false);
+
+	if (!err && f->nr_syms)
 		qsort(f->syms, f->nr_syms, sizeof(*f->syms), fsym_cmp);
+	return err;
+}
+
+/* Debug's entries come after f's, so fsym_cmp's last tie (idx) puts f's first. */
+int elf_file__add_debug(struct elf_file *f, struct elf_file *debug, const char *path)
+{
+	size_t before = f->nr_syms;
+	char *copy;
+	int err;
+
+	copy = strdup(path);
+	if (!copy)
+		return -ENOMEM;
+	err = add_syms(f, debug->elf, true);
+	if (!err && f->nr_syms == before)
+		err = -ENOENT;
+	if (err) {
+		f->nr_syms = before;
+		free(copy);
+		return err;
+	}
+	qsort(f->syms, f->nr_syms, sizeof(*f->syms), fsym_cmp);
+	f->debug = debug;
+	f->debug_path = copy;
 	return 0;
 }
 
@@ -479,6 +522,8 @@ int spanelf__symbols_scan(struct site_vec *vec, const struct elf_file *f, const 
 		if (!s)
 			return -ENOMEM;
 		spansite__copy_str(s->symbol, sizeof(s->symbol), y->name);
+		if (y->from_debug)
+			spansite__copy_str(s->symbols_from, sizeof(s->symbols_from), f->debug_path);
 		s->vaddr = y->addr;
 		if (metric) {
 			spansite__copy_str(s->metric, sizeof(s->metric), metric);
@@ -489,6 +534,7 @@ int spanelf__symbols_scan(struct site_vec *vec, const struct elf_file *f, const 
 				y->name, object);
 			continue;
 		}
+		/* A debug file's sections hold nothing: the object's segments place it. */
 		if (spanfind__vaddr_to_offset(f->elf, y->addr, &s->offset)) {
 			span_site__fail(
 				s, -ENOENT,

@@ -22,6 +22,7 @@ struct fsym {
 	const char *name;
 	int rank; /* 0 global, 1 weak, 2 other: which alias names an address */
 	size_t idx;
+	bool from_debug; /* from the object's debug file, not its own tables */
 };
 
 struct elf_file {
@@ -30,7 +31,10 @@ struct elf_file {
 	unsigned char data; /* EI_DATA, for the notes' payload */
 	bool has_symtab;
 	struct fsym *syms; /* sorted by address, the preferred alias first */
-	size_t nr_syms;
+	size_t nr_syms, cap_syms;
+	/* A stripped object's debug file, whose .symtab syms holds too (spandebug). */
+	struct elf_file *debug;
+	char *debug_path; /* as the target sees it, or under a --debug-dir */
 };
 
 /*
@@ -42,6 +46,16 @@ int elf_file__open(struct elf_file *f, const char *path, const char *object, cha
 		   size_t size);
 /* Reads the function symbols of .symtab and .dynsym; 0 or -ENOMEM. */
 int elf_file__load_syms(struct elf_file *f);
+/*
+ * Adds the functions of debug's .symtab to f's, marked from_debug, and
+ * keeps debug (heap-allocated, open) and a copy of path, which names it,
+ * until f is closed. A function f names alike (address, binding and name)
+ * keeps f's entry first, so only what f lacks is from debug. -ENOENT when
+ * debug's .symtab has no function, -ENOMEM; on error f is as it was and
+ * debug is still the caller's.
+ */
+int elf_file__add_debug(struct elf_file *f, struct elf_file *debug, const char *path);
+/* Closes f and the debug file it holds; f may be closed twice. */
 void elf_file__close(struct elf_file *f);
 
 /* A site per span note of f (see spanfind__notes); 0 or -ENOMEM. */
@@ -50,7 +64,8 @@ int spanelf__notes_scan(struct site_vec *vec, const struct elf_file *f, const ch
 
 /*
  * A site per function of f matching glob (see spanfind__symbols); *matched
- * counts them, duplicates of earlier sites too. 0 or -ENOMEM.
+ * counts them, duplicates of earlier sites too. A site of a function from
+ * f's debug file names it in symbols_from. 0 or -ENOMEM.
  */
 int spanelf__symbols_scan(struct site_vec *vec, const struct elf_file *f, const char *object,
 			  const char *open_path, const char *glob, const char *metric,

@@ -108,8 +108,8 @@ void span_run__on_exec(void *ctx, const struct khbpf_exec_event *e)
 	for (i = 0; i < nr_objects; i++)
 		if (strcmp(objects[i], exe) && !was_searched(r, objects[i]))
 			fresh[nr_fresh++] = objects[i];
-	err = spanfind__discover_list("/", fresh, nr_fresh, r->reqs, r->nr_reqs, r->no_annotations,
-				      &found, &nr_found);
+	err = spanfind__discover_list("/", fresh, nr_fresh, r->reqs, r->nr_reqs, &r->find, &found,
+				      &nr_found);
 	for (i = 0; i < nr_fresh; i++)
 		span_run__searched(r, fresh[i]);
 	free(fresh);

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 
 #include "lib/fsutil.h"
+#include "spans/spandebug.h"
 #include "spans/spanelf.h"
 #include "spans/spanfind.h"
 #include "spans/spanobjects.h"
@@ -87,11 +88,15 @@ struct request_result {
 	size_t matched;
 	bool opened, has_symtab;
 	char open_path[PATH_MAX];
+	/* Stripped: the debug file read too, or why none was. */
+	char debug_path[PATH_MAX];
+	char debug_why[320];
 };
 
 /* Sites of one request in one object; file errors become error sites. */
 static int request_in(struct site_vec *vec, const char *root, pid_t pid, const char *object,
-		      const struct span_request *req, struct request_result *res)
+		      const struct span_request *req, const struct spanfind_opts *opts,
+		      struct request_result *res)
 {
 	char reason[256];
 	struct elf_file f;
@@ -99,6 +104,8 @@ static int request_in(struct site_vec *vec, const char *root, pid_t pid, const c
 
 	res->matched = 0;
 	res->opened = false;
+	res->debug_path[0] = '\0';
+	res->debug_why[0] = '\0';
 	if (spanobjects__open_path(res->open_path, root, pid, object)) {
 		snprintf(reason, sizeof(reason), "the path of %s in process %d is too long", object,
 			 (int)pid);
@@ -123,12 +130,45 @@ static int request_in(struct site_vec *vec, const char *root, pid_t pid, const c
 		return err == -ENOMEM ? err : 0;
 	}
 	err = elf_file__load_syms(&f);
+	/* Stripped: its static functions, and maybe the one asked for, are in a debug file. */
+	if (!err && !f.has_symtab) {
+		err = spandebug__load(&f, root, pid, object, opts->debug_dirs, opts->nr_debug_dirs,
+				      res->debug_why, sizeof(res->debug_why));
+		if (!err)
+			spansite__copy_str(res->debug_path, sizeof(res->debug_path), f.debug_path);
+		else if (err == -ENOENT)
+			err = 0;
+	}
 	if (!err)
 		err = spanelf__symbols_scan(vec, &f, object, res->open_path, req->symbol,
 					    req->metric, &res->matched);
 	res->has_symtab = f.has_symtab;
 	elf_file__close(&f);
 	return err;
+}
+
+/* No function matched in object: what its tables and its debug file (res) said. */
+static int request_not_found(struct site_vec *vec, const char *object,
+			     const struct request_result *res, const struct span_request *req)
+{
+	struct span_site *s;
+	int err;
+
+	err = site_vec__push_not_found(vec, res->has_symtab, object, res->open_path, req->symbol,
+				       req->metric);
+	if (err || res->has_symtab)
+		return err;
+	s = &vec->v[vec->n - 1];
+	if (res->debug_path[0])
+		span_site__fail(s, -ENOENT,
+				"no function of %s or of its debug file %s matches '%s'", object,
+				res->debug_path, req->symbol);
+	else
+		span_site__fail(
+			s, -ENOENT,
+			"%s is stripped (no .symtab), no function in its .dynsym matches '%s', and %s",
+			object, req->symbol, res->debug_why);
+	return 0;
 }
 
 /*
@@ -208,7 +248,8 @@ static int usdt_not_found(struct site_vec *vec, const char *object, const char *
 }
 
 static int resolve_request(struct site_vec *vec, const char *root, pid_t pid, char **objects,
-			   size_t nr, ssize_t main_idx, const struct span_request *req)
+			   size_t nr, ssize_t main_idx, const struct span_request *req,
+			   const struct spanfind_opts *opts)
 {
 	struct request_result res, last = { 0 };
 	const char *want = req->object, *last_obj = NULL;
@@ -236,7 +277,7 @@ static int resolve_request(struct site_vec *vec, const char *root, pid_t pid, ch
 	}
 	/* An absolute path need not be mapped yet: a uprobe waits for its inode. */
 	if (!found && want[0] == '/') {
-		err = request_in(vec, root, pid, want, req, &last);
+		err = request_in(vec, root, pid, want, req, opts, &last);
 		total = last.matched;
 		last_obj = want;
 	} else if (!found) {
@@ -263,7 +304,7 @@ static int resolve_request(struct site_vec *vec, const char *root, pid_t pid, ch
 	for (i = 0; i < nr && !err; i++) {
 		if (!match[i])
 			continue;
-		err = request_in(vec, root, pid, objects[i], req, &res);
+		err = request_in(vec, root, pid, objects[i], req, opts, &res);
 		total += res.matched;
 		if (res.opened) {
 			last = res;
@@ -274,8 +315,7 @@ static int resolve_request(struct site_vec *vec, const char *root, pid_t pid, ch
 	if (!err && !total && last.opened && req->provider && !usdt_said(vec, req))
 		err = usdt_not_found(vec, want ? last_obj : NULL, last.open_path, req);
 	else if (!err && !total && last.opened && !req->provider)
-		err = site_vec__push_not_found(vec, last.has_symtab, last_obj, last.open_path,
-					       req->symbol, req->metric);
+		err = request_not_found(vec, last_obj, &last, req);
 out:
 	/* A USDT request's file errors are sites of its kind too. */
 	for (i = first; req->provider && i < vec->n; i++)
@@ -302,22 +342,23 @@ static int requests_valid(const struct span_request *reqs, size_t nr_reqs)
 
 /* Notes of every object, then each request among them; pid 0: host paths. */
 static int discover_in(const char *root, pid_t pid, char **objects, size_t nr_objects,
-		       const struct span_request *reqs, size_t nr_reqs, bool no_annotations,
-		       struct span_site **sites, size_t *nr)
+		       const struct span_request *reqs, size_t nr_reqs,
+		       const struct spanfind_opts *opts, struct span_site **sites, size_t *nr)
 {
 	struct site_vec vec = { 0 };
 	ssize_t main_idx;
 	size_t i;
 	int err = 0;
 
-	for (i = 0; !no_annotations && i < nr_objects; i++) {
+	for (i = 0; !opts->no_annotations && i < nr_objects; i++) {
 		err = annotations_of(&vec, root, pid, objects[i]);
 		if (err)
 			goto out;
 	}
 	main_idx = main_object(root, pid, objects, nr_objects);
 	for (i = 0; i < nr_reqs; i++) {
-		err = resolve_request(&vec, root, pid, objects, nr_objects, main_idx, &reqs[i]);
+		err = resolve_request(&vec, root, pid, objects, nr_objects, main_idx, &reqs[i],
+				      opts);
 		if (err)
 			goto out;
 	}
@@ -327,8 +368,10 @@ out:
 	return err;
 }
 
+static const struct spanfind_opts default_opts;
+
 int spanfind__discover(const char *root, pid_t pid, const struct span_request *reqs, size_t nr_reqs,
-		       bool no_annotations, struct span_site **sites, size_t *nr)
+		       const struct spanfind_opts *opts, struct span_site **sites, size_t *nr)
 {
 	char **objects = NULL;
 	size_t nr_objects = 0;
@@ -336,11 +379,12 @@ int spanfind__discover(const char *root, pid_t pid, const struct span_request *r
 
 	if (!sites || !nr || (nr_reqs && !reqs) || pid <= 0)
 		return -EINVAL;
+	opts = opts ?: &default_opts;
 	err = requests_valid(reqs, nr_reqs);
 	err = err ?: spanfind__mapped_objects(root, pid, &objects, &nr_objects);
 	if (err)
 		return err;
-	err = discover_in(root, pid, objects, nr_objects, reqs, nr_reqs, no_annotations, sites, nr);
+	err = discover_in(root, pid, objects, nr_objects, reqs, nr_reqs, opts, sites, nr);
 	spanfind__free_objects(objects, nr_objects);
 	return err;
 }
@@ -357,8 +401,8 @@ static bool site_known(const struct span_site *v, size_t n, const struct span_si
 }
 
 int spanfind__discover_pids(const char *root, const pid_t *pids, size_t nr_pids,
-			    const struct span_request *reqs, size_t nr_reqs, bool no_annotations,
-			    struct span_site **sites, size_t *nr)
+			    const struct span_request *reqs, size_t nr_reqs,
+			    const struct spanfind_opts *opts, struct span_site **sites, size_t *nr)
 {
 	char **seen = NULL, **objects = NULL, **fresh, **more_seen;
 	size_t nr_seen = 0, nr_objects = 0, nr_fresh, i, j, k;
@@ -368,7 +412,8 @@ int spanfind__discover_pids(const char *root, const pid_t *pids, size_t nr_pids,
 
 	if (!nr_pids)
 		return -EINVAL;
-	err = spanfind__discover(root, pids[0], reqs, nr_reqs, no_annotations, sites, nr);
+	opts = opts ?: &default_opts;
+	err = spanfind__discover(root, pids[0], reqs, nr_reqs, opts, sites, nr);
 	if (err)
 		return err;
 	err = spanfind__mapped_objects(root, pids[0], &seen, &nr_seen);
@@ -387,8 +432,8 @@ int spanfind__discover_pids(const char *root, const pid_t *pids, size_t nr_pids,
 			if (k == nr_seen)
 				fresh[nr_fresh++] = objects[j];
 		}
-		if (nr_fresh && !discover_in(root, pids[i], fresh, nr_fresh, reqs, nr_reqs,
-					     no_annotations, &more, &nr_more)) {
+		if (nr_fresh && !discover_in(root, pids[i], fresh, nr_fresh, reqs, nr_reqs, opts,
+					     &more, &nr_more)) {
 			/* Only what it adds: a request it cannot resolve was said for the first. */
 			for (j = 0; j < nr_more && !err; j++) {
 				if (more[j].err || site_known(*sites, *nr, &more[j]))
@@ -429,8 +474,8 @@ int spanfind__discover_pids(const char *root, const pid_t *pids, size_t nr_pids,
 }
 
 int spanfind__discover_list(const char *root, char **objects, size_t nr_objects,
-			    const struct span_request *reqs, size_t nr_reqs, bool no_annotations,
-			    struct span_site **sites, size_t *nr)
+			    const struct span_request *reqs, size_t nr_reqs,
+			    const struct spanfind_opts *opts, struct span_site **sites, size_t *nr)
 {
 	int err;
 
@@ -438,6 +483,6 @@ int spanfind__discover_list(const char *root, char **objects, size_t nr_objects,
 		return -EINVAL;
 	err = requests_valid(reqs, nr_reqs);
 	return err   ?:
-		       discover_in(root, 0, objects, nr_objects, reqs, nr_reqs, no_annotations,
-				   sites, nr);
+		       discover_in(root, 0, objects, nr_objects, reqs, nr_reqs,
+				   opts ?: &default_opts, sites, nr);
 }

@@ -14,7 +14,7 @@
  * Bounds: at most SPANFIND_SITES_MAX sites per object in one call (notes of
  * one object, or the matches of one request in one object); the excess is
  * dropped and one more site, with err -E2BIG, says how many. A site is about
- * 8.5 KiB (two PATH_MAX paths), so a full object takes about 35 MiB. At most
+ * 13 KiB (three PATH_MAX paths), so a full object takes about 52 MiB. At most
  * SPANFIND_OBJECTS_MAX distinct mapped objects per process.
  */
 #ifndef KHBPF_SPANFIND_H
@@ -30,24 +30,39 @@
 #include "spans/spanobjects.h"
 #include "spans/spansite.h"
 
+/* How discovery looks; a NULL opts is all zero. */
+struct spanfind_opts {
+	bool no_annotations; /* ignore .note.khbpf */
+	/*
+	 * --debug-dir: host directories searched first for the debug file of
+	 * a stripped object a --span request looks in (spandebug.h).
+	 */
+	const char *const *debug_dirs;
+	size_t nr_debug_dirs;
+};
+
 /*
  * The whole discovery for pid: the notes of every mapped object (unless
- * no_annotations; objects that are not ELF files are skipped, unreadable
+ * opts->no_annotations; objects that are not ELF files are skipped, unreadable
  * ones give an error site), then each request. A request's OBJECT is:
  * absent, the main executable (the mapped object that is root/proc/PID/exe);
  * an absolute path, that path in the target's root, mapped yet or not;
  * another path with a '/', the mapped objects whose path ends with it at a
  * '/'; a name without '/', the mapped objects with that basename, or else
  * those whose basename starts with it and a '.' ("libz.so.1" finds
- * libz.so.1.2.13). A request that resolves to nothing gives one error site:
- * not mapped, not an ELF file, no such symbol, stripped without it. Sites
+ * libz.so.1.2.13). In an object without .symtab (stripped), a request
+ * looks in its debug file too, when there is one (spandebug__load), and a
+ * site of a function only that file has names it in symbols_from. A
+ * request that resolves to nothing gives one error site: not mapped, not
+ * an ELF file, no such symbol, stripped without it (and what became of its
+ * debug file). Sites
  * equal to an earlier one (object, offset and metric) are dropped. Returns
  * 0 with every site appended; -ESRCH and the other errors of
  * spanfind__mapped_objects, -EINVAL for a request without a symbol or with
  * an invalid metric, -ENOMEM; on error nothing is appended.
  */
 int spanfind__discover(const char *root, pid_t pid, const struct span_request *reqs, size_t nr_reqs,
-		       bool no_annotations, struct span_site **sites, size_t *nr);
+		       const struct spanfind_opts *opts, struct span_site **sites, size_t *nr);
 
 /*
  * As spanfind__discover, for a command not started yet (run mode): objects
@@ -61,10 +76,10 @@ int spanfind__discover(const char *root, pid_t pid, const struct span_request *r
  * first). A set's processes: sites attached per file cover them all.
  */
 int spanfind__discover_pids(const char *root, const pid_t *pids, size_t nr_pids,
-			    const struct span_request *reqs, size_t nr_reqs, bool no_annotations,
-			    struct span_site **sites, size_t *nr);
+			    const struct span_request *reqs, size_t nr_reqs,
+			    const struct spanfind_opts *opts, struct span_site **sites, size_t *nr);
 int spanfind__discover_list(const char *root, char **objects, size_t nr_objects,
-			    const struct span_request *reqs, size_t nr_reqs, bool no_annotations,
-			    struct span_site **sites, size_t *nr);
+			    const struct span_request *reqs, size_t nr_reqs,
+			    const struct spanfind_opts *opts, struct span_site **sites, size_t *nr);
 
 #endif /* KHBPF_SPANFIND_H */

@@ -82,7 +82,7 @@ static int discover_exe(struct span_run *r, const struct span_run_opts *o)
 		r->nr_sites++;
 	}
 	err = spanfind__discover_list("/", err ? self : objects, err ? 1 : nr, o->reqs, o->nr_reqs,
-				      o->no_annotations, &r->sites, &r->nr_sites);
+				      &r->find, &r->sites, &r->nr_sites);
 	spanfind__free_objects(objects, nr);
 	return err;
 }
@@ -95,7 +95,9 @@ int span_run__discover(struct span_run *r, const struct span_run_opts *o)
 	memset(r, 0, sizeof(*r));
 	r->reqs = o->reqs;
 	r->nr_reqs = o->nr_reqs;
-	r->no_annotations = o->no_annotations;
+	r->find.no_annotations = o->no_annotations;
+	r->find.debug_dirs = o->debug_dirs;
+	r->find.nr_debug_dirs = o->nr_debug_dirs;
 	r->max_records = o->max_records ? o->max_records : KHBPF_DEFAULT_MAX_SPANS;
 	span_store__init(&r->events, r->max_records);
 	r->metrics = calloc(KHBPF_MAX_METRICS, sizeof(*r->metrics));
@@ -107,10 +109,10 @@ int span_run__discover(struct span_run *r, const struct span_run_opts *o)
 		err = discover_exe(r, o);
 	else if (o->nr_pids > 1)
 		err = spanfind__discover_pids(o->root, o->pids, o->nr_pids, o->reqs, o->nr_reqs,
-					      o->no_annotations, &r->sites, &r->nr_sites);
+					      &r->find, &r->sites, &r->nr_sites);
 	else
-		err = spanfind__discover(o->root, o->pid, o->reqs, o->nr_reqs, o->no_annotations,
-					 &r->sites, &r->nr_sites);
+		err = spanfind__discover(o->root, o->pid, o->reqs, o->nr_reqs, &r->find, &r->sites,
+					 &r->nr_sites);
 	/* Errors the sites carry are reported per site; only ENOMEM/ESRCH stop here. */
 	if (err == -ENOMEM || err == -ESRCH)
 		return err;
@@ -672,6 +674,7 @@ int span_run__document(struct span_run *r, uint64_t start_mono_ns, bool counters
 
 		snprintf(p->object, sizeof(p->object), "%s", s->object);
 		snprintf(p->symbol, sizeof(p->symbol), "%s", s->symbol);
+		snprintf(p->symbols_from, sizeof(p->symbols_from), "%s", s->symbols_from);
 		p->site = span_site_kind__name(s->kind);
 		snprintf(p->metric_id, sizeof(p->metric_id), "%s", s->metric);
 		p->attached = !s->err;

@@ -54,7 +54,7 @@ struct span_run {
 	struct sched_collector *coll;
 	const struct span_request *reqs;
 	size_t nr_reqs;
-	bool no_annotations;
+	struct spanfind_opts find; /* --no-annotations, --debug-dir */
 	char **searched;
 	size_t nr_searched;
 	uint32_t *site_exec_pid; /* 0: found at the start */
@@ -117,6 +117,9 @@ struct span_run_opts {
 	const struct span_request *reqs;
 	size_t nr_reqs;
 	bool no_annotations;
+	/* --debug-dir: where stripped objects' debug files are looked for first */
+	const char *const *debug_dirs;
+	size_t nr_debug_dirs;
 	uint64_t max_records;
 	const struct key_request *key_reqs; /* --key */
 	size_t nr_key_reqs;

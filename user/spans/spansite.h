@@ -54,10 +54,16 @@ struct span_site {
 	/* Path khbpf opens and attaches to: ROOT/proc/PID/root + object. */
 	char open_path[PATH_MAX];
 	/*
-	 * "" when unknown: a stripped object without the function in .dynsym.
-	 * A USDT site's is PROVIDER:NAME.
+	 * "" when unknown: a stripped object without the function in .dynsym
+	 * or a debug file. A USDT site's is PROVIDER:NAME.
 	 */
 	char symbol[SPANFIND_SYMBOL_MAX];
+	/*
+	 * The separate debug file whose .symtab gave symbol (the object is
+	 * stripped), as the target sees it or under a --debug-dir; "" when the
+	 * object's own tables or a note did.
+	 */
+	char symbols_from[PATH_MAX];
 	char metric[SPANFIND_METRIC_MAX];
 	uint64_t vaddr; /* link-time address */
 	uint64_t offset; /* file offset for the uprobe */
@@ -70,7 +76,8 @@ struct span_site {
 	uint32_t key_slot;
 	bool from_note; /* an annotation, not a --span request */
 	int err; /* 0, or -errno: why this site cannot be attached */
-	char reason[256]; /* when err != 0: one sentence naming object and symbol */
+	/* when err != 0: one sentence naming object and symbol (and a debug file) */
+	char reason[512];
 };
 
 /*
