@@ -818,6 +818,7 @@ static int build_document(struct docbuild *b)
 	LOSS("span_execs_attached_late", s->spans->execs_late);
 	LOSS("span_exec_events_dropped", s->stats.exec_events_dropped);
 	LOSS("span_execs_unreadable", s->spans->exec_search_errors);
+	LOSS("span_exec_libraries_unsearched", s->spans->exec_libraries_unsearched);
 	LOSS("threads_not_joined", s->stats.join_failures);
 	LOSS("forks_joined_at_wakeup", s->stats.forks_joined_at_wakeup);
 	LOSS("threads_joined_late", s->late_joins);

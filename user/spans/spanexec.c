@@ -14,6 +14,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/stat.h>
 
 #include "spans/spanrun.h"
 #include "spans/spankeys.h"
@@ -80,10 +81,42 @@ static bool exe_of(const struct khbpf_exec_event *e, char *exe, size_t size)
 	return true;
 }
 
+/* Whether process pid is in another mount namespace than khbpf's. */
+static bool other_mount_ns(uint32_t pid)
+{
+	char path[64];
+	struct stat a, b;
+
+	snprintf(path, sizeof(path), "/proc/%u/ns/mnt", pid);
+	return !stat(path, &a) && !stat("/proc/self/ns/mnt", &b) &&
+	       (a.st_ino != b.st_ino || a.st_dev != b.st_dev);
+}
+
+/* A site already attached: the same file (opened as root + object), offset, metric and role. */
+static bool site_attached(const struct span_run *r, const struct span_site *s)
+{
+	struct stat a, b;
+	size_t i;
+
+	if (stat(s->open_path, &a))
+		return false;
+	for (i = 0; i < r->nr_sites; i++) {
+		const struct span_site *t = &r->sites[i];
+
+		if (t->err || t->offset != s->offset || t->kind != s->kind ||
+		    strcmp(t->metric, s->metric) || stat(t->open_path, &b))
+			continue;
+		if (a.st_ino == b.st_ino && a.st_dev == b.st_dev)
+			return true;
+	}
+	return false;
+}
+
 void span_run__on_exec(void *ctx, const struct khbpf_exec_event *e)
 {
 	struct span_run *r = ctx;
-	char exe[PATH_MAX], **objects = NULL, **fresh, reason[256];
+	char exe[PATH_MAX], **objects = NULL, **fresh, reason[256], root[64];
+	bool foreign;
 	struct span_site *found = NULL;
 	struct sched_span_site *v;
 	size_t nr_objects = 0, nr_fresh = 0, nr_found = 0, i, n = 0, nv = 0, first;
@@ -96,9 +129,22 @@ void span_run__on_exec(void *ctx, const struct khbpf_exec_event *e)
 	}
 	if (was_searched(r, exe))
 		return;
-	/* The executable first: a --span without an object names a function of it. */
-	if (spanfind__needed_objects(exe, &objects, &nr_objects, reason, sizeof(reason)))
+	/*
+	 * A process of another mount namespace (a container) sees other files
+	 * at these paths: its executable is read through /proc/PID/root, and
+	 * the libraries its own loader would map are not known here (the
+	 * host's loader would resolve the host's): they are not searched,
+	 * counted in span_exec_libraries_unsearched. Requests naming an
+	 * absolute OBJECT are resolved in its root all the same.
+	 */
+	foreign = other_mount_ns(e->pid);
+	if (foreign) {
+		snprintf(root, sizeof(root), "/proc/%u/root", e->pid);
+		r->exec_libraries_unsearched++;
+	} else if (spanfind__needed_objects(exe, &objects, &nr_objects, reason, sizeof(reason))) {
+		/* The executable first: a --span without an object names a function of it. */
 		nr_objects = 0;
+	}
 	fresh = calloc(nr_objects + 1, sizeof(*fresh));
 	if (!fresh) {
 		spanfind__free_objects(objects, nr_objects);
@@ -108,15 +154,22 @@ void span_run__on_exec(void *ctx, const struct khbpf_exec_event *e)
 	for (i = 0; i < nr_objects; i++)
 		if (strcmp(objects[i], exe) && !was_searched(r, objects[i]))
 			fresh[nr_fresh++] = objects[i];
-	err = spanfind__discover_list("/", fresh, nr_fresh, r->reqs, r->nr_reqs, &r->find, &found,
-				      &nr_found);
+	err = spanfind__discover_list(foreign ? root : "/", fresh, nr_fresh, r->reqs, r->nr_reqs,
+				      &r->find, &found, &nr_found);
 	for (i = 0; i < nr_fresh; i++)
 		span_run__searched(r, fresh[i]);
 	free(fresh);
 	spanfind__free_objects(objects, nr_objects);
-	/* What it could not resolve was said at the start; only what it adds is kept. */
-	for (i = 0; !err && i < nr_found; i++)
+	/*
+	 * What it could not resolve was said at the start; only what it adds is
+	 * kept: not a site attached already (a request naming an absolute
+	 * OBJECT resolves to the same file at every exec).
+	 */
+	for (i = 0; !err && i < nr_found; i++) {
+		if (!found[i].err && site_attached(r, &found[i]))
+			found[i].err = -EEXIST;
 		n += !found[i].err;
+	}
 	if (err || !n || grow_sites(r, n)) {
 		spanfind__free(found, nr_found);
 		return;

@@ -61,6 +61,7 @@ struct span_run {
 	uint64_t *site_exec_delay_ns;
 	uint64_t execs_late; /* execs whose binary's sites were attached after them */
 	uint64_t exec_search_errors; /* execs whose executable could not be read */
+	uint64_t exec_libraries_unsearched; /* execs in another mount namespace: the exe only */
 
 	/*
 	 * --key (spankeys.c): each metric's key kind (KHBPF_KEY_NONE: not
