@@ -614,6 +614,39 @@ static void metric_time(struct page *pg, const struct report_metric *m)
 	report_html__esc(pg, "</td><td class=\"w\">%s</td></tr>\n", wakers[0] ? wakers : "-");
 }
 
+/* A keyed metric's keys (--key), as the document orders them: most inclusive time first. */
+static void key_table(struct page *pg, const struct report_metric *m)
+{
+	size_t i;
+
+	if (!m->nr_keys)
+		return;
+	fprintf(pg->f, "<h3>");
+	report_html__esc(pg, "Keys of %s", m->id);
+	fprintf(pg->f,
+		" (%zu)</h3>\n<table>\n<tr><th class=\"l\">key</th><th>calls</th>"
+		"<th>inclusive</th><th>exclusive</th><th>mean</th><th>open at end</th>"
+		"<th class=\"l\">where the time went</th><th class=\"l\"></th></tr>\n",
+		m->nr_keys);
+	for (i = 0; i < m->nr_keys; i++) {
+		const struct report_metric *k = &m->keys[i];
+		char a[32], b[32], c[32] = "-";
+
+		report_html__dur(a, sizeof(a), k->inclusive_ns);
+		report_html__dur(b, sizeof(b), k->exclusive_ns);
+		if (k->calls)
+			report_html__dur(c, sizeof(c), k->inclusive_ns / k->calls);
+		fprintf(pg->f, "<tr><td class=\"l\">");
+		report_html__esc(pg, "%s", k->id);
+		fprintf(pg->f,
+			"</td><td>%" PRIu64 "</td><td>%s</td><td>%s</td><td>%s</td><td>%" PRIu64
+			"</td>",
+			k->calls, a, b, c, k->unfinished);
+		metric_time(pg, k);
+	}
+	fprintf(pg->f, "</table>\n");
+}
+
 static void span_table(struct page *pg)
 {
 	const struct report_doc *d = pg->doc;
@@ -655,6 +688,8 @@ static void span_table(struct page *pg)
 		metric_time(pg, m);
 	}
 	fprintf(pg->f, "</table>\n");
+	for (i = 0; i < d->nr_metrics; i++)
+		key_table(pg, v[i]);
 	for (i = 0; i < d->nr_metrics; i++)
 		if (!d->metrics[i].has_totals)
 			break;
