@@ -118,6 +118,7 @@ struct report_span {
 	uint64_t exclusive_ns;
 	struct ev_u64 parent_span_id;
 	size_t metric; /* index into doc->metrics */
+	const char *key; /* --key: its key's text (loader-owned), or NULL */
 	size_t thread; /* index into doc->threads */
 	bool open; /* from open_spans: still open when the window ended */
 	bool has_hw;

@@ -443,6 +443,15 @@ static void load_span(struct loader *ld, struct json_object *o, const char *w,
 	}
 	if (metric && !ld->failed)
 		s->metric = metric_index(ld, metric);
+	if (json_object_object_get_ex(o, "key", NULL)) {
+		struct json_object *k = loader__member(ld, o, w, "key", json_type_object, true);
+		char wk[96];
+		const char *text;
+
+		snprintf(wk, sizeof(wk), "%s.key", w);
+		text = k ? loader__get_str(ld, k, wk, "text", true) : NULL;
+		s->key = text && !ld->failed ? loader__own(ld, text) : NULL;
+	}
 }
 
 /*

@@ -128,6 +128,8 @@ static void span_args(struct tracer *t, struct json_object *args, const struct r
 	struct ev_u64 cyc, ins;
 
 	add(t, args, "span_id", evjson__u64(s->span_id));
+	if (s->key)
+		add(t, args, "key", evjson__string(s->key));
 	if (s->parent_span_id.recorded)
 		add(t, args, "parent_span_id", evjson__u64(s->parent_span_id.value));
 	if (s->open) {
