@@ -110,7 +110,7 @@ HELPERS := $(patsubst tests/helpers/%.c,build/tests/helpers/%,$(wildcard tests/h
 C_FILES := $(wildcard bpf/*.c bpf/*.h user/*/*.c user/*/*.h include/khbpf/*.h tests/*.h \
 	tests/*/*.c tests/workloads/*.h tools/*.c)
 
-.PHONY: all check depcheck fresh-check vmtest unit-tests workloads demo bench bench-spans bench-span-attach bench-span-memory bench-serve soak format format-check clean deps
+.PHONY: all check depcheck fresh-check vmtest unit-tests workloads demo bench bench-spans bench-usdt bench-span-attach bench-span-memory bench-serve soak format format-check clean deps
 all: $(KHBPF)
 
 deps: $(DEPS_STAMP)
@@ -272,11 +272,13 @@ build/tools/%: tools/%.c $(SKELS) | $(DEPS_STAMP)
 # Overhead against peers (runqlat, bpftrace) and empty programs; see BENCHMARKS.md.
 BENCH_SPANS_DEPS := $(KHBPF) build/tools/bench-span-floor build/workloads/spanbench \
 	build/workloads/manyfuncs
-bench: $(KHBPF) build/tools/bench-empty $(BENCH_SPANS_DEPS)
+BENCH_USDT_DEPS := $(KHBPF) build/tools/bench-span-floor build/workloads/usdtbench
+bench: $(KHBPF) build/tools/bench-empty $(BENCH_SPANS_DEPS) $(BENCH_USDT_DEPS)
 	$(Q)tools/install-deps.sh --with-bench
 	$(Q)tools/bench-sched.sh
 	$(Q)/usr/bin/python3 tools/bench_fork.py
 	$(Q)tools/bench-spans.sh
+	$(Q)/usr/bin/python3 tools/bench_usdt.py
 	$(Q)/usr/bin/python3 tools/bench_span_attach.py
 	$(Q)/usr/bin/python3 tools/bench_serve.py
 	$(Q)/usr/bin/python3 tools/bench_accuracy.py
@@ -299,6 +301,12 @@ bench-spans: $(BENCH_SPANS_DEPS)
 	$(Q)tools/install-deps.sh --with-bench
 	$(Q)tools/bench-spans.sh
 	$(Q)/usr/bin/python3 tools/bench_span_attach.py
+
+# Cost per USDT span pair (--usdt-span, with and without keys) beside
+# bpftrace counting the same probes and an empty program at each site.
+bench-usdt: $(BENCH_USDT_DEPS)
+	$(Q)tools/install-deps.sh --with-bench
+	$(Q)/usr/bin/python3 tools/bench_usdt.py
 
 # Attach and detach of 10, 100 and 1000 span sites, khbpf's uprobe_multi and
 # per-site links next to bpftrace's (BENCH_ATTACH_PER_SITE=1000 and

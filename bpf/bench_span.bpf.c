@@ -2,8 +2,10 @@
 /*
  * `make bench` only: the cheapest possible uprobe and uretprobe, the floor
  * that khbpf's cost per span is compared with (tools/bench-span-floor.c
- * attaches them to one function); and the cheapest pair that times a span,
- * one bpf_ktime_get_ns() at each end, which any span timer pays.
+ * attaches them to one function, or both as plain uprobes to a USDT pair's
+ * START and DONE sites: the section only sets libbpf's default); and the
+ * cheapest pair that times a span, one bpf_ktime_get_ns() at each end,
+ * which any span timer pays.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>

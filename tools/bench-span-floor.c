@@ -3,9 +3,13 @@
  * bench-span-floor [--stats] [--clock] --pid PID BINARY FUNCTION: attach an
  * empty uprobe and an empty uretprobe (bpf/bench_span.bpf.c) to FUNCTION of
  * BINARY for process PID, print "ready", and hold them until stdin closes.
+ * bench-span-floor [--stats] [--clock] --pid PID --sites BINARY START DONE:
+ * the same two programs as plain uprobes at the file offsets START and DONE
+ * (decimal or 0x hex), a USDT pair's two sites (`khbpf list --usdt --json`
+ * gives them). No ref_ctr_offset is set: for probes without a semaphore.
  * With --clock the pair only reads the time, once at each end.
  * With --stats, BPF run-time stats are on (BPF_ENABLE_STATS) while they are
- * held, and at the end it prints
+ * held, and at the end it prints (exit: DONE's program with --sites)
  *	{"enter_run_cnt": N, "enter_run_time_ns": N, "exit_run_cnt": N, "exit_run_time_ns": N}
  * A benchmark helper: `make bench` builds it into build/tools/.
  */
@@ -24,21 +28,41 @@ static int usage(void)
 {
 	fprintf(stderr,
 		"bench-span-floor: usage: bench-span-floor [--stats] [--clock] --pid PID BINARY "
-		"FUNCTION\n");
+		"FUNCTION\n"
+		"       bench-span-floor [--stats] [--clock] --pid PID --sites BINARY START DONE\n");
 	return 2;
 }
 
+/* At function (its entry, or its return with ret), else at the file offset. */
 static struct bpf_link *attach(struct bpf_program *prog, int pid, const char *binary,
-			       const char *function, bool ret)
+			       const char *function, size_t offset, bool ret)
 {
 	LIBBPF_OPTS(bpf_uprobe_opts, uo, .func_name = function, .retprobe = ret);
 	struct bpf_link *link;
 
-	link = bpf_program__attach_uprobe_opts(prog, pid, binary, 0, &uo);
-	if (!link)
+	link = bpf_program__attach_uprobe_opts(prog, pid, binary, offset, &uo);
+	if (!link && function)
 		fprintf(stderr, "bench-span-floor: cannot attach the %s to %s:%s: %s\n",
 			ret ? "uretprobe" : "uprobe", binary, function, strerror(errno));
+	else if (!link)
+		fprintf(stderr, "bench-span-floor: cannot attach the uprobe to %s at 0x%zx: %s\n",
+			binary, offset, strerror(errno));
 	return link;
+}
+
+static int parse_offset(const char *s, size_t *offset)
+{
+	unsigned long long v;
+	char *end;
+
+	if (*s < '0' || *s > '9')
+		return -1;
+	errno = 0;
+	v = strtoull(s, &end, 0);
+	if (errno || *end || !v || v > SIZE_MAX)
+		return -1;
+	*offset = (size_t)v;
+	return 0;
 }
 
 static int prog_stats(struct bpf_program *prog, struct bpf_prog_info *info)
@@ -56,7 +80,8 @@ int main(int argc, char **argv)
 	struct bench_span_bpf *skel = NULL;
 	struct bpf_prog_info ii, oi;
 	int a = 1, pid = 0, stats_fd = -1, err = 1;
-	bool stats = false, clock = false;
+	bool stats = false, clock = false, sites = false;
+	size_t start = 0, done = 0;
 	char *end, buf[64];
 
 	if (a < argc && !strcmp(argv[a], "--stats")) {
@@ -74,7 +99,14 @@ int main(int argc, char **argv)
 			return usage();
 		a += 2;
 	}
-	if (!pid || argc - a != 2)
+	if (a < argc && !strcmp(argv[a], "--sites")) {
+		sites = true;
+		a++;
+		if (argc - a != 3 || parse_offset(argv[a + 1], &start) ||
+		    parse_offset(argv[a + 2], &done))
+			return usage();
+	}
+	if (!pid || (!sites && argc - a != 2))
 		return usage();
 
 	if (stats) {
@@ -92,8 +124,14 @@ int main(int argc, char **argv)
 	}
 	pin = clock ? skel->progs.khbpf_clock_in : skel->progs.khbpf_floor_in;
 	pout = clock ? skel->progs.khbpf_clock_out : skel->progs.khbpf_floor_out;
-	in = attach(pin, pid, argv[a], argv[a + 1], false);
-	out = in ? attach(pout, pid, argv[a], argv[a + 1], true) : NULL;
+	if (sites) {
+		/* Both plain uprobes: DONE is a site of its own, not a return. */
+		in = attach(pin, pid, argv[a], NULL, start, false);
+		out = in ? attach(pout, pid, argv[a], NULL, done, false) : NULL;
+	} else {
+		in = attach(pin, pid, argv[a], argv[a + 1], 0, false);
+		out = in ? attach(pout, pid, argv[a], argv[a + 1], 0, true) : NULL;
+	}
 	if (!out)
 		goto cleanup;
 	printf("ready\n");

@@ -13,7 +13,9 @@ set -eu
 
 # The build: gcc is cc (the Makefile's default CC), clang builds the BPF
 # objects; --no-install-recommends leaves libc6-dev out unless named.
-pkgs="make pkg-config gcc g++ libc6-dev clang llvm bpftool libbpf-dev libelf-dev libdw-dev zlib1g-dev libjson-c-dev libmicrohttpd-dev libcap-dev libcmocka-dev"
+# systemtap-sdt-dev: <sys/sdt.h>, the USDT probes of a workload
+# (tests/workloads/usdtbench.c), which every build of the workloads compiles.
+pkgs="make pkg-config gcc g++ libc6-dev clang llvm bpftool libbpf-dev libelf-dev libdw-dev zlib1g-dev libjson-c-dev libmicrohttpd-dev libcap-dev libcmocka-dev systemtap-sdt-dev"
 # What the tests run, by command: python3 + jsonschema (schema checks and
 # comparisons), libclang-rt-dev (libFuzzer), binutils (readelf, nm, objdump,
 # objcopy, strip), procps (ps, pgrep), iproute2 (ss), curl, libcap2-bin
