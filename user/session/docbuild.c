@@ -419,14 +419,14 @@ static int key_hits_cmp(const void *a, const void *b)
 	return strcmp(x->key.text, y->key.text);
 }
 
-/* A keyed probe's hits by key (r->key_hits are by thread and key), into v: how many. */
+/* A keyed probe's hits by key (r->keys.hits are by thread and key), into v: how many. */
 static size_t usdt_keys_of(const struct span_run *r, uint32_t metric, struct usdt_key_hits *v)
 {
 	size_t i, j, n = 0;
 
-	for (i = 0; i < r->nr_key_hits; i++) {
-		const struct usdt_hit_entry *h = &r->key_hits[i];
-		const struct span_key *k = &r->keys[h->key.metric];
+	for (i = 0; i < r->keys.nr_hits; i++) {
+		const struct usdt_hit_entry *h = &r->keys.hits[i];
+		const struct span_key *k = &r->keys.v[h->key.metric];
 
 		if (k->metric != metric || !h->hits)
 			continue;
@@ -461,7 +461,7 @@ static int fill_usdt_counts(struct docbuild *b)
 		return 0;
 	v = calloc(r->nr_metrics, sizeof(*v));
 	by = calloc(2 * r->nr_hits + 1, sizeof(*by));
-	b->usdt_keys = calloc(r->nr_key_hits + 1, sizeof(*b->usdt_keys));
+	b->usdt_keys = calloc(r->keys.nr_hits + 1, sizeof(*b->usdt_keys));
 	if (!v || !by || !b->usdt_keys) {
 		free(v);
 		free(by);
@@ -508,7 +508,7 @@ static int fill_usdt_counts(struct docbuild *b)
 		u->processes = procs;
 		u->nr_processes = np;
 		used += nt + np;
-		if (r->key_kind && r->key_kind[m]) {
+		if (r->keys.kind && r->keys.kind[m]) {
 			u->keys = b->usdt_keys + keys_used;
 			u->nr_keys = usdt_keys_of(r, (uint32_t)m, b->usdt_keys + keys_used);
 			keys_used += u->nr_keys;

@@ -190,7 +190,7 @@ void span_run__on_exec(void *ctx, const struct khbpf_exec_event *e)
 		r->site_exec_pid[first + n] = e->pid;
 		r->site_exec_delay_ns[first + n] = 0;
 		/* A site whose key cannot be read is not attached (its reason says why). */
-		spankeys__site(r, first + n);
+		spankeys__site(&r->keys, &r->sites[first + n], metric, r->coll);
 		if (!r->sites[first + n].err)
 			v[nv++] = span_run__collector_site(&r->sites[first + n], metric);
 		n++;

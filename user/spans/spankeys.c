@@ -15,102 +15,99 @@ static void key_fail(struct span_site *s, const char *why)
 			s->symbol[0] ? s->symbol : s->metric, why);
 }
 
-void spankeys__site(struct span_run *r, size_t i)
+void spankeys__site(struct span_keys *k, struct span_site *s, uint32_t m,
+		    struct sched_collector *coll)
 {
-	struct span_site *s = &r->sites[i];
-	uint32_t m = r->site_metric[i];
 	struct khbpf_arg_spec spec;
 	char why[160];
 	int err;
 
-	if (!r->key_kind || s->err || m >= KHBPF_MAX_METRICS || !r->key_kind[m])
+	if (!k->kind || s->err || m >= KHBPF_MAX_METRICS || !k->kind[m])
 		return;
 	/* A DONE site closes what its START opened, whose key it already has. */
 	if (s->kind == SPAN_SITE_USDT_DONE)
 		return;
 	if (s->kind == SPAN_SITE_FUNCTION)
-		err = usdtarg__function_arg(r->key_arg[m], &spec, why, sizeof(why));
+		err = usdtarg__function_arg(k->arg[m], &spec, why, sizeof(why));
 	else
-		err = usdtarg__parse(s->args, r->key_arg[m], &spec, why, sizeof(why));
+		err = usdtarg__parse(s->args, k->arg[m], &spec, why, sizeof(why));
 	if (err) {
 		key_fail(s, why);
 		return;
 	}
-	if (r->nr_key_slots == KHBPF_MAX_SPAN_SITES) {
+	if (k->nr_slots == KHBPF_MAX_SPAN_SITES) {
 		snprintf(why, sizeof(why), "more than %d keyed sites", KHBPF_MAX_SPAN_SITES);
 		key_fail(s, why);
 		return;
 	}
-	r->key_specs[r->nr_key_slots++] = spec;
-	s->key_slot = (uint32_t)r->nr_key_slots;
-	if (r->coll && sched_collector__set_site_arg(r->coll, s->key_slot, &spec))
+	k->specs[k->nr_slots++] = spec;
+	s->key_slot = (uint32_t)k->nr_slots;
+	if (coll && sched_collector__set_site_arg(coll, s->key_slot, &spec))
 		key_fail(s, "the collector refused its argument spec");
 }
 
-int spankeys__setup(struct span_run *r, const struct key_request *reqs, size_t nr,
-		    uint32_t max_keys)
+int spankeys__setup(struct span_keys *k, const struct key_request *reqs, const uint32_t *metrics,
+		    size_t nr, uint32_t max_keys)
 {
 	uint32_t m;
 	size_t i;
 
 	if (!nr)
 		return 0;
-	r->key_kind = calloc(KHBPF_MAX_METRICS, sizeof(*r->key_kind));
-	r->key_arg = calloc(KHBPF_MAX_METRICS, sizeof(*r->key_arg));
-	r->key_specs = calloc(KHBPF_MAX_SPAN_SITES, sizeof(*r->key_specs));
-	if (!r->key_kind || !r->key_arg || !r->key_specs)
+	k->kind = calloc(KHBPF_MAX_METRICS, sizeof(*k->kind));
+	k->arg = calloc(KHBPF_MAX_METRICS, sizeof(*k->arg));
+	k->specs = calloc(KHBPF_MAX_SPAN_SITES, sizeof(*k->specs));
+	if (!k->kind || !k->arg || !k->specs)
 		return -ENOMEM;
-	r->max_keys = max_keys ? max_keys : KHBPF_DEFAULT_KEYS_PER_METRIC;
+	k->max_keys = max_keys ? max_keys : KHBPF_DEFAULT_KEYS_PER_METRIC;
 	for (i = 0; i < nr; i++) {
-		/* Registered if no site has it yet: an exec may bring one. */
-		if (span_run__metric_index(r, reqs[i].metric, &m))
+		m = metrics[i];
+		if (m >= KHBPF_MAX_METRICS)
 			continue;
-		r->key_kind[m] = (uint8_t)reqs[i].kind;
-		r->key_arg[m] = (uint8_t)reqs[i].arg;
+		k->kind[m] = (uint8_t)reqs[i].kind;
+		k->arg[m] = (uint8_t)reqs[i].arg;
 	}
-	for (i = 0; i < r->nr_sites; i++)
-		spankeys__site(r, i);
 	return 0;
 }
 
-int spankeys__apply(struct span_run *r, struct sched_collector *c)
+int spankeys__apply(const struct span_keys *k, struct sched_collector *c)
 {
 	uint32_t m;
 	size_t i;
 	int err;
 
-	if (!r->key_kind)
+	if (!k->kind)
 		return 0;
 	for (m = 0; m < KHBPF_MAX_METRICS; m++) {
-		if (!r->key_kind[m])
+		if (!k->kind[m])
 			continue;
-		err = sched_collector__set_key(c, m, r->key_kind[m], r->max_keys);
+		err = sched_collector__set_key(c, m, k->kind[m], k->max_keys);
 		if (err)
 			return err;
 	}
-	for (i = 0; i < r->nr_key_slots; i++) {
-		err = sched_collector__set_site_arg(c, (uint32_t)i + 1, &r->key_specs[i]);
+	for (i = 0; i < k->nr_slots; i++) {
+		err = sched_collector__set_site_arg(c, (uint32_t)i + 1, &k->specs[i]);
 		if (err)
 			return err;
 	}
 	return 0;
 }
 
-const struct span_key *spankeys__find(const struct span_run *r, uint32_t id)
+const struct span_key *spankeys__find(const struct span_keys *k, uint32_t id)
 {
-	size_t lo = 0, hi = r->nr_keys, mid;
+	size_t lo = 0, hi = k->nr, mid;
 
 	if (id < KHBPF_OTHER_METRIC_BASE)
 		return NULL;
 	/* keys are sorted by id. */
 	while (lo < hi) {
 		mid = lo + (hi - lo) / 2;
-		if (r->keys[mid].id < id)
+		if (k->v[mid].id < id)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	return lo < r->nr_keys && r->keys[lo].id == id ? &r->keys[lo] : NULL;
+	return lo < k->nr && k->v[lo].id == id ? &k->v[lo] : NULL;
 }
 
 static int key_cmp(const void *a, const void *b)
@@ -121,7 +118,7 @@ static int key_cmp(const void *a, const void *b)
 }
 
 /* The keys the kernel made, and each keyed metric's "(other)". */
-static int load_keys(struct span_run *r, struct sched_collector *c)
+static int load_keys(struct span_keys *k, struct sched_collector *c)
 {
 	struct key_entry *v = NULL;
 	size_t nr = 0, i, n = 0, others = 0;
@@ -132,48 +129,48 @@ static int load_keys(struct span_run *r, struct sched_collector *c)
 	if (err)
 		return err;
 	for (m = 0; m < KHBPF_MAX_METRICS; m++)
-		others += r->key_kind[m] != 0;
-	r->keys = calloc(nr + others + 1, sizeof(*r->keys));
-	if (!r->keys) {
+		others += k->kind[m] != 0;
+	k->v = calloc(nr + others + 1, sizeof(*k->v));
+	if (!k->v) {
 		free(v);
 		return -ENOMEM;
 	}
 	for (i = 0; i < nr; i++) {
-		struct span_key *k = &r->keys[n];
+		struct span_key *key = &k->v[n];
 		const struct khbpf_key *kk = &v[i].key;
 
 		if (kk->metric >= KHBPF_MAX_METRICS || v[i].id < KHBPF_KEY_METRIC_BASE)
 			continue;
-		k->id = v[i].id;
-		k->metric = kk->metric;
-		k->is_str = (kk->kind & 0xff) == KHBPF_KEY_STR;
-		k->truncated = kk->kind & KHBPF_KEY_F_TRUNCATED;
-		if (k->is_str) {
-			memcpy(k->text, kk->bytes, sizeof(kk->bytes));
-			k->text[sizeof(kk->bytes) - 1] = '\0';
+		key->id = v[i].id;
+		key->metric = kk->metric;
+		key->is_str = (kk->kind & 0xff) == KHBPF_KEY_STR;
+		key->truncated = kk->kind & KHBPF_KEY_F_TRUNCATED;
+		if (key->is_str) {
+			memcpy(key->text, kk->bytes, sizeof(kk->bytes));
+			key->text[sizeof(kk->bytes) - 1] = '\0';
 		} else {
 			int64_t val;
 
 			memcpy(&val, kk->bytes, sizeof(val));
-			snprintf(k->text, sizeof(k->text), "%" PRId64, val);
+			snprintf(key->text, sizeof(key->text), "%" PRId64, val);
 		}
 		n++;
 	}
 	for (m = 0; m < KHBPF_MAX_METRICS; m++) {
-		struct span_key *k = &r->keys[n];
+		struct span_key *key = &k->v[n];
 
-		if (!r->key_kind[m])
+		if (!k->kind[m])
 			continue;
-		k->id = KHBPF_OTHER_METRIC_BASE + m;
-		k->metric = m;
-		k->other = true;
-		k->is_str = r->key_kind[m] == KHBPF_KEY_STR;
-		snprintf(k->text, sizeof(k->text), "(other)");
+		key->id = KHBPF_OTHER_METRIC_BASE + m;
+		key->metric = m;
+		key->other = true;
+		key->is_str = k->kind[m] == KHBPF_KEY_STR;
+		snprintf(key->text, sizeof(key->text), "(other)");
 		n++;
 	}
 	free(v);
-	qsort(r->keys, n, sizeof(*r->keys), key_cmp);
-	r->nr_keys = n;
+	qsort(k->v, n, sizeof(*k->v), key_cmp);
+	k->nr = n;
 	return 0;
 }
 
@@ -217,27 +214,27 @@ static int agg_key_cmp(const void *a, const void *b)
  * their thread's aggregate of the metric, which is made when the thread had
  * no call of it but keyed ones (every call of a keyed metric is keyed).
  */
-static int unkey_aggs(struct span_run *r)
+static int unkey_aggs(struct span_keys *k, const struct span_keys_run *run)
 {
 	struct span_agg_entry *plain, *keyed;
 	size_t i, np = 0, nk = 0, j;
 
-	plain = calloc(r->nr_aggs + 1, sizeof(*plain));
-	keyed = calloc(r->nr_aggs + 1, sizeof(*keyed));
+	plain = calloc((*run->nr_aggs) + 1, sizeof(*plain));
+	keyed = calloc((*run->nr_aggs) + 1, sizeof(*keyed));
 	if (!plain || !keyed) {
 		free(plain);
 		free(keyed);
 		return -ENOMEM;
 	}
-	for (i = 0; i < r->nr_aggs; i++) {
-		const struct span_key *k = spankeys__find(r, r->aggs[i].key.metric);
+	for (i = 0; i < (*run->nr_aggs); i++) {
+		const struct span_key *key = spankeys__find(k, (*run->aggs)[i].key.metric);
 
-		if (!k) {
-			plain[np++] = r->aggs[i];
+		if (!key) {
+			plain[np++] = (*run->aggs)[i];
 			continue;
 		}
-		keyed[nk] = r->aggs[i];
-		keyed[nk].key.metric = (uint32_t)(k - r->keys);
+		keyed[nk] = (*run->aggs)[i];
+		keyed[nk].key.metric = (uint32_t)(key - k->v);
 		nk++;
 	}
 	/* Then the metric's: one per (thread, metric), the keys' sums. */
@@ -245,7 +242,7 @@ static int unkey_aggs(struct span_run *r)
 	for (i = 0; i < nk; i++) {
 		struct span_agg_entry want = {
 			.key = { .tid = keyed[i].key.tid,
-				 .metric = r->keys[keyed[i].key.metric].metric }
+				 .metric = k->v[keyed[i].key.metric].metric }
 		};
 		struct span_agg_entry *d = bsearch(&want, plain, np, sizeof(*plain), agg_key_cmp);
 
@@ -260,51 +257,52 @@ static int unkey_aggs(struct span_run *r)
 		agg_add(&d->agg, &keyed[i].agg);
 	}
 	for (j = 0; j < np; j++)
-		r->aggs[j] = plain[j];
-	r->nr_aggs = np;
+		(*run->aggs)[j] = plain[j];
+	(*run->nr_aggs) = np;
 	free(plain);
-	r->key_aggs = keyed;
-	r->nr_key_aggs = nk;
+	k->aggs = keyed;
+	k->nr_aggs = nk;
 	return 0;
 }
 
 /* Hits of keyed --usdt probes: likewise. */
-static int unkey_hits(struct span_run *r)
+static int unkey_hits(struct span_keys *k, const struct span_keys_run *run)
 {
 	struct usdt_hit_entry *plain, *keyed;
 	size_t i, np = 0, nk = 0, j;
 
-	plain = calloc(r->nr_hits + 1, sizeof(*plain));
-	keyed = calloc(r->nr_hits + 1, sizeof(*keyed));
+	plain = calloc((*run->nr_hits) + 1, sizeof(*plain));
+	keyed = calloc((*run->nr_hits) + 1, sizeof(*keyed));
 	if (!plain || !keyed) {
 		free(plain);
 		free(keyed);
 		return -ENOMEM;
 	}
-	for (i = 0; i < r->nr_hits; i++) {
-		const struct span_key *k = spankeys__find(r, r->hits[i].key.metric);
+	for (i = 0; i < (*run->nr_hits); i++) {
+		const struct span_key *key = spankeys__find(k, (*run->hits)[i].key.metric);
 
-		if (!k) {
-			plain[np++] = r->hits[i];
+		if (!key) {
+			plain[np++] = (*run->hits)[i];
 			continue;
 		}
-		keyed[nk] = r->hits[i];
-		keyed[nk].key.metric = (uint32_t)(k - r->keys);
+		keyed[nk] = (*run->hits)[i];
+		keyed[nk].key.metric = (uint32_t)(key - k->v);
 		nk++;
 		for (j = 0; j < np; j++)
-			if (plain[j].key.tid == r->hits[i].key.tid &&
-			    plain[j].key.metric == k->metric)
+			if (plain[j].key.tid == (*run->hits)[i].key.tid &&
+			    plain[j].key.metric == key->metric)
 				break;
 		if (j == np)
-			plain[np++] = (struct usdt_hit_entry){ .key = { .tid = r->hits[i].key.tid,
-									.metric = k->metric } };
-		plain[j].hits += r->hits[i].hits;
+			plain[np++] =
+				(struct usdt_hit_entry){ .key = { .tid = (*run->hits)[i].key.tid,
+								  .metric = key->metric } };
+		plain[j].hits += (*run->hits)[i].hits;
 	}
-	free(r->hits);
-	r->hits = plain;
-	r->nr_hits = np;
-	r->key_hits = keyed;
-	r->nr_key_hits = nk;
+	free((*run->hits));
+	(*run->hits) = plain;
+	(*run->nr_hits) = np;
+	k->hits = keyed;
+	k->nr_hits = nk;
 	return 0;
 }
 
@@ -321,31 +319,31 @@ static int waker_cmp(const void *a, const void *b)
 }
 
 /* The metrics' wakers: a key's are its metric's (summed, in the order the document wants). */
-static void unkey_wakers(struct span_run *r)
+static void unkey_wakers(const struct span_keys *k, const struct span_keys_run *run)
 {
 	size_t i, j;
 
-	for (i = 0; i < r->nr_metric_wakers; i++) {
-		const struct span_key *k = spankeys__find(r, r->metric_wakers[i].key.metric);
+	for (i = 0; i < (*run->nr_wakers); i++) {
+		const struct span_key *key = spankeys__find(k, run->wakers[i].key.metric);
 
-		if (k)
-			r->metric_wakers[i].key.metric = k->metric;
+		if (key)
+			run->wakers[i].key.metric = key->metric;
 	}
-	qsort(r->metric_wakers, r->nr_metric_wakers, sizeof(*r->metric_wakers), waker_cmp);
-	for (i = 0, j = 0; i < r->nr_metric_wakers; i++) {
-		if (j && !waker_cmp(&r->metric_wakers[j - 1], &r->metric_wakers[i])) {
-			r->metric_wakers[j - 1].val.ns += r->metric_wakers[i].val.ns;
-			r->metric_wakers[j - 1].val.count += r->metric_wakers[i].val.count;
+	qsort(run->wakers, (*run->nr_wakers), sizeof(*run->wakers), waker_cmp);
+	for (i = 0, j = 0; i < (*run->nr_wakers); i++) {
+		if (j && !waker_cmp(&run->wakers[j - 1], &run->wakers[i])) {
+			run->wakers[j - 1].val.ns += run->wakers[i].val.ns;
+			run->wakers[j - 1].val.count += run->wakers[i].val.count;
 		} else {
-			r->metric_wakers[j++] = r->metric_wakers[i];
+			run->wakers[j++] = run->wakers[i];
 		}
 	}
-	r->nr_metric_wakers = j;
+	(*run->nr_wakers) = j;
 }
 
 /* Records and open spans: their metric again, their key beside them. */
 static int unkey_events(struct khbpf_span_event *v, size_t n, uint32_t **keys,
-			const struct span_run *r)
+			const struct span_keys *k)
 {
 	size_t i;
 
@@ -353,39 +351,39 @@ static int unkey_events(struct khbpf_span_event *v, size_t n, uint32_t **keys,
 	if (!*keys)
 		return -ENOMEM;
 	for (i = 0; i < n; i++) {
-		const struct span_key *k = spankeys__find(r, v[i].metric);
+		const struct span_key *key = spankeys__find(k, v[i].metric);
 
-		if (!k)
+		if (!key)
 			continue;
-		(*keys)[i] = (uint32_t)(k - r->keys) + 1;
-		v[i].metric = k->metric;
+		(*keys)[i] = (uint32_t)(key - k->v) + 1;
+		v[i].metric = key->metric;
 	}
 	return 0;
 }
 
-int spankeys__unkey(struct span_run *r, struct sched_collector *c)
+int spankeys__unkey(struct span_keys *k, struct sched_collector *c, const struct span_keys_run *run)
 {
 	int err;
 
-	if (!r->key_kind)
+	if (!k->kind)
 		return 0;
-	err = load_keys(r, c);
-	err = err ?: unkey_aggs(r);
-	err = err ?: unkey_hits(r);
+	err = load_keys(k, c);
+	err = err ?: unkey_aggs(k, run);
+	err = err ?: unkey_hits(k, run);
 	if (err)
 		return err;
-	unkey_wakers(r);
+	unkey_wakers(k, run);
 	/* Records keep their key's id (they are sorted later): span_run__record reads it. */
-	return unkey_events(r->open, r->nr_open, &r->open_key, r);
+	return unkey_events(run->open, run->nr_open, &k->open_key, k);
 }
 
-void spankeys__free(struct span_run *r)
+void spankeys__free(struct span_keys *k)
 {
-	free(r->key_kind);
-	free(r->key_arg);
-	free(r->key_specs);
-	free(r->keys);
-	free(r->key_aggs);
-	free(r->key_hits);
-	free(r->open_key);
+	free(k->kind);
+	free(k->arg);
+	free(k->specs);
+	free(k->v);
+	free(k->aggs);
+	free(k->hits);
+	free(k->open_key);
 }

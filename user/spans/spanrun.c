@@ -87,6 +87,28 @@ static int discover_exe(struct span_run *r, const struct span_run_opts *o)
 	return err;
 }
 
+/* --key: the requested metrics, registered when no site has them yet (an exec may bring one). */
+static int setup_keys(struct span_run *r, const struct span_run_opts *o)
+{
+	uint32_t *idx;
+	size_t i;
+	int err;
+
+	if (!o->nr_key_reqs)
+		return 0;
+	idx = calloc(o->nr_key_reqs, sizeof(*idx));
+	if (!idx)
+		return -ENOMEM;
+	for (i = 0; i < o->nr_key_reqs; i++)
+		if (span_run__metric_index(r, o->key_reqs[i].metric, &idx[i]))
+			idx[i] = KHBPF_MAX_METRICS;
+	err = spankeys__setup(&r->keys, o->key_reqs, idx, o->nr_key_reqs, o->max_keys);
+	free(idx);
+	for (i = 0; !err && i < r->nr_sites; i++)
+		spankeys__site(&r->keys, &r->sites[i], r->site_metric[i], NULL);
+	return err;
+}
+
 int span_run__discover(struct span_run *r, const struct span_run_opts *o)
 {
 	size_t i;
@@ -136,7 +158,7 @@ int span_run__discover(struct span_run *r, const struct span_run_opts *o)
 			site_error(s, -E2BIG, s->metric,
 				   "more than 1024 distinct metrics; this one is not attached");
 	}
-	return spankeys__setup(r, o->key_reqs, o->nr_key_reqs, o->max_keys);
+	return setup_keys(r, o);
 }
 
 size_t span_run__usable(const struct span_run *r)
@@ -195,7 +217,7 @@ void span_run__attach(struct span_run *r, struct sched_collector *c, pid_t pid)
 		v[n++] = span_run__collector_site(&r->sites[i], r->site_metric[i]);
 	}
 	r->coll = c;
-	err = spankeys__apply(r, c);
+	err = spankeys__apply(&r->keys, c);
 	if (err) {
 		span_run__unattach(r, strerror(-err));
 		free(v);
@@ -329,6 +351,23 @@ void span_run__on_event(void *ctx, const struct khbpf_span_event *e,
 	}
 }
 
+/* The keys' aggregates, hits, wakers and open spans back to their metrics (spankeys). */
+static int unkey(struct span_run *r, struct sched_collector *c)
+{
+	const struct span_keys_run run = {
+		.aggs = &r->aggs,
+		.nr_aggs = &r->nr_aggs,
+		.hits = &r->hits,
+		.nr_hits = &r->nr_hits,
+		.wakers = r->metric_wakers,
+		.nr_wakers = &r->nr_metric_wakers,
+		.open = r->open,
+		.nr_open = r->nr_open,
+	};
+
+	return spankeys__unkey(&r->keys, c, &run);
+}
+
 int span_run__finish(struct span_run *r, struct sched_collector *c)
 {
 	struct khbpf_span_event *grown;
@@ -352,7 +391,7 @@ int span_run__finish(struct span_run *r, struct sched_collector *c)
 	if (err)
 		return err;
 	if (!r->nr_exit_open)
-		return spankeys__unkey(r, c);
+		return unkey(r, c);
 	/* Those of threads that exited with spans open come first. */
 	grown = realloc(r->exit_open, (r->nr_exit_open + r->nr_open) * sizeof(*grown));
 	if (!grown)
@@ -364,7 +403,7 @@ int span_run__finish(struct span_run *r, struct sched_collector *c)
 	r->nr_open += r->nr_exit_open;
 	r->exit_open = NULL;
 	r->nr_exit_open = r->exit_open_cap = 0;
-	return spankeys__unkey(r, c);
+	return unkey(r, c);
 }
 
 /* Start relative to the window's start, as the document has it (0 before it). */
@@ -432,7 +471,7 @@ void span_run__record(const void *ctx, size_t i, struct span_record *s)
 {
 	const struct span_run *r = ctx;
 	const struct khbpf_span_event *e = &r->events.recs[i];
-	const struct span_key *k = spankeys__find(r, e->metric);
+	const struct span_key *k = spankeys__find(&r->keys, e->metric);
 	uint32_t metric = k ? k->metric : e->metric;
 
 	memset(s, 0, sizeof(*s));
@@ -442,7 +481,7 @@ void span_run__record(const void *ctx, size_t i, struct span_record *s)
 	snprintf(s->metric_id, sizeof(s->metric_id), "%s",
 		 metric < r->nr_metrics ? r->metrics[metric] : "unknown");
 	if (k)
-		span_run__doc_key(r, (uint32_t)(k - r->keys), &s->key);
+		span_run__doc_key(r, (uint32_t)(k - r->keys.v), &s->key);
 	s->start_ns = rel_start(e->start_ns, r->start_mono_ns);
 	s->inclusive_ns = e->inclusive_ns;
 	s->exclusive_ns = e->exclusive_ns;
@@ -557,7 +596,7 @@ static void build_metric(struct span_run *r, struct span_metric *m,
 
 void span_run__doc_key(const struct span_run *r, uint32_t k, struct doc_key *out)
 {
-	const struct span_key *key = &r->keys[k];
+	const struct span_key *key = &r->keys.v[k];
 
 	out->text = key->text;
 	out->is_str = key->is_str;
@@ -582,17 +621,17 @@ static void key_metrics(struct span_run *r, struct span_metric *m, uint32_t metr
 	struct span_metric *v = r->doc_keys + r->nr_doc_keys;
 	size_t i, j, n = 0;
 
-	for (i = 0; i < r->nr_keys; i++) {
-		const struct span_key *k = &r->keys[i];
+	for (i = 0; i < r->keys.nr; i++) {
+		const struct span_key *k = &r->keys.v[i];
 		struct span_metric *km = &v[n];
 
 		if (k->metric != metric)
 			continue;
 		memset(km, 0, sizeof(*km));
 		snprintf(km->metric_id, sizeof(km->metric_id), "%s", m->metric_id);
-		build_metric(r, km, r->key_aggs, r->nr_key_aggs, (uint32_t)i, false, nb);
+		build_metric(r, km, r->keys.aggs, r->keys.nr_aggs, (uint32_t)i, false, nb);
 		for (j = 0; j < r->nr_open; j++)
-			km->unfinished += r->open_key && r->open_key[j] == i + 1;
+			km->unfinished += r->keys.open_key && r->keys.open_key[j] == i + 1;
 		if (!km->calls && !km->unfinished) {
 			/* Buckets of a key without calls: none were taken. */
 			continue;
@@ -617,8 +656,8 @@ int span_run__document(struct span_run *r, uint64_t start_mono_ns, bool counters
 	size_t i, j, nb = 0;
 
 	r->doc_metrics = calloc(r->nr_metrics ? r->nr_metrics : 1, sizeof(*r->doc_metrics));
-	r->doc_keys = calloc(r->nr_keys + 1, sizeof(*r->doc_keys));
-	r->buckets = calloc((r->nr_metrics + r->nr_keys) * KHBPF_RQ_SLOTS + 1, sizeof(*r->buckets));
+	r->doc_keys = calloc(r->keys.nr + 1, sizeof(*r->doc_keys));
+	r->buckets = calloc((r->nr_metrics + r->keys.nr) * KHBPF_RQ_SLOTS + 1, sizeof(*r->buckets));
 	r->probes = calloc(r->nr_sites ? r->nr_sites : 1, sizeof(*r->probes));
 	r->doc_open = calloc(r->nr_open ? r->nr_open : 1, sizeof(*r->doc_open));
 	r->metric_rows =
@@ -638,8 +677,8 @@ int span_run__document(struct span_run *r, uint64_t start_mono_ns, bool counters
 			 e->metric < r->nr_metrics ? r->metrics[e->metric] : "unknown");
 		o->thread_id = e->tid;
 		o->start_ns = e->start_ns > start_mono_ns ? e->start_ns - start_mono_ns : 0;
-		if (r->open_key && r->open_key[i])
-			span_run__doc_key(r, r->open_key[i] - 1, &o->key);
+		if (r->keys.open_key && r->keys.open_key[i])
+			span_run__doc_key(r, r->keys.open_key[i] - 1, &o->key);
 	}
 
 	/*
@@ -664,7 +703,7 @@ int span_run__document(struct span_run *r, uint64_t start_mono_ns, bool counters
 		build_metric(r, m, r->aggs, r->nr_aggs, (uint32_t)i, true, &nb);
 		for (j = 0; j < r->nr_open; j++)
 			m->unfinished += r->open[j].metric == i;
-		if (r->key_kind && r->key_kind[i])
+		if (r->keys.kind && r->keys.kind[i])
 			key_metrics(r, m, (uint32_t)i, &nb);
 	}
 
@@ -711,7 +750,7 @@ void span_run__free(struct span_run *r)
 	free(r->exit_open);
 	free(r->doc_metrics);
 	free(r->doc_keys);
-	spankeys__free(r);
+	spankeys__free(&r->keys);
 	free(r->buckets);
 	free(r->probes);
 	free(r->doc_open);

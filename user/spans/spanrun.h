@@ -13,6 +13,7 @@
 #include "document/document.h"
 #include "collect/sched_collector.h"
 #include "spans/spanfind.h"
+#include "spans/spankeys.h"
 #include "spans/spanstore.h"
 #include "spans/spanwakes.h"
 
@@ -63,26 +64,7 @@ struct span_run {
 	uint64_t exec_search_errors; /* execs whose executable could not be read */
 	uint64_t exec_libraries_unsearched; /* execs in another mount namespace: the exe only */
 
-	/*
-	 * --key (spankeys.c): each metric's key kind (KHBPF_KEY_NONE: not
-	 * keyed) and argument; the argument specs of the keyed sites, by
-	 * slot - 1. After the window, the keys seen and what was measured per
-	 * key; the aggregates, hits and open spans above are then by their
-	 * metric again, so that every total is the sum over its keys (records
-	 * keep their key's id: span_run__record gives both).
-	 */
-	uint8_t *key_kind;
-	uint8_t *key_arg;
-	uint32_t max_keys;
-	struct khbpf_arg_spec *key_specs;
-	size_t nr_key_slots;
-	struct span_key *keys;
-	size_t nr_keys;
-	struct span_agg_entry *key_aggs; /* key.metric: an index into keys */
-	size_t nr_key_aggs;
-	struct usdt_hit_entry *key_hits; /* key.metric: an index into keys */
-	size_t nr_key_hits;
-	uint32_t *open_key; /* per open span: likewise */
+	struct span_keys keys; /* --key (spankeys.h) */
 
 	/* Document parts, valid after span_run__document. */
 	uint64_t start_mono_ns; /* records' start_ns count from it */
@@ -95,15 +77,6 @@ struct span_run {
 	struct log2_bucket *buckets;
 	struct span_probe *probes;
 	struct open_span *doc_open;
-};
-
-/* A key seen (--key), or a metric's "(other)". */
-struct span_key {
-	uint32_t id; /* the metric id its calls counted under in the kernel */
-	uint32_t metric; /* the keyed metric's index */
-	char text[KHBPF_KEY_STR_MAX +
-		  24]; /* a str as read (UTF-8 repaired later), an int in decimal */
-	bool is_str, truncated, other;
 };
 
 struct span_run_opts {
