@@ -473,7 +473,11 @@ int sched_collector__open(struct sched_collector **out, const struct sched_colle
 							     BPF_F_NO_PREALLOC);
 		/* --key: keys made as seen where the kernel allows, else none at all. */
 		if (!c->keys) {
+			/* Arrays are allocated whole: without keys, one entry each. */
 			err = err ?: bpf_map__set_max_entries(c->skel->maps.span_key_ids, 1);
+			err = err ?: bpf_map__set_max_entries(c->skel->maps.span_site_args, 1);
+			err = err ?: bpf_map__set_max_entries(c->skel->maps.span_key_conf, 1);
+			err = err ?: bpf_map__set_max_entries(c->skel->maps.span_key_count, 1);
 		} else if (mem_alloc) {
 			err = err   ?:
 				      bpf_map__set_map_flags(c->skel->maps.span_key_ids,
@@ -524,6 +528,9 @@ int sched_collector__open(struct sched_collector **out, const struct sched_colle
 		err = err ?: bpf_map__set_max_entries(c->skel->maps.span_wakers, 1);
 		err = err ?: bpf_map__set_max_entries(c->skel->maps.usdt_hits, 1);
 		err = err ?: bpf_map__set_max_entries(c->skel->maps.span_key_ids, 1);
+		err = err ?: bpf_map__set_max_entries(c->skel->maps.span_site_args, 1);
+		err = err ?: bpf_map__set_max_entries(c->skel->maps.span_key_conf, 1);
+		err = err ?: bpf_map__set_max_entries(c->skel->maps.span_key_count, 1);
 		err = err ?: bpf_map__set_max_entries(c->skel->maps.span_events, 4096);
 	}
 	if (err)

@@ -323,6 +323,8 @@ static void unkey_wakers(const struct span_keys *k, const struct span_keys_run *
 {
 	size_t i, j;
 
+	if (!*run->nr_wakers)
+		return;
 	for (i = 0; i < (*run->nr_wakers); i++) {
 		const struct span_key *key = spankeys__find(k, run->wakers[i].key.metric);
 
