@@ -343,60 +343,37 @@ int collect_args__parse(const char *cmd, int argc, char **argv, enum target_mode
 				return CLI_EXIT_USAGE;
 			}
 			break;
-		case 'u':
-			if (so->nr_span_reqs == CMDARGS_MAX_SPANS) {
-				cli__error(
-					cmd,
-					"--usdt: at most %d --span, --usdt-span and --usdt in all; use a glob",
-					CMDARGS_MAX_SPANS);
-				return CLI_EXIT_USAGE;
-			}
-			if (span_request__parse_usdt_count(optarg, &a->reqs[so->nr_span_reqs],
-							   a->req_buf[so->nr_span_reqs],
-							   sizeof(a->req_buf[0]))) {
-				cli__error(
-					cmd,
-					"--usdt '%s': expected [OBJECT:]PROVIDER:NAME (globs of [A-Za-z0-9_*?[]!^])",
-					optarg);
-				return CLI_EXIT_USAGE;
-			}
-			so->nr_span_reqs++;
-			break;
-		case 'U':
-			if (so->nr_span_reqs == CMDARGS_MAX_SPANS) {
-				cli__error(cmd,
-					   "--usdt-span: at most %d --span and --usdt-span in all",
-					   CMDARGS_MAX_SPANS);
-				return CLI_EXIT_USAGE;
-			}
-			if (span_request__parse_usdt(optarg, &a->reqs[so->nr_span_reqs],
-						     a->req_buf[so->nr_span_reqs],
-						     sizeof(a->req_buf[0]))) {
-				cli__error(
-					cmd,
-					"--usdt-span '%s': expected [OBJECT:]PROVIDER:START,DONE[=metric] (two different probe names of [A-Za-z0-9_]; metric in kebab-case, needed when the default would pass 63 bytes)",
-					optarg);
-				return CLI_EXIT_USAGE;
-			}
-			so->nr_span_reqs++;
-			break;
 		case 'S':
+		case 'U':
+		case 'u': {
+			/* --span, --usdt-span and --usdt share the requests' table. */
+			const char *opt = c == 'S' ? "span" : c == 'U' ? "usdt-span" : "usdt";
+			int (*parse)(const char *, struct span_request *, char *, size_t) =
+				c == 'S' ? span_request__parse :
+				c == 'U' ? span_request__parse_usdt :
+					   span_request__parse_usdt_count;
+
 			if (so->nr_span_reqs == CMDARGS_MAX_SPANS) {
-				cli__error(cmd, "--span: at most %d of them; use a glob instead",
-					   CMDARGS_MAX_SPANS);
-				return CLI_EXIT_USAGE;
-			}
-			if (span_request__parse(optarg, &a->reqs[so->nr_span_reqs],
-						a->req_buf[so->nr_span_reqs],
-						sizeof(a->req_buf[0]))) {
 				cli__error(
 					cmd,
-					"--span '%s': expected [OBJECT:]SYMBOL[=metric], metric in kebab-case",
-					optarg);
+					"--%s: at most %d --span, --usdt-span and --usdt in all; use a glob",
+					opt, CMDARGS_MAX_SPANS);
+				return CLI_EXIT_USAGE;
+			}
+			if (parse(optarg, &a->reqs[so->nr_span_reqs], a->req_buf[so->nr_span_reqs],
+				  sizeof(a->req_buf[0]))) {
+				cli__error(
+					cmd, "--%s '%s': expected %s", opt, optarg,
+					c == 'S' ?
+						"[OBJECT:]SYMBOL[=metric], metric in kebab-case" :
+					c == 'U' ?
+						"[OBJECT:]PROVIDER:START,DONE[=metric] (two different probe names of [A-Za-z0-9_]; metric in kebab-case, needed when the default would pass 63 bytes)" :
+						"[OBJECT:]PROVIDER:NAME (globs of [A-Za-z0-9_*?[]!^])");
 				return CLI_EXIT_USAGE;
 			}
 			so->nr_span_reqs++;
 			break;
+		}
 		case 'A':
 			so->no_annotations = true;
 			break;

@@ -391,6 +391,8 @@ int sched_collector__span_fd(struct sched_collector *c);
 int sched_collector__drain_spans(struct sched_collector *c);
 /* Who woke each thread, sorted by (tid, start_time); *out malloc'd. */
 int sched_collector__wakers(struct sched_collector *c, struct waker_entry **out, size_t *nr);
+/* Orders span_waker_entry by metric, kind, waker: the order span_wakers are read in. */
+int sched_collector__span_waker_cmp(const void *a, const void *b);
 /* Who ended each span metric's blocked time (with wakers and spans); *out malloc'd. */
 int sched_collector__span_wakers(struct sched_collector *c, struct span_waker_entry **out,
 				 size_t *nr);

@@ -353,7 +353,7 @@ int sched_collector__wakers(struct sched_collector *c, struct waker_entry **out,
 			   (void **)out, nr);
 }
 
-static int span_waker_cmp(const void *a, const void *b)
+int sched_collector__span_waker_cmp(const void *a, const void *b)
 {
 	const struct khbpf_span_waker_key *x = &((const struct span_waker_entry *)a)->key;
 	const struct khbpf_span_waker_key *y = &((const struct span_waker_entry *)b)->key;
@@ -374,8 +374,8 @@ int sched_collector__span_wakers(struct sched_collector *c, struct span_waker_en
 		return 0;
 	return dump_sorted(bpf_map__fd(c->skel->maps.span_wakers),
 			   sizeof(struct khbpf_span_waker_key),
-			   offsetof(struct span_waker_entry, val), sizeof(**out), span_waker_cmp,
-			   (void **)out, nr);
+			   offsetof(struct span_waker_entry, val), sizeof(**out),
+			   sched_collector__span_waker_cmp, (void **)out, nr);
 }
 
 bool sched_collector__blocked(const struct sched_collector *c)

@@ -306,18 +306,6 @@ static int unkey_hits(struct span_keys *k, const struct span_keys_run *run)
 	return 0;
 }
 
-static int waker_cmp(const void *a, const void *b)
-{
-	const struct khbpf_span_waker_key *x = &((const struct span_waker_entry *)a)->key;
-	const struct khbpf_span_waker_key *y = &((const struct span_waker_entry *)b)->key;
-
-	if (x->metric != y->metric)
-		return x->metric < y->metric ? -1 : 1;
-	if (x->kind != y->kind)
-		return x->kind < y->kind ? -1 : 1;
-	return x->waker_tid < y->waker_tid ? -1 : x->waker_tid > y->waker_tid;
-}
-
 /* The metrics' wakers: a key's are its metric's (summed, in the order the document wants). */
 static void unkey_wakers(const struct span_keys *k, const struct span_keys_run *run)
 {
@@ -331,9 +319,10 @@ static void unkey_wakers(const struct span_keys *k, const struct span_keys_run *
 		if (key)
 			run->wakers[i].key.metric = key->metric;
 	}
-	qsort(run->wakers, (*run->nr_wakers), sizeof(*run->wakers), waker_cmp);
+	qsort(run->wakers, (*run->nr_wakers), sizeof(*run->wakers),
+	      sched_collector__span_waker_cmp);
 	for (i = 0, j = 0; i < (*run->nr_wakers); i++) {
-		if (j && !waker_cmp(&run->wakers[j - 1], &run->wakers[i])) {
+		if (j && !sched_collector__span_waker_cmp(&run->wakers[j - 1], &run->wakers[i])) {
 			run->wakers[j - 1].val.ns += run->wakers[i].val.ns;
 			run->wakers[j - 1].val.count += run->wakers[i].val.count;
 		} else {

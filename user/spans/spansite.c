@@ -207,8 +207,11 @@ const char *span_site_kind__name(enum span_site_kind k)
 	}
 }
 
-/* A USDT provider or probe name as compilers emit them; names of len bytes. */
-static bool usdt_name_valid(const char *p, size_t len)
+/*
+ * A USDT provider or probe name of len bytes: letters, digits, '_' (as
+ * compilers emit them), and the characters of extra (globs: "*?[]!^").
+ */
+static bool usdt_name_valid(const char *p, size_t len, const char *extra)
 {
 	size_t i;
 
@@ -216,7 +219,7 @@ static bool usdt_name_valid(const char *p, size_t len)
 		return false;
 	for (i = 0; i < len; i++)
 		if (!((p[i] >= 'a' && p[i] <= 'z') || (p[i] >= 'A' && p[i] <= 'Z') ||
-		      (p[i] >= '0' && p[i] <= '9') || p[i] == '_'))
+		      (p[i] >= '0' && p[i] <= '9') || p[i] == '_' || (p[i] && strchr(extra, p[i]))))
 			return false;
 	return true;
 }
@@ -289,9 +292,9 @@ int span_request__parse_usdt(const char *arg, struct span_request *out, char *bu
 		}
 	}
 	if (!usdt_name_valid(prov_colon ? prov_colon + 1 : arg,
-			     (size_t)(name_colon - (prov_colon ? prov_colon + 1 : arg))) ||
-	    !usdt_name_valid(name_colon + 1, (size_t)(comma - name_colon - 1)) ||
-	    !usdt_name_valid(comma + 1, (size_t)(end - comma - 1)))
+			     (size_t)(name_colon - (prov_colon ? prov_colon + 1 : arg)), "") ||
+	    !usdt_name_valid(name_colon + 1, (size_t)(comma - name_colon - 1), "") ||
+	    !usdt_name_valid(comma + 1, (size_t)(end - comma - 1), ""))
 		return -EINVAL;
 	if ((size_t)(comma - name_colon - 1) == (size_t)(end - comma - 1) &&
 	    !memcmp(name_colon + 1, comma + 1, (size_t)(end - comma - 1)))
@@ -343,20 +346,6 @@ int span_request__parse_usdt(const char *arg, struct span_request *out, char *bu
 	return 0;
 }
 
-/* A provider or probe name glob of a --usdt request; len bytes of p. */
-static bool usdt_glob_valid(const char *p, size_t len)
-{
-	size_t i;
-
-	if (!len || len >= USDT_REQUEST_NAME_MAX)
-		return false;
-	for (i = 0; i < len; i++)
-		if (!((p[i] >= 'a' && p[i] <= 'z') || (p[i] >= 'A' && p[i] <= 'Z') ||
-		      (p[i] >= '0' && p[i] <= '9') || strchr("_*?[]!^", p[i])))
-			return false;
-	return true;
-}
-
 int span_request__parse_usdt_count(const char *arg, struct span_request *out, char *buf,
 				   size_t buflen)
 {
@@ -376,9 +365,10 @@ int span_request__parse_usdt_count(const char *arg, struct span_request *out, ch
 			break;
 		}
 	}
-	if (!usdt_glob_valid(prov_colon ? prov_colon + 1 : arg,
-			     (size_t)(name_colon - (prov_colon ? prov_colon + 1 : arg))) ||
-	    !usdt_glob_valid(name_colon + 1, strlen(name_colon + 1)))
+	if (!usdt_name_valid(prov_colon ? prov_colon + 1 : arg,
+			     (size_t)(name_colon - (prov_colon ? prov_colon + 1 : arg)),
+			     "*?[]!^") ||
+	    !usdt_name_valid(name_colon + 1, strlen(name_colon + 1), "*?[]!^"))
 		return -EINVAL;
 	if (prov_colon) {
 		if (prov_colon == arg || (size_t)(prov_colon - arg) >= PATH_MAX)
