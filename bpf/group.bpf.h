@@ -11,6 +11,24 @@
 
 #include "khbpf.bpf.h"
 
+/* The key of p's group: its cgroup, or its process as it is named now. */
+static __always_inline void group_key_of(struct task_struct *p, struct khbpf_group_key *key)
+{
+	if (group_by == KHBPF_GROUP_CGROUP) {
+		key->id = BPF_CORE_READ(p, cgroups, dfl_cgrp, kn, id);
+	} else {
+		key->id = BPF_CORE_READ(p, tgid);
+		key->start_time = BPF_CORE_READ(p, group_leader, start_time);
+		/*
+		 * Read at every switch-out, not once: exec renames the process
+		 * (begin_new_exec() -> __set_task_comm(), which pads the rest
+		 * of the 16 bytes with NULs), usually after its first switches
+		 * under the forking parent's name.
+		 */
+		BPF_CORE_READ_INTO(&key->comm, p, group_leader, comm);
+	}
+}
+
 /* The group of p in `groups`, made on first use; group_spill[0] when full. */
 static __always_inline struct khbpf_group_acc *group_of(struct task_struct *p)
 {
@@ -18,19 +36,7 @@ static __always_inline struct khbpf_group_acc *group_of(struct task_struct *p)
 	struct khbpf_group_acc *a, *zero;
 	__u32 spill = 0, z = 1;
 
-	if (group_by == KHBPF_GROUP_CGROUP) {
-		key.id = BPF_CORE_READ(p, cgroups, dfl_cgrp, kn, id);
-	} else {
-		key.id = BPF_CORE_READ(p, tgid);
-		key.start_time = BPF_CORE_READ(p, group_leader, start_time);
-		/*
-		 * Read at every switch-out, not once: exec renames the process
-		 * (begin_new_exec() -> __set_task_comm(), which pads the rest
-		 * of the 16 bytes with NULs), usually after its first switches
-		 * under the forking parent's name.
-		 */
-		BPF_CORE_READ_INTO(&key.comm, p, group_leader, comm);
-	}
+	group_key_of(p, &key);
 	a = bpf_map_lookup_elem(&groups, &key);
 	if (a)
 		return a;

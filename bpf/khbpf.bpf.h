@@ -75,6 +75,9 @@ extern __u64 groups_made;
 extern __u64 group_overflow;
 extern __u64 span_site_unresolved;
 extern __u64 usdt_hits_lost;
+extern __u64 span_series_made;
+extern __u64 span_series_overflow;
+extern __u64 span_open_at_exit_serve;
 extern __u64 span_key_other_calls;
 extern __u64 span_key_unreadable;
 extern __u64 span_key_table_full;
@@ -170,6 +173,24 @@ KHBPF_MAP struct {
 	__type(key, struct khbpf_span_key);
 	__type(value, struct khbpf_span_agg);
 } span_agg SEC(".maps");
+
+/* serve: (group, metric) series; sized by the loader (--max-span-series). */
+KHBPF_MAP struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	/* As `groups`: never added into after the loader removed it. */
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, KHBPF_DEFAULT_SPAN_SERIES);
+	__type(key, struct khbpf_span_series_key);
+	__type(value, struct khbpf_span_agg);
+} span_series SEC(".maps");
+
+/* ... and, per metric, the calls of series span_series had no room for. */
+KHBPF_MAP struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, KHBPF_MAX_METRICS);
+	__type(key, __u32);
+	__type(value, struct khbpf_span_agg);
+} span_series_spill SEC(".maps");
 
 /* Hits of each --usdt probe (the key's metric) by each thread: its only writer. */
 KHBPF_MAP struct {

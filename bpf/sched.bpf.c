@@ -151,6 +151,9 @@ __u64 span_open_at_exit_drops = 0;
 __u64 groups_made = 0; /* entries created in `groups` */
 __u64 group_overflow = 0; /* switch-outs of a group `groups` had no room for (in group_spill) */
 __u64 usdt_hits_lost = 0; /* --usdt hits that found usdt_hits full: in no count */
+__u64 span_series_made = 0; /* serve: entries created in span_series */
+__u64 span_series_overflow = 0; /* serve: calls span_series had no room for (in the spill) */
+__u64 span_open_at_exit_serve = 0; /* serve: spans open when their thread exited (no records) */
 __u64 span_key_other_calls = 0; /* keyed calls past their metric's bound of keys */
 __u64 span_key_unreadable = 0; /* keyed calls whose argument could not be read */
 __u64 span_key_table_full = 0; /* keyed calls whose new key found span_key_ids full */
@@ -198,10 +201,25 @@ static __always_inline __u32 task_cpu_of(struct task_struct *p)
 	return BPF_CORE_READ((struct task_struct___pre516 *)p, cpu);
 }
 
+/*
+ * The old leader of a process a non-leader thread exec'd: de_thread() gave
+ * the exec'ing thread the leader's start time, and (exchange_tids(), 5.11)
+ * swapped their ids, so a leader whose final switch comes after that runs
+ * under the exec'ing thread's old id. Its record stays under its own
+ * identity, the process id, where khbpf_sched_process_exit made it.
+ */
+static __always_inline bool exec_old_leader(struct task_struct *p)
+{
+	struct task_struct *leader = p->group_leader;
+
+	return leader != p && leader->start_time == p->start_time;
+}
+
 static __always_inline void final_switch(struct task_struct *prev, struct khbpf_task_state *st)
 {
+	bool old_leader = exec_old_leader(prev);
 	struct khbpf_thread_key key = {
-		.tid = prev->pid,
+		.tid = old_leader ? prev->tgid : prev->pid,
 		.start_time = prev->start_time,
 	};
 	struct khbpf_thread_rec *r = bpf_map_lookup_elem(&exited, &key);
@@ -229,6 +247,7 @@ static __always_inline void final_switch(struct task_struct *prev, struct khbpf_
 			return;
 		}
 		fill_rec(r, prev, KHBPF_REC_EXITED | KHBPF_REC_FINAL);
+		r->tid = key.tid;
 		__sync_fetch_and_add(&exits_made_at_final, 1);
 		if (spans_enabled) {
 			struct khbpf_span_state *ss = span_state_get(prev, false);
@@ -238,6 +257,9 @@ static __always_inline void final_switch(struct task_struct *prev, struct khbpf_
 		}
 		return;
 	}
+	/* The exec'ing thread's own final record is there already: it stays. */
+	if (old_leader && (r->flags & KHBPF_REC_FINAL))
+		return;
 	/* __schedule() counted this switch and run time before the tracepoint. */
 	read_counters(prev, &r->k);
 	if (st) {
@@ -632,6 +654,13 @@ static __always_inline void spans_at_exit(struct task_struct *p)
 	if (!ss)
 		return;
 	depth = ss->depth;
+	/* serve takes no records: such spans are only counted. */
+	if (group_by) {
+		if (depth)
+			__sync_fetch_and_add(&span_open_at_exit_serve,
+					     depth < KHBPF_SPAN_DEPTH ? depth : KHBPF_SPAN_DEPTH);
+		depth = 0;
+	}
 	for (i = 0; i < KHBPF_SPAN_DEPTH; i++) {
 		struct khbpf_span_frame *f = &ss->frames[i];
 

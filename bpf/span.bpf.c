@@ -7,6 +7,7 @@
  * object and share its maps (khbpf.bpf.h).
  */
 #include "khbpf.bpf.h"
+#include "group.bpf.h"
 
 /*
  * The span programs get `current` from bpf_get_current_task_btf(), a
@@ -37,6 +38,9 @@ static __always_inline bool span_member(struct task_struct *task)
 
 	if (!span_filter)
 		return true;
+	/* serve without a set: every task, or those of its --cgroup filters. */
+	if (!set_mode)
+		return is_target(task);
 	if (have_task_btf)
 		return member_state(task) != NULL;
 	/* No BTF pointer (kernels before 5.11, and so no task storage): the hash, read by copy. */
@@ -490,6 +494,69 @@ static __always_inline void span_aggregate(__u32 tid, __u32 metric, __u64 incl, 
 }
 
 /*
+ * serve: the series of p's group for metric (the call's agg_metric), made
+ * at its first call; when span_series is full, base's spill.
+ */
+static __always_inline struct khbpf_span_agg *span_series_of(struct task_struct *p, __u32 metric,
+							     __u32 base)
+{
+	struct khbpf_span_series_key key = { .metric = metric };
+	struct khbpf_span_agg *a, *z;
+	__u32 zero = 0;
+
+	group_key_of(p, &key.group);
+	a = bpf_map_lookup_elem(&span_series, &key);
+	if (a)
+		return a;
+	z = bpf_map_lookup_elem(&span_agg_zero, &zero);
+	if (z && !bpf_map_update_elem(&span_series, &key, z, BPF_NOEXIST))
+		__sync_fetch_and_add(&span_series_made, 1);
+	/* Made meanwhile on another CPU, or the map is full. */
+	a = bpf_map_lookup_elem(&span_series, &key);
+	if (a)
+		return a;
+	__sync_fetch_and_add(&span_series_overflow, 1);
+	return bpf_map_lookup_elem(&span_series_spill, &base);
+}
+
+/*
+ * serve: a finished call into its group's series, which other CPUs add to
+ * at once: every add atomic. Without --blocked the ledger's blocked time
+ * is all zero and not added.
+ */
+static __always_inline void span_series_add(struct task_struct *p, __u32 metric, __u32 base,
+					    __u64 incl, __u64 excl,
+					    const struct khbpf_span_ledger *l, __u32 flags)
+{
+	struct khbpf_span_agg *a = span_series_of(p, metric, base);
+	__u32 i;
+
+	if (!a)
+		return;
+	__sync_fetch_and_add(&a->calls, 1);
+	__sync_fetch_and_add(&a->inclusive_ns, incl);
+	__sync_fetch_and_add(&a->exclusive_ns, excl);
+	if (flags & KHBPF_SPAN_F_CLOCK_GAP)
+		__sync_fetch_and_add(&a->clock_gap_calls, 1);
+	else
+		__sync_fetch_and_add(&a->ledger.on_cpu_ns, l->on_cpu_ns);
+	__sync_fetch_and_add(&a->ledger.run_delay_ns, l->run_delay_ns);
+	__sync_fetch_and_add(&a->ledger.nvcsw, l->nvcsw);
+	__sync_fetch_and_add(&a->ledger.nivcsw, l->nivcsw);
+	__sync_fetch_and_add(&a->ledger.migrations, l->migrations);
+	__sync_fetch_and_add(&a->ledger.offcpu_ns, l->offcpu_ns);
+	if (blocked_enabled) {
+		for (i = 0; i < KHBPF_BLOCK_CAUSES; i++) {
+			if (!l->blocked.count[i])
+				continue;
+			__sync_fetch_and_add(&a->ledger.blocked.ns[i], l->blocked.ns[i]);
+			__sync_fetch_and_add(&a->ledger.blocked.count[i], l->blocked.count[i]);
+		}
+	}
+	__sync_fetch_and_add(&a->hist[khbpf_rq_slot(incl)], 1);
+}
+
+/*
  * The span's wakeups (those since its entry the clock's ring still holds,
  * newest first) to its metric's wakers; returns how many there are.
  */
@@ -642,6 +709,11 @@ static __always_inline int span_exit(struct pt_regs *ctx, bool fetch, bool at_si
 	if (!ck->spans_open)
 		ck->switched_in = 0;
 
+	if (group_by) {
+		/* serve: its group's series, and no record. */
+		span_series_add(task, f->agg_metric, f->metric, incl, excl, &l, flags);
+		return 0;
+	}
 	span_aggregate(CUR_READ(task, pid), f->agg_metric, incl, excl, &l, flags, hw);
 	/* One look at the ring's end: a preemption in between may add to it. */
 	wake_since = f->wake_seq;
@@ -819,7 +891,7 @@ int BPF_KPROBE(khbpf_usdt_hit)
 	struct task_struct *task = current_task();
 	struct khbpf_span_key key = {};
 	__u64 *n, one = 1;
-	__u32 slot = 0;
+	__u32 slot = 0, base;
 
 	if (!span_member(task))
 		return 0;
@@ -835,7 +907,16 @@ int BPF_KPROBE(khbpf_usdt_hit)
 			return 0;
 		}
 	}
+	base = key.metric;
 	key.metric = keyed_metric(ctx, key.metric, site_slot(ctx, slot));
+	if (group_by) {
+		/* serve: a hit is a call of its group's series. */
+		struct khbpf_span_agg *a = span_series_of(task, key.metric, base);
+
+		if (a)
+			__sync_fetch_and_add(&a->calls, 1);
+		return 0;
+	}
 	n = bpf_map_lookup_elem(&usdt_hits, &key);
 	if (n)
 		(*n)++;

@@ -270,6 +270,21 @@ struct khbpf_span_key {
 	__u32 metric;
 };
 
+/*
+ * serve (--group-by): a span metric's series per group, summed in the
+ * kernel (span_series), where a call counts instead of in span_agg and
+ * the ring buffer; a --usdt probe's hits are the calls of its series.
+ * --max-span-series bounds them; a call of a series with no room counts in
+ * its metric's spill (span_series_spill[metric]) and span_series_overflow.
+ */
+#define KHBPF_DEFAULT_SPAN_SERIES 4096
+#define KHBPF_MAX_SPAN_SERIES (1u << 20)
+struct khbpf_span_series_key {
+	struct khbpf_group_key group;
+	__u32 metric; /* what the call counted under: the metric, or its key's id */
+	__u32 pad;
+};
+
 /* Exact per (thread, metric) totals, whatever happened to the records. */
 struct khbpf_span_agg {
 	__u64 calls;
@@ -306,6 +321,8 @@ _Static_assert(sizeof(struct khbpf_arg_spec) == 16, "khbpf_arg_spec layout");
 _Static_assert(sizeof(struct khbpf_key) == 8 + KHBPF_KEY_STR_MAX, "khbpf_key layout");
 _Static_assert(sizeof(struct khbpf_site_key) == 16, "khbpf_site_key layout");
 _Static_assert(sizeof(struct khbpf_site_val) == 16, "khbpf_site_val layout");
+_Static_assert(sizeof(struct khbpf_span_series_key) == sizeof(struct khbpf_group_key) + 8,
+	       "khbpf_span_series_key layout");
 _Static_assert(sizeof(struct khbpf_span_event) ==
 		       56 + sizeof(struct khbpf_span_ledger) + 24 * KHBPF_NR_COUNTERS,
 	       "khbpf_span_event layout");

@@ -301,6 +301,33 @@ PY
 	no_bpf_left
 }
 
+# serve's span requests: each must name its OBJ (usage, 2); one that names
+# nothing the host has, or a symbol the file lacks, stops serve before it
+# serves (1), in one line naming it; --max-span-series below 16 is refused.
+serve_spans_case() {
+	expect_exit 2 "$KHBPF" serve --span malloc --ndjson "$OUT"
+	one_error serve
+	grep -q "names no OBJ" "$TMP/err" || fail "serve --span without OBJ: $(cat "$TMP/err")"
+	expect_exit 2 "$KHBPF" serve --key query=arg0:str --ndjson "$OUT"
+	one_error serve
+	expect_exit 2 "$KHBPF" serve --max-span-series 15 --ndjson "$OUT"
+	one_error serve
+	expect_exit 1 timeout -k 5 30 "$KHBPF" serve --listen 127.0.0.1:0 --span libkhbpf-none.so:f \
+		--ndjson "$OUT"
+	one_error serve
+	grep -q "no library 'libkhbpf-none.so'" "$TMP/err" || fail "serve, unknown library: $(cat "$TMP/err")"
+	expect_exit 1 timeout -k 5 30 "$KHBPF" serve --listen 127.0.0.1:0 --span relative/lib.so:f \
+		--ndjson "$OUT"
+	one_error serve
+	grep -q "give an absolute path" "$TMP/err" || fail "serve, relative OBJ: $(cat "$TMP/err")"
+	expect_exit 1 timeout -k 5 30 "$KHBPF" serve --listen 127.0.0.1:0 \
+		--span libc.so.6:khbpf_no_such_symbol --ndjson "$OUT"
+	one_error serve
+	grep -q "khbpf_no_such_symbol" "$TMP/err" || fail "serve, unknown symbol: $(cat "$TMP/err")"
+	no_output
+	no_bpf_left
+}
+
 # Malformed .note.khbpf notes (the workload's own section, one note broken
 # per copy): that note's site fails with its reason; the others attach and
 # count exactly what the workload counted.
@@ -629,6 +656,7 @@ case_ "CMD is not ELF" non_elf_cmd_case
 case_ "CMD is a truncated ELF" truncated_cmd_case
 case_ "CMD's span notes cut off" truncated_spans_case
 case_ "--span: bad objects, unknown symbol" span_objects_case
+case_ "serve: span requests named wrong" serve_spans_case
 case_ "malformed .note.khbpf" malformed_note_case
 case_ "no capabilities" no_permission_case
 case_ "kernel BTF hidden; VMLINUX_BTF at run time" no_btf_case

@@ -139,10 +139,17 @@ assert all(x["exited"] for x in d["threads"])
 PY
 }
 
+# The old leader's final switch races the exec'ing thread taking its id
+# (de_thread(): exchange_tids()); it lost about 1 run in 20 before
+# final_switch kept the old leader's record under the process id. 25 runs
+# (0.4 s each) catch that again about 3 times in 4.
 exec_thread_run_case() {
-	expect_exit 0 timeout 60 "$KHBPF" run -o "$TMP/et.json" -- "$W" exec-thread
-	valid "$TMP/et.json"
-	exec_thread_check "$TMP/et.json" "$TMP/out"
+	local i
+	for i in $(seq 25); do
+		expect_exit 0 timeout 60 "$KHBPF" run -o "$TMP/et.json" -- "$W" exec-thread
+		valid "$TMP/et.json"
+		exec_thread_check "$TMP/et.json" "$TMP/out"
+	done
 	no_bpf_left
 }
 

@@ -180,6 +180,52 @@ static void test_spanobjects__open_path_map_files(void **state)
 	close(fd);
 }
 
+/* ldconfig -p lines: this machine's entries, others and non-entries refused. */
+static void test_spanobjects__ldconfig_line(void **state)
+{
+	char name[PATH_MAX], path[PATH_MAX];
+
+	(void)state;
+	assert_int_equal(spanobjects__ldconfig_line("\tlibpq.so.5 (libc6,x86-64) => "
+						    "/lib/x86_64-linux-gnu/libpq.so.5\n",
+						    name, path),
+			 0);
+	assert_string_equal(name, "libpq.so.5");
+	assert_string_equal(path, "/lib/x86_64-linux-gnu/libpq.so.5");
+	assert_int_equal(
+		spanobjects__ldconfig_line(
+			"\tlibz.so.1 (libc6,x86-64, OS ABI: Linux 3.2.0) => /usr/lib/libz.so.1",
+			name, path),
+		0);
+	assert_string_equal(path, "/usr/lib/libz.so.1");
+	assert_int_equal(spanobjects__ldconfig_line("\tlibstdc++.so.6 (libc6) => "
+						    "/lib32/libstdc++.so.6\n",
+						    name, path),
+			 -EINVAL);
+	assert_int_equal(spanobjects__ldconfig_line("719 libs found in cache `/etc/ld.so.cache'\n",
+						    name, path),
+			 -EINVAL);
+	assert_int_equal(
+		spanobjects__ldconfig_line("\tlibx.so (libc6,x86-64) => relative\n", name, path),
+		-EINVAL);
+}
+
+/* The host's libc by its soname and by a prefix; a name the cache lacks, with its reason. */
+static void test_spanobjects__host_library(void **state)
+{
+	char path[PATH_MAX], reason[256] = "", real[PATH_MAX], want[PATH_MAX];
+
+	(void)state;
+	assert_int_equal(spanobjects__host_library("libc.so.6", path, reason, sizeof(reason)), 0);
+	assert_non_null(realpath(path, real));
+	assert_non_null(realpath("/lib/x86_64-linux-gnu/libc.so.6", want));
+	assert_string_equal(real, want);
+	assert_int_equal(spanobjects__host_library("libc.so", path, reason, sizeof(reason)), 0);
+	assert_int_equal(spanobjects__host_library("libkhbpf-none", path, reason, sizeof(reason)),
+			 -ENOENT);
+	assert_non_null(strstr(reason, "libkhbpf-none"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -188,6 +234,8 @@ int main(void)
 		cmocka_unit_test(test_spanobjects__needed_objects),
 		cmocka_unit_test(test_spanobjects__open_path),
 		cmocka_unit_test(test_spanobjects__open_path_map_files),
+		cmocka_unit_test(test_spanobjects__ldconfig_line),
+		cmocka_unit_test(test_spanobjects__host_library),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

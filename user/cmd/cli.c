@@ -234,3 +234,57 @@ int cli__check_output_path(const char *cmd, const char *opt, const char *path)
 		output_error(cmd, opt, path, err);
 	return err;
 }
+
+int cli__span_option(const char *cmd, int c, const char *arg, struct span_request *reqs,
+		     char (*bufs)[CLI_SPAN_BUF], size_t *nr_reqs, struct key_request *keys,
+		     size_t *nr_keys, uint32_t *max_keys)
+{
+	/* --span, --usdt-span and --usdt share the requests' table. */
+	const char *opt = c == 'S' ? "span" : c == 'U' ? "usdt-span" : "usdt";
+	int (*parse)(const char *, struct span_request *, char *, size_t) =
+		c == 'S' ? span_request__parse :
+		c == 'U' ? span_request__parse_usdt :
+			   span_request__parse_usdt_count;
+
+	if (c == 'k') {
+		if (*nr_keys == CLI_MAX_SPANS) {
+			cli__error(cmd, "--key: at most %d of them", CLI_MAX_SPANS);
+			return CLI_EXIT_USAGE;
+		}
+		if (key_request__parse(arg, &keys[*nr_keys])) {
+			cli__error(
+				cmd,
+				"--key '%s': expected METRIC=argN:str or METRIC=argN:int (N from 0 to 11, a metric in kebab-case)",
+				arg);
+			return CLI_EXIT_USAGE;
+		}
+		(*nr_keys)++;
+		return 0;
+	}
+	if (c == 'x') {
+		if (cli__parse_count(arg, KHBPF_MAX_KEYS, max_keys)) {
+			cli__error(cmd, "--max-keys '%s': expected a count from 1 to %u", arg,
+				   KHBPF_MAX_KEYS);
+			return CLI_EXIT_USAGE;
+		}
+		return 0;
+	}
+	if (*nr_reqs == CLI_MAX_SPANS) {
+		cli__error(cmd,
+			   "--%s: at most %d --span, --usdt-span and --usdt in all; use a glob",
+			   opt, CLI_MAX_SPANS);
+		return CLI_EXIT_USAGE;
+	}
+	if (parse(arg, &reqs[*nr_reqs], bufs[*nr_reqs], CLI_SPAN_BUF)) {
+		cli__error(
+			cmd, "--%s '%s': expected %s", opt, arg,
+			c == 'S' ?
+				"[OBJECT:]SYMBOL[=metric], metric in kebab-case" :
+			c == 'U' ?
+				"[OBJECT:]PROVIDER:START,DONE[=metric] (two different probe names of [A-Za-z0-9_]; metric in kebab-case, needed when the default would pass 63 bytes)" :
+				"[OBJECT:]PROVIDER:NAME (globs of [A-Za-z0-9_*?[]!^])");
+		return CLI_EXIT_USAGE;
+	}
+	(*nr_reqs)++;
+	return 0;
+}

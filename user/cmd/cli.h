@@ -7,6 +7,9 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "khbpf/spans.h"
+#include "spans/spanfind.h"
+
 struct json_object;
 
 struct cli_command {
@@ -57,6 +60,19 @@ int cli__parse_bytes(const char *s, uint64_t *out);
  * naming the option; returns 0 or -errno.
  */
 int cli__check_output_path(const char *cmd, const char *opt, const char *path);
+
+/* --span, --usdt-span, --usdt and --key requests per command line, and each one's strings. */
+#define CLI_MAX_SPANS 64
+#define CLI_SPAN_BUF 1024
+/*
+ * One of the span options of run, attach and serve, by its getopt code:
+ * --span 'S', --usdt-span 'U', --usdt 'u' (into reqs[*nr_reqs], its
+ * strings in bufs[*nr_reqs]), --key 'k' (keys[*nr_keys]), --max-keys 'x'.
+ * 0, or CLI_EXIT_USAGE after the error line.
+ */
+int cli__span_option(const char *cmd, int c, const char *arg, struct span_request *reqs,
+		     char (*bufs)[CLI_SPAN_BUF], size_t *nr_reqs, struct key_request *keys,
+		     size_t *nr_keys, uint32_t *max_keys);
 
 int cmd_probe(int argc, char **argv);
 void cmd_probe_help(FILE *f);

@@ -323,57 +323,14 @@ int collect_args__parse(const char *cmd, int argc, char **argv, enum target_mode
 			}
 			break;
 		case 'k':
-			if (so->nr_key_reqs == CMDARGS_MAX_SPANS) {
-				cli__error(cmd, "--key: at most %d of them", CMDARGS_MAX_SPANS);
-				return CLI_EXIT_USAGE;
-			}
-			if (key_request__parse(optarg, &a->keys[so->nr_key_reqs])) {
-				cli__error(
-					cmd,
-					"--key '%s': expected METRIC=argN:str or METRIC=argN:int (N from 0 to 11, a metric in kebab-case)",
-					optarg);
-				return CLI_EXIT_USAGE;
-			}
-			so->nr_key_reqs++;
-			break;
 		case 'x':
-			if (cli__parse_count(optarg, KHBPF_MAX_KEYS, &so->max_keys)) {
-				cli__error(cmd, "--max-keys '%s': expected a count from 1 to %u",
-					   optarg, KHBPF_MAX_KEYS);
-				return CLI_EXIT_USAGE;
-			}
-			break;
 		case 'S':
 		case 'U':
-		case 'u': {
-			/* --span, --usdt-span and --usdt share the requests' table. */
-			const char *opt = c == 'S' ? "span" : c == 'U' ? "usdt-span" : "usdt";
-			int (*parse)(const char *, struct span_request *, char *, size_t) =
-				c == 'S' ? span_request__parse :
-				c == 'U' ? span_request__parse_usdt :
-					   span_request__parse_usdt_count;
-
-			if (so->nr_span_reqs == CMDARGS_MAX_SPANS) {
-				cli__error(
-					cmd,
-					"--%s: at most %d --span, --usdt-span and --usdt in all; use a glob",
-					opt, CMDARGS_MAX_SPANS);
+		case 'u':
+			if (cli__span_option(cmd, c, optarg, a->reqs, a->req_buf, &so->nr_span_reqs,
+					     a->keys, &so->nr_key_reqs, &so->max_keys))
 				return CLI_EXIT_USAGE;
-			}
-			if (parse(optarg, &a->reqs[so->nr_span_reqs], a->req_buf[so->nr_span_reqs],
-				  sizeof(a->req_buf[0]))) {
-				cli__error(
-					cmd, "--%s '%s': expected %s", opt, optarg,
-					c == 'S' ?
-						"[OBJECT:]SYMBOL[=metric], metric in kebab-case" :
-					c == 'U' ?
-						"[OBJECT:]PROVIDER:START,DONE[=metric] (two different probe names of [A-Za-z0-9_]; metric in kebab-case, needed when the default would pass 63 bytes)" :
-						"[OBJECT:]PROVIDER:NAME (globs of [A-Za-z0-9_*?[]!^])");
-				return CLI_EXIT_USAGE;
-			}
-			so->nr_span_reqs++;
 			break;
-		}
 		case 'A':
 			so->no_annotations = true;
 			break;

@@ -60,6 +60,16 @@ void cmd_serve_help(FILE *f)
 		"                        (about 1.5 times the scheduler program's cost per switch)\n"
 		"      --bpf-stats       also export khbpf's BPF program run time (every BPF\n"
 		"                        program on the host then pays two clock reads per run)\n"
+		"      --span OBJ:SYM[=metric]  measure every call of SYM (glob) in OBJ, a path\n"
+		"                        or a library name (libpq.so.5), in every process that\n"
+		"                        maps it, now or later; repeatable\n"
+		"      --usdt-span OBJ:PROVIDER:START,DONE[=metric]  spans from USDT probes\n"
+		"      --usdt OBJ:PROVIDER:NAME  count each matching USDT probe's hits\n"
+		"      --key METRIC=argN:str|int  split METRIC by one argument of its probe\n"
+		"      --max-keys N      keys per metric (default 256); more go to \"(other)\"\n"
+		"      --max-span-series N  (group, metric, key) series the kernel keeps\n"
+		"                        (default %d); calls of more go to \"(overflow)\"\n"
+		"      --no-annotations  ignore the KHBPF_SPAN notes of the named objects\n"
 		"      --max-exited N    exited-thread records per window (default 65536)\n"
 		"      --max-threads N   threads in each window's document (default 65536)\n"
 		"  -h, --help            this help\n\n"
@@ -69,8 +79,11 @@ void cmd_serve_help(FILE *f)
 		"  sudo khbpf serve --cgroup /system.slice --ndjson /var/log/khbpf.ndjson\n"
 		"  sudo khbpf serve --by process --pid \"$(pgrep -o postgres)\" --children\n"
 		"  sudo khbpf serve --labels unit,container,pod\n"
+		"  sudo khbpf serve --usdt-span \\\n"
+		"      /usr/lib/postgresql/15/bin/postgres:postgresql:query__start,query__done=query\n"
 		"  curl -s localhost:9464/metrics | grep khbpf_runqueue_delay_seconds_count\n",
-		CMDARGS_MAX_PIDS, KHBPF_MAX_CGROUP_FILTERS, KHBPF_DEFAULT_MAX_GROUPS);
+		CMDARGS_MAX_PIDS, KHBPF_MAX_CGROUP_FILTERS, KHBPF_DEFAULT_MAX_GROUPS,
+		KHBPF_DEFAULT_SPAN_SERIES);
 }
 
 int serve_args__parse(int argc, char **argv, struct serve_args *a)
@@ -93,6 +106,13 @@ int serve_args__parse(int argc, char **argv, struct serve_args *a)
 		{ "labels", required_argument, NULL, 'L' },
 		{ "container-names", required_argument, NULL, 'N' },
 		{ "children", no_argument, NULL, 'C' },
+		{ "span", required_argument, NULL, 's' },
+		{ "usdt-span", required_argument, NULL, 'U' },
+		{ "usdt", required_argument, NULL, 'u' },
+		{ "key", required_argument, NULL, 'k' },
+		{ "max-keys", required_argument, NULL, 'x' },
+		{ "max-span-series", required_argument, NULL, 'M' },
+		{ "no-annotations", no_argument, NULL, 'a' },
 		{ "help", no_argument, NULL, 'h' },
 		{},
 	};
@@ -106,6 +126,8 @@ int serve_args__parse(int argc, char **argv, struct serve_args *a)
 	so->log = stderr;
 	so->pids = a->pids;
 	so->cgroups = a->cgroups;
+	so->span_reqs = a->reqs;
+	so->key_reqs = a->keys;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":l:p:i:h", opts, NULL)) != -1) {
 		switch (c) {
@@ -224,6 +246,29 @@ int serve_args__parse(int argc, char **argv, struct serve_args *a)
 		case 'N':
 			so->container_names = optarg;
 			break;
+		case 's':
+		case 'U':
+		case 'u':
+		case 'k':
+		case 'x':
+			/* cli__span_option knows --span as 'S' (serve's 'S' is --bpf-stats). */
+			if (cli__span_option("serve", c == 's' ? 'S' : c, optarg, a->reqs,
+					     a->req_buf, &so->nr_span_reqs, a->keys,
+					     &so->nr_key_reqs, &so->max_keys))
+				return CLI_EXIT_USAGE;
+			break;
+		case 'M':
+			if (cli__parse_count(optarg, KHBPF_MAX_SPAN_SERIES, &so->max_span_series) ||
+			    so->max_span_series < 16) {
+				cli__error("serve",
+					   "--max-span-series '%s': give a count from 16 to %u",
+					   optarg, KHBPF_MAX_SPAN_SERIES);
+				return CLI_EXIT_USAGE;
+			}
+			break;
+		case 'a':
+			so->no_annotations = true;
+			break;
 		case 'h':
 			a->help = true;
 			return 0;
@@ -249,6 +294,22 @@ int serve_args__parse(int argc, char **argv, struct serve_args *a)
 	if (so->children && (!so->nr_pids || so->nr_cgroups)) {
 		cli__error("serve", "--children needs --pid (and no --cgroup): it adds the "
 				    "processes' descendants");
+		return CLI_EXIT_USAGE;
+	}
+	if (so->nr_key_reqs && !so->nr_span_reqs) {
+		cli__error("serve", "--key needs a --span, --usdt-span or --usdt whose metric it "
+				    "splits");
+		return CLI_EXIT_USAGE;
+	}
+	for (size_t i = 0; i < so->nr_span_reqs; i++) {
+		if (a->reqs[i].object)
+			continue;
+		cli__error(
+			"serve",
+			"request %zu names no OBJ: serve watches every process, so give the "
+			"file, a path or a library name (e.g. --usdt-span "
+			"/usr/lib/postgresql/15/bin/postgres:postgresql:query__start,query__done)",
+			i + 1);
 		return CLI_EXIT_USAGE;
 	}
 	if (so->top && so->group_by != KHBPF_GROUP_PROCESS) {

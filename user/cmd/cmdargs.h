@@ -14,8 +14,9 @@
 #include "serve/serve.h"
 #include "session/session.h"
 #include "spans/spanfind.h"
+#include "cmd/cli.h"
 
-#define CMDARGS_MAX_SPANS 64
+#define CMDARGS_MAX_SPANS CLI_MAX_SPANS
 #define CMDARGS_MAX_PIDS 64
 #define CMDARGS_MAX_DEBUG_DIRS 16
 _Static_assert(CMDARGS_MAX_PIDS <= KHBPF_MAX_TARGETS, "serve --pid beyond the kernel's targets");
@@ -27,7 +28,7 @@ struct collect_args {
 	struct span_request reqs[CMDARGS_MAX_SPANS];
 	const char *debug_dirs[CMDARGS_MAX_DEBUG_DIRS]; /* --debug-dir, as given */
 	/* A request's strings: --usdt-span takes twice its length and a metric. */
-	char req_buf[CMDARGS_MAX_SPANS][1024];
+	char req_buf[CMDARGS_MAX_SPANS][CLI_SPAN_BUF];
 	struct key_request keys[CMDARGS_MAX_SPANS]; /* --key */
 	const char *out; /* -o, or NULL */
 	const char *html, *perfetto; /* --html / --perfetto FILE, or NULL */
@@ -39,9 +40,12 @@ struct collect_args {
 };
 
 struct serve_args {
-	struct serve_opts so; /* so.pids and so.cgroups point at pids and cgroups */
+	struct serve_opts so; /* so.pids, cgroups, span_reqs, key_reqs point at the arrays below */
 	pid_t pids[CMDARGS_MAX_PIDS];
 	const char *cgroups[KHBPF_MAX_CGROUP_FILTERS];
+	struct span_request reqs[CMDARGS_MAX_SPANS];
+	char req_buf[CMDARGS_MAX_SPANS][CLI_SPAN_BUF];
+	struct key_request keys[CMDARGS_MAX_SPANS];
 	bool help;
 };
 

@@ -309,6 +309,39 @@ static int configure_variant(struct sched_collector *c, const struct sched_colle
  * allocated as processes join where the kernel allows it; without a set
  * both maps stay at one entry and the set's programs are not loaded.
  */
+/*
+ * serve's span series (group_by with spans): the (group, metric) table
+ * and the metrics' spills, and nothing per thread or per call: the
+ * per-thread aggregates and hit counts stay at one entry, the span ring
+ * buffer at one page. Elsewhere the series maps take one entry each.
+ */
+static int span_series_configure(struct sched_collector *c, const struct sched_collector_opts *opts,
+				 bool mem_alloc)
+{
+	int err = 0;
+
+	if (!opts || !opts->group_by || !opts->spans) {
+		err = err ?: bpf_map__set_max_entries(c->skel->maps.span_series, 1);
+		err = err ?: bpf_map__set_max_entries(c->skel->maps.span_series_spill, 1);
+		return err ?: bpf_map__set_map_flags(c->skel->maps.span_series, 0);
+	}
+	if (opts->max_span_series > KHBPF_MAX_SPAN_SERIES)
+		return -EINVAL;
+	err = err   ?:
+		      bpf_map__set_max_entries(c->skel->maps.span_series,
+					       opts->max_span_series ?: KHBPF_DEFAULT_SPAN_SERIES);
+	/* Tracing programs that cannot allocate (5.10) need it preallocated. */
+	if (!mem_alloc)
+		err = err ?: bpf_map__set_map_flags(c->skel->maps.span_series, 0);
+	err = err ?: bpf_map__set_max_entries(c->skel->maps.span_agg, 1);
+	err = err ?: bpf_map__set_map_flags(c->skel->maps.span_agg, 0);
+	err = err ?: bpf_map__set_max_entries(c->skel->maps.usdt_hits, 1);
+	err = err ?: bpf_map__set_map_flags(c->skel->maps.usdt_hits, 0);
+	err = err ?: bpf_map__set_max_entries(c->skel->maps.span_events, 4096);
+	c->span_ringbuf_bytes = 0; /* no records */
+	return err;
+}
+
 static int targets_configure(struct sched_collector *c, const struct sched_collector_opts *opts,
 			     bool mem_alloc)
 {
@@ -533,6 +566,7 @@ int sched_collector__open(struct sched_collector **out, const struct sched_colle
 		err = err ?: bpf_map__set_max_entries(c->skel->maps.span_key_count, 1);
 		err = err ?: bpf_map__set_max_entries(c->skel->maps.span_events, 4096);
 	}
+	err = err ?: span_series_configure(c, opts, mem_alloc);
 	if (err)
 		goto cleanup;
 	err = sched_bpf__load(c->skel);

@@ -109,6 +109,12 @@ struct sched_collector_opts {
 	uint32_t span_buffer;
 	uint32_t max_span_keys; /* (thread, metric) aggregates; 0 → default */
 	/*
+	 * serve (group_by): each call counts in its (group, metric) series,
+	 * at most max_span_series of them (0 → KHBPF_DEFAULT_SPAN_SERIES),
+	 * and takes no record: no per-thread aggregates, no ring buffer.
+	 */
+	uint32_t max_span_series;
+	/*
 	 * Span sites are attached for every process (pid -1), each file once,
 	 * and the programs keep to the set's members: a set that grows (its
 	 * forked processes share the parent's mappings, and a per-process
@@ -238,6 +244,16 @@ struct sched_collector_stats {
 	/* Groups (serve). */
 	uint64_t groups_made;
 	uint64_t group_overflow; /* switch-outs summed into the spill: the map was full */
+	/* Span series (serve). */
+	uint64_t span_series_made;
+	uint64_t span_series_overflow; /* calls counted in their metric's spill: the map was full */
+	uint64_t span_open_at_exit_serve; /* spans open when their thread exited: in no series */
+};
+
+/* serve: a span metric's series of one group (span_series). */
+struct span_series_entry {
+	struct khbpf_span_series_key key;
+	struct khbpf_span_agg agg;
 };
 
 struct group_entry {
@@ -338,6 +354,19 @@ int sched_collector__groups(struct sched_collector *c, struct group_entry **out,
 int sched_collector__group_spill(struct sched_collector *c, struct khbpf_group_acc *out);
 int sched_collector__delete_group(struct sched_collector *c, const struct khbpf_group_key *key);
 int sched_collector__stats(struct sched_collector *c, struct sched_collector_stats *out);
+/*
+ * serve's span series now (*out malloc'd), a metric's spill (calls of
+ * series the map had no room for), and removing a series.
+ */
+int sched_collector__span_series(struct sched_collector *c, struct span_series_entry **out,
+				 size_t *nr);
+int sched_collector__span_series_spill(struct sched_collector *c, uint32_t metric,
+				       struct khbpf_span_agg *out);
+int sched_collector__delete_span_series(struct sched_collector *c,
+					const struct khbpf_span_series_key *key);
+/* d += a, field by field (aggregates of one metric, or of one series). */
+void sched_collector__span_agg_add(struct khbpf_span_agg *d, const struct khbpf_span_agg *a);
+
 /* A span site: the function at `offset` in `path`, reporting `metric`. */
 /* What a site does: a function's entry and return, or one end of a USDT pair. */
 enum sched_span_role {

@@ -246,6 +246,9 @@ int sched_collector__stats(struct sched_collector *c, struct sched_collector_sta
 	out->exec_events_dropped = c->skel->bss->exec_events_dropped;
 	out->set_switch = c->set_switch;
 	out->groups_made = c->skel->bss->groups_made;
+	out->span_series_made = c->skel->bss->span_series_made;
+	out->span_series_overflow = c->skel->bss->span_series_overflow;
+	out->span_open_at_exit_serve = c->skel->bss->span_open_at_exit_serve;
 	out->group_overflow = c->skel->bss->group_overflow;
 	out->nr_counters = c->nr_counters;
 	out->counters_err = c->counters_refused ? -E2BIG : c->counters_err;
@@ -391,4 +394,29 @@ bool sched_collector__has_wakers(const struct sched_collector *c)
 bool sched_collector__blocked_asked(const struct sched_collector *c)
 {
 	return c->blocked_asked;
+}
+
+void sched_collector__span_agg_add(struct khbpf_span_agg *d, const struct khbpf_span_agg *a)
+{
+	size_t i;
+
+	d->calls += a->calls;
+	d->inclusive_ns += a->inclusive_ns;
+	d->exclusive_ns += a->exclusive_ns;
+	d->ledger.on_cpu_ns += a->ledger.on_cpu_ns;
+	d->ledger.run_delay_ns += a->ledger.run_delay_ns;
+	d->ledger.nvcsw += a->ledger.nvcsw;
+	d->ledger.nivcsw += a->ledger.nivcsw;
+	d->ledger.migrations += a->ledger.migrations;
+	d->ledger.offcpu_ns += a->ledger.offcpu_ns;
+	for (i = 0; i < KHBPF_BLOCK_CAUSES; i++) {
+		d->ledger.blocked.ns[i] += a->ledger.blocked.ns[i];
+		d->ledger.blocked.count[i] += a->ledger.blocked.count[i];
+	}
+	d->clock_gap_calls += a->clock_gap_calls;
+	d->hw_calls += a->hw_calls;
+	for (i = 0; i < KHBPF_NR_COUNTERS; i++)
+		d->hw_sum[i] += a->hw_sum[i];
+	for (i = 0; i < KHBPF_RQ_SLOTS; i++)
+		d->hist[i] += a->hist[i];
 }

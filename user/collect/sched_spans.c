@@ -373,6 +373,34 @@ int sched_collector__span_aggs(struct sched_collector *c, struct span_agg_entry 
 	return err;
 }
 
+int sched_collector__span_series(struct sched_collector *c, struct span_series_entry **out,
+				 size_t *nr)
+{
+	void *v;
+	int err;
+
+	err = bpfdump__map(bpf_map__fd(c->skel->maps.span_series),
+			   sizeof(struct khbpf_span_series_key),
+			   offsetof(struct span_series_entry, agg), sizeof(**out), &v, nr);
+	*out = err ? NULL : v;
+	return err;
+}
+
+int sched_collector__span_series_spill(struct sched_collector *c, uint32_t metric,
+				       struct khbpf_span_agg *out)
+{
+	if (metric >= bpf_map__max_entries(c->skel->maps.span_series_spill))
+		return -EINVAL;
+	return bpf_map__lookup_elem(c->skel->maps.span_series_spill, &metric, sizeof(metric), out,
+				    sizeof(*out), 0);
+}
+
+int sched_collector__delete_span_series(struct sched_collector *c,
+					const struct khbpf_span_series_key *key)
+{
+	return bpf_map__delete_elem(c->skel->maps.span_series, key, sizeof(*key), 0);
+}
+
 int sched_collector__set_key(struct sched_collector *c, uint32_t metric, uint32_t kind,
 			     uint32_t max_keys)
 {

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
@@ -22,6 +23,7 @@
 #include "serve/serve.h"
 #include "serve/serve_groups.h"
 #include "serve/serve_metrics.h"
+#include "serve/serve_spans.h"
 #include "session/session.h"
 
 #define NS_PER_SEC UINT64_C(1000000000)
@@ -34,6 +36,7 @@ struct serve {
 	struct session *sess;
 	struct sched_collector *coll;
 	struct serve_groups *groups;
+	struct serve_spans *spans; /* NULL without span requests */
 	struct cglabels *labels; /* --labels; NULL: none */
 	struct httpd *http;
 	int timerfd;
@@ -46,6 +49,7 @@ struct serve {
 	size_t doc_len;
 	struct json_object *doc_obj;
 	int ndjson_fd;
+	bool ndjson_made; /* the --ndjson file did not exist before */
 	uint64_t windows, scrapes, window_errors;
 };
 
@@ -55,6 +59,7 @@ static int handle_metrics(void *ctx, const struct httpd_request *req, struct htt
 	bool om = promtext__wants_openmetrics(req->accept);
 	struct serve_metrics_src src = {
 		.groups = s->groups,
+		.spans = s->spans,
 		.coll = s->coll,
 		.group_by = s->o.group_by,
 		.top = s->o.top,
@@ -222,6 +227,9 @@ static int serve_loop(struct serve *s)
 				/* Independent: a window ends (and drains exits) whatever the sweep did. */
 				int err = serve_groups__sweep(s->groups), werr = end_window(s);
 
+				if (s->spans)
+					err = err ?: serve_spans__sweep(s->spans);
+
 				if (err && s->o.log)
 					fprintf(s->o.log, "khbpf serve: sweeping groups: %s\n",
 						strerror(-err));
@@ -296,6 +304,10 @@ int serve__run(const struct serve_opts *opts, char *errbuf, size_t errlen)
 		if (!strcmp(s->o.ndjson, "-")) {
 			s->ndjson_fd = STDOUT_FILENO;
 		} else {
+			struct stat st;
+
+			/* Made here: removed again if serve stops before its first line. */
+			s->ndjson_made = lstat(s->o.ndjson, &st) && errno == ENOENT;
 			/* Appended: a log shipper follows it; never through a symlink. */
 			err = output__open_append(s->o.ndjson,
 						  s->o.ndjson_private ? OUTPUT_MODE_PRIVATE : 0644);
@@ -327,6 +339,14 @@ int serve__run(const struct serve_opts *opts, char *errbuf, size_t errlen)
 	so.max_exited = s->o.max_exited;
 	so.max_threads = s->o.max_threads;
 	so.root = s->o.root;
+	so.span_reqs = s->o.span_reqs;
+	so.nr_span_reqs = s->o.nr_span_reqs;
+	so.key_reqs = s->o.key_reqs;
+	so.nr_key_reqs = s->o.nr_key_reqs;
+	so.max_keys = s->o.max_keys;
+	so.max_span_series = s->o.max_span_series;
+	so.no_annotations = s->o.no_annotations;
+	so.span_counters = SCHED_COUNTERS_NONE;
 	err = session__serve_open(&s->sess, &so, errbuf, errlen);
 	if (err)
 		goto cleanup;
@@ -340,6 +360,21 @@ int serve__run(const struct serve_opts *opts, char *errbuf, size_t errlen)
 	if (err) {
 		err = session__errf(errbuf, errlen, err, "out of memory");
 		goto cleanup;
+	}
+	if (session__spans(s->sess)) {
+		struct serve_spans_opts sso = {
+			.sz = sizeof(sso),
+			.group_by = s->o.group_by,
+			.max_series = s->o.max_span_series,
+			.max_age_ns = s->o.max_age_ns,
+		};
+
+		err = serve_spans__new(&s->spans, s->coll, session__spans(s->sess), s->groups,
+				       &sso);
+		if (err) {
+			err = session__errf(errbuf, errlen, err, "out of memory");
+			goto cleanup;
+		}
 	}
 
 	for (i = 0; i < sizeof(routes) / sizeof(routes[0]); i++)
@@ -378,10 +413,17 @@ cleanup:
 	session__destroy(s->sess);
 	if (s->timerfd >= 0)
 		close(s->timerfd);
-	if (s->ndjson_fd > STDOUT_FILENO)
+	if (s->ndjson_fd > STDOUT_FILENO) {
+		struct stat st;
+
+		/* No partial output: a file serve made and never wrote goes with a failed start. */
+		if (err && s->ndjson_made && !fstat(s->ndjson_fd, &st) && !st.st_size)
+			unlink(s->o.ndjson);
 		close(s->ndjson_fd);
+	}
 	free(s->doc);
 	json_object_put(s->doc_obj);
+	serve_spans__free(s->spans);
 	serve_groups__free(s->groups);
 	cglabels__free(s->labels);
 	free(s);

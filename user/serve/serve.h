@@ -15,6 +15,7 @@
 #include <sys/types.h>
 
 #include "collect/sched_collector.h"
+#include "spans/spanfind.h"
 
 struct serve_opts {
 	size_t sz;
@@ -39,6 +40,14 @@ struct serve_opts {
 	uint32_t max_threads;
 	const char *root; /* procfs/sysfs root; NULL → "/" */
 	FILE *log; /* progress lines; NULL → quiet */
+	/* Spans (--span, --usdt-span, --usdt; each names its OBJ) and --key. */
+	const struct span_request *span_reqs;
+	size_t nr_span_reqs;
+	const struct key_request *key_reqs;
+	size_t nr_key_reqs;
+	uint32_t max_keys; /* keys per metric; 0 → KHBPF_DEFAULT_KEYS_PER_METRIC */
+	uint32_t max_span_series; /* (group, metric, key) series; 0 → KHBPF_DEFAULT_SPAN_SERIES */
+	bool no_annotations; /* ignore the KHBPF_SPAN notes of the named objects */
 };
 
 /*

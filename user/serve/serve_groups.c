@@ -229,7 +229,7 @@ out:
 	return err;
 }
 
-static const char *cgroup_label(struct serve_groups *s, uint64_t id, char *buf, size_t size)
+const char *serve_groups__cgroup_label(struct serve_groups *s, uint64_t id, char *buf, size_t size)
 {
 	const struct cgroup_name *n = cgroup_names__find(s->names, s->nr_names, id);
 
@@ -358,8 +358,9 @@ int serve_groups__rows(struct serve_groups *s, struct serve_row **out, size_t *n
 		struct khbpf_group_acc a = g[i].acc;
 
 		if (s->o.group_by == KHBPF_GROUP_CGROUP) {
-			r = row_for(&rows, &n, cgroup_label(s, g[i].key.id, buf, sizeof(buf)), "",
-				    "");
+			r = row_for(&rows, &n,
+				    serve_groups__cgroup_label(s, g[i].key.id, buf, sizeof(buf)),
+				    "", "");
 		} else {
 			snprintf(comm, sizeof(comm), "%.16s", g[i].acc.comm);
 			if (t && t->top) {

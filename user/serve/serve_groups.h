@@ -58,6 +58,12 @@ int serve_groups__sweep(struct serve_groups *g);
  * "(other)" and "(overflow)". *rows is malloc'd. 0 or -errno.
  */
 int serve_groups__rows(struct serve_groups *g, struct serve_row **rows, size_t *nr);
+/*
+ * The cgroup label of cgroup id: its path from the v2 root (rescanned at
+ * most once per serve_groups__rows for an id not seen), or "(cgroup id N)"
+ * for one removed before it could be named, in buf.
+ */
+const char *serve_groups__cgroup_label(struct serve_groups *g, uint64_t id, char *buf, size_t size);
 void serve_groups__stats(const struct serve_groups *g, struct serve_groups_stats *out);
 void serve_groups__free(struct serve_groups *g);
 

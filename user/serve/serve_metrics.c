@@ -13,6 +13,7 @@
 #include "serve/serve_groups.h"
 #include "serve/serve_metrics.h"
 #include "serve/serve_pressure.h"
+#include "serve/serve_spans.h"
 
 /* A cgroup row's labels from its path (--labels), found once per scrape. */
 struct row_cg {
@@ -185,6 +186,182 @@ static int render_groups(const struct serve_metrics_src *s, struct promtext *p)
 	return err;
 }
 
+/* A span row's labels: its group's (as a group row's), metric or probe, key, one more. */
+#define SPAN_LABELS_MAX (4 + CGLABELS_MAX_LABELS)
+
+static size_t span_labels(const struct serve_metrics_src *s, const struct span_row *r,
+			  const struct row_cg *cg, struct prom_label *l, const char *extra_name,
+			  const char *extra_value)
+{
+	size_t n = 0;
+
+	if (s->group_by == KHBPF_GROUP_CGROUP) {
+		l[n++] = (struct prom_label){ "cgroup", r->cgroup };
+		if (cg) {
+			memcpy(&l[n], cg->l, cg->n * sizeof(*l));
+			n += cg->n;
+		}
+	} else {
+		l[n++] = (struct prom_label){ "comm", r->comm };
+	}
+	if (r->counted)
+		l[n++] = (struct prom_label){ "probe", r->probe };
+	else
+		l[n++] = (struct prom_label){ "metric", r->metric };
+	if (r->key[0])
+		l[n++] = (struct prom_label){ "key", r->key };
+	if (extra_name)
+		l[n++] = (struct prom_label){ extra_name, extra_value };
+	return n;
+}
+
+/*
+ * Where a span metric's time went. With blocked time timed, on-CPU is the
+ * calls' time less their off-CPU stretches, and "other" is the off-CPU
+ * time neither the runqueue nor a blocking cause explains; without it,
+ * "other" is all off-CPU time not on the runqueue. Calls whose on-CPU time
+ * is unknown (a missed switch-in) count theirs in "other" too. The parts
+ * add up to the durations' sum.
+ */
+static void span_parts(const struct khbpf_span_agg *a, bool blocked, uint64_t *on_cpu,
+		       uint64_t *runqueue, uint64_t *blocked_ns, uint64_t *other, uint64_t *overlap)
+{
+	uint64_t rest;
+	size_t i;
+
+	*blocked_ns = 0;
+	for (i = 0; blocked && i < KHBPF_BLOCK_CAUSES; i++)
+		*blocked_ns += a->ledger.blocked.ns[i];
+	/* With --blocked on-CPU is the rest of the calls' time: never more than it. */
+	*on_cpu = a->ledger.on_cpu_ns < a->inclusive_ns ? a->ledger.on_cpu_ns : a->inclusive_ns;
+	rest = a->inclusive_ns - *on_cpu;
+	*blocked_ns = *blocked_ns < rest ? *blocked_ns : rest;
+	rest -= *blocked_ns;
+	/*
+	 * The kernel's run_delay and the span's clock are read at different
+	 * instants of a switch (sched_info_arrive() before the tracepoint), so
+	 * run_delay can pass the off-CPU time the clock saw by a little; that
+	 * much is kept out of the parts and exported as the overlap.
+	 */
+	*runqueue = a->ledger.run_delay_ns < rest ? a->ledger.run_delay_ns : rest;
+	*overlap = a->ledger.run_delay_ns - *runqueue;
+	*other = rest - *runqueue;
+}
+
+static int render_spans(const struct serve_metrics_src *s, struct promtext *p)
+{
+	struct prom_label l[SPAN_LABELS_MAX];
+	bool blocked = s->coll && sched_collector__blocked(s->coll);
+	struct span_row *rows = NULL;
+	struct row_cg *cgs = NULL;
+	size_t nr = 0, i, j, n;
+	int err;
+
+	if (!s->spans)
+		return 0;
+	err = serve_spans__rows(s->spans, &rows, &nr);
+	if (err)
+		return err;
+	if (s->labels && s->group_by == KHBPF_GROUP_CGROUP && nr) {
+		cgs = calloc(nr, sizeof(*cgs));
+		if (!cgs) {
+			free(rows);
+			return -ENOMEM;
+		}
+		for (i = 0; i < nr; i++)
+			cgs[i].n =
+				cglabels__for_path(s->labels, rows[i].cgroup, &cgs[i].v, cgs[i].l);
+	}
+	err = promtext__family(p, "khbpf_span_duration_seconds", PROM_HISTOGRAM, "seconds",
+			       "Span durations (entry to return, START to DONE), each timed in "
+			       "the kernel, by metric and key");
+	for (i = 0; i < nr && !err; i++) {
+		uint64_t hist[KHBPF_RQ_SLOTS];
+
+		if (rows[i].counted)
+			continue;
+		n = span_labels(s, &rows[i], cg_of(cgs, i), l, NULL, NULL);
+		for (j = 0; j < KHBPF_RQ_SLOTS; j++)
+			hist[j] = rows[i].agg.hist[j];
+		err = promtext__histogram_log2_ns(p, l, n, hist, KHBPF_RQ_SLOTS,
+						  rows[i].agg.inclusive_ns);
+	}
+	err = err   ?:
+		      promtext__family(
+			      p, "khbpf_span_seconds", PROM_COUNTER, "seconds",
+			      "Where the spans' time went: on_cpu, runqueue (waiting for a "
+			      "CPU), blocked (with --blocked) and other; the parts add up "
+			      "to khbpf_span_duration_seconds_sum");
+	for (i = 0; i < nr && !err; i++) {
+		uint64_t part[4], overlap;
+		static const char *const names[4] = { "on_cpu", "runqueue", "blocked", "other" };
+
+		if (rows[i].counted)
+			continue;
+		span_parts(&rows[i].agg, blocked, &part[0], &part[1], &part[2], &part[3], &overlap);
+		for (j = 0; j < 4 && !err; j++) {
+			if (j == 2 && !blocked)
+				continue;
+			n = span_labels(s, &rows[i], cg_of(cgs, i), l, "part", names[j]);
+			err = promtext__ns_as_seconds(p, l, n, part[j]);
+		}
+	}
+	if (blocked) {
+		err = err   ?:
+			      promtext__family(p, "khbpf_span_blocked_seconds", PROM_COUNTER,
+					       "seconds",
+					       "The spans' blocked time by cause (lock, io, sleep, "
+					       "fault, other)");
+		for (i = 0; i < nr && !err; i++) {
+			if (rows[i].counted)
+				continue;
+			for (j = 0; j < KHBPF_BLOCK_CAUSES && !err; j++) {
+				n = span_labels(s, &rows[i], cg_of(cgs, i), l, "cause",
+						blockcause__name((uint32_t)j));
+				err = promtext__ns_as_seconds(p, l, n,
+							      rows[i].agg.ledger.blocked.ns[j]);
+			}
+		}
+	}
+	err = err   ?:
+		      promtext__family(p, "khbpf_span_runqueue_overlap_seconds", PROM_COUNTER,
+				       "seconds",
+				       "The spans' runqueue time (the kernel's run_delay) beyond "
+				       "their time off-CPU as the span clock saw it: not in any "
+				       "part");
+	for (i = 0; i < nr && !err; i++) {
+		uint64_t part[4], overlap;
+
+		if (rows[i].counted)
+			continue;
+		span_parts(&rows[i].agg, blocked, &part[0], &part[1], &part[2], &part[3], &overlap);
+		n = span_labels(s, &rows[i], cg_of(cgs, i), l, NULL, NULL);
+		err = promtext__ns_as_seconds(p, l, n, overlap);
+	}
+	err = err   ?:
+		      promtext__family(p, "khbpf_span_clock_gap_calls", PROM_COUNTER, NULL,
+				       "Span calls whose on-CPU time is unknown (a switch-in was "
+				       "missed): their time is in part=\"other\"");
+	for (i = 0; i < nr && !err; i++) {
+		if (rows[i].counted)
+			continue;
+		n = span_labels(s, &rows[i], cg_of(cgs, i), l, NULL, NULL);
+		err = promtext__u64(p, l, n, rows[i].agg.clock_gap_calls);
+	}
+	err = err   ?:
+		      promtext__family(p, "khbpf_usdt_hits", PROM_COUNTER, NULL,
+				       "Hits of each --usdt probe, counted in the kernel");
+	for (i = 0; i < nr && !err; i++) {
+		if (!rows[i].counted)
+			continue;
+		n = span_labels(s, &rows[i], cg_of(cgs, i), l, NULL, NULL);
+		err = promtext__u64(p, l, n, rows[i].agg.calls);
+	}
+	free(cgs);
+	free(rows);
+	return err;
+}
+
 static int family_u64(struct promtext *p, const char *name, enum prom_type type, const char *help,
 		      uint64_t v)
 {
@@ -198,12 +375,35 @@ static int render_self(const struct serve_metrics_src *s, struct promtext *p)
 {
 	struct sched_collector_stats st;
 	struct serve_groups_stats gs;
+	struct serve_spans_stats ss;
 	struct prom_label l[1];
 	size_t i;
 	int err;
 
 	serve_groups__stats(s->groups, &gs);
+	memset(&ss, 0, sizeof(ss));
+	if (s->spans)
+		serve_spans__stats(s->spans, &ss);
 	err = sched_collector__stats(s->coll, &st);
+	if (s->spans) {
+		err = err   ?:
+			      family_u64(p, "khbpf_span_series", PROM_GAUGE,
+					 "Span series (group, metric, key) in the kernel's table",
+					 ss.nr_series);
+		err = err   ?:
+			      family_u64(
+				      p, "khbpf_span_series_max", PROM_GAUGE,
+				      "Bound of the kernel's span series table (--max-span-series)",
+				      ss.max_series);
+		err = err   ?:
+			      family_u64(p, "khbpf_span_series_evictions", PROM_COUNTER,
+					 "Span series removed to keep the table under its bound",
+					 ss.evicted);
+		err = err   ?:
+			      family_u64(p, "khbpf_span_series_aged_out", PROM_COUNTER,
+					 "Span series removed after --max-age without a call",
+					 ss.aged_out);
+	}
 	err = err   ?:
 		      family_u64(p, "khbpf_groups", PROM_GAUGE,
 				 "Groups (cgroups or processes) in the kernel's table",
@@ -247,6 +447,18 @@ static int render_self(const struct serve_metrics_src *s, struct promtext *p)
 	LOSS("final_switch_unmatched", st.final_unmatched);
 	LOSS("iterator_write_errors", st.iter_write_errors);
 	LOSS("retired_comms_beyond_bound", gs.retired_dropped);
+	if (s->spans) {
+		LOSS("span_series_overflow_calls", st.span_series_overflow);
+		LOSS("span_series_retired_beyond_bound", ss.retired_dropped);
+		LOSS("spans_open_at_thread_exit", st.span_open_at_exit_serve);
+		LOSS("span_depth_overflow", st.span_depth_overflow);
+		LOSS("span_returns_unmatched", st.span_unmatched);
+		LOSS("span_state_failures", st.span_state_failures);
+		LOSS("span_site_unresolved", st.span_site_unresolved);
+		LOSS("span_key_calls_other", st.span_key_other_calls);
+		LOSS("span_key_unreadable", st.span_key_unreadable);
+		LOSS("span_key_table_full", st.span_key_table_full);
+	}
 	LOSS("cgroup_names_beyond_bound", gs.names_dropped);
 	for (i = 0; i < st.nr_progs; i++) {
 		char name[64];
@@ -410,6 +622,7 @@ int serve_metrics__render(struct promtext *p, const struct serve_metrics_src *sr
 {
 	int err = render_groups(src, p);
 
+	err = err ?: render_spans(src, p);
 	err = err ?: render_self(src, p);
 	err = err ?: serve_metrics__gaps(p, src->doc);
 	err = err ?: render_frequency(src, p);

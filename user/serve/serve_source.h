@@ -12,10 +12,12 @@ struct cglabels;
 struct json_object;
 struct sched_collector;
 struct serve_groups;
+struct serve_spans;
 
 /* What one scrape reads. */
 struct serve_metrics_src {
 	struct serve_groups *groups;
+	struct serve_spans *spans; /* span series (--span, --usdt-span, --usdt); NULL: none */
 	struct sched_collector *coll;
 	uint32_t group_by; /* KHBPF_GROUP_*: which labels a group's series has */
 	uint32_t top; /* process: --top, so series have a pid label */

@@ -340,7 +340,8 @@ static int fill_process_metrics(struct docbuild *b)
 	struct doc_process_metric *v;
 	size_t i, n = 0, j;
 
-	if (!r || !r->nr_aggs || !s->pwin || !s->pwin->nr)
+	/* serve: the kernel summed per group, not per thread (/metrics has the groups). */
+	if (!r || !r->nr_aggs || !s->pwin || !s->pwin->nr || r->by_group)
 		return 0;
 	v = calloc(r->nr_aggs, sizeof(*v));
 	if (!v)
@@ -478,9 +479,12 @@ static int fill_usdt_counts(struct docbuild *b)
 		for (i = 0; i < r->nr_hits; i++) {
 			if (r->hits[i].key.metric != m || !r->hits[i].hits)
 				continue;
+			u->hits = sat_add(u->hits, r->hits[i].hits);
+			/* serve: hits summed over the groups, no thread to name. */
+			if (r->by_group)
+				continue;
 			threads[nt].id = r->hits[i].key.tid;
 			threads[nt].hits = r->hits[i].hits;
-			u->hits = sat_add(u->hits, r->hits[i].hits);
 			nt++;
 		}
 		nt = by_merge(threads, nt);
@@ -811,6 +815,8 @@ static int build_document(struct docbuild *b)
 	LOSS("processes_not_joined", s->stats.procs_overflow);
 	LOSS("span_aggregates_without_process", b->metrics_without_process);
 	LOSS("usdt_hits_lost", s->stats.usdt_hits_lost);
+	LOSS("span_series_overflow", s->stats.span_series_overflow);
+	LOSS("span_open_at_exit_uncounted", s->stats.span_open_at_exit_serve);
 	LOSS("usdt_hits_without_process", b->usdt_hits_without_process);
 	LOSS("span_key_calls_other", s->stats.span_key_other_calls);
 	LOSS("span_key_unreadable", s->stats.span_key_unreadable);

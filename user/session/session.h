@@ -75,6 +75,8 @@ int session__serve_open(struct session **out, const struct session_opts *opts, c
 			size_t errlen);
 int session__serve_rotate(struct session *s, struct json_object **doc, char **text, size_t *len);
 struct sched_collector *session__collector(const struct session *s);
+/* serve: the span sites and names (--span, --usdt-span, --usdt), or NULL without any. */
+struct span_run *session__spans(struct session *s);
 int session__signal_fd(const struct session *s);
 
 #endif /* KHBPF_SESSION_H */

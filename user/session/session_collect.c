@@ -242,7 +242,9 @@ static void discover_spans(struct session *s)
 	size_t nr = 0, n_more, i, j;
 	int err;
 
-	if (s->opts.mode == TARGET_MODE_RUN) {
+	if (s->opts.mode == TARGET_MODE_SERVE) {
+		/* Every process of the host: the requests name their files. */
+	} else if (s->opts.mode == TARGET_MODE_RUN) {
 		if (!runner__resolve_exe(s->opts.argv[0], exe, sizeof(exe)))
 			return;
 		so.exe = exe;
@@ -274,6 +276,11 @@ static void discover_spans(struct session *s)
 		so.pids = pids;
 		so.nr_pids = nr;
 		so.pid = pids[0];
+	}
+	if (s->opts.mode == TARGET_MODE_SERVE) {
+		so.host = true;
+		so.reason = s->span_reason;
+		so.reason_size = sizeof(s->span_reason);
 	}
 	err = span_run__discover(&s->spans, &so);
 	free(pids);
@@ -311,7 +318,7 @@ void session__setup_collector(struct session *s)
 	int err;
 
 	s->have_btf = access("/sys/kernel/btf/vmlinux", R_OK) == 0;
-	if (!s->opts.no_bpf && s->opts.mode != TARGET_MODE_SERVE)
+	if (!s->opts.no_bpf && (s->opts.mode != TARGET_MODE_SERVE || s->opts.nr_span_reqs))
 		discover_spans(s);
 	/*
 	 * A set that grows, with --span requests: spans are on even when no
@@ -336,6 +343,13 @@ void session__setup_collector(struct session *s)
 						  s->opts.nr_span_reqs, SPAN_SITE_USDT_COUNT);
 		co.keys = s->opts.nr_key_reqs > 0;
 		co.on_exec = grows ? span_run__on_exec : NULL;
+	}
+	/* serve: every file once, for every process; no records, no execs to follow. */
+	if (co.spans && s->opts.mode == TARGET_MODE_SERVE) {
+		co.span_per_file = true;
+		co.on_exec = NULL;
+		co.counters = SCHED_COUNTERS_NONE;
+		co.max_span_series = s->opts.max_span_series;
 	}
 	if (s->opts.no_bpf) {
 		s->bpf_avail = AVAIL_DISABLED;
@@ -375,6 +389,8 @@ void session__setup_collector(struct session *s)
 			bpf_unavailable(s, err, s->have_btf);
 			return;
 		}
+		if (co.spans)
+			span_run__attach(&s->spans, s->coll, -1);
 		s->use_bpf = true;
 		s->bpf_avail = AVAIL_AVAILABLE;
 		return;

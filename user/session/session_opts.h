@@ -62,6 +62,7 @@ struct session_opts {
 	size_t nr_cgroups;
 	uint32_t group_by; /* KHBPF_GROUP_* */
 	uint32_t max_groups;
+	uint32_t max_span_series; /* serve: (group, metric) span series; 0 → default */
 };
 
 #endif /* KHBPF_SESSION_OPTS_H */

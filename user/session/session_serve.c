@@ -33,6 +33,41 @@ static void serve_target(struct session *s)
 				      "(all tasks)");
 }
 
+/*
+ * Span requests that found nothing to attach stop serve before it starts,
+ * with the reason; sites that failed beside others that attached are
+ * logged, and in each window's span_probes.
+ */
+static int serve_spans_check(struct session *s, char *errbuf, size_t errlen)
+{
+	const struct span_run *r = &s->spans;
+	size_t i;
+
+	if (!s->opts.nr_span_reqs)
+		return 0;
+	if (!s->spans_discovered)
+		return session__errf(errbuf, errlen, -EINVAL, "%s",
+				     s->span_reason[0] ? s->span_reason : "span discovery failed");
+	for (i = 0; i < r->nr_sites; i++) {
+		if (!r->sites[i].err)
+			continue;
+		if (!r->nr_attached)
+			return session__errf(errbuf, errlen, r->sites[i].err ?: -ENOENT,
+					     "no span site attached: %s", r->sites[i].reason);
+		session__logf(s, "khbpf serve: %s\n", r->sites[i].reason);
+	}
+	if (!r->nr_attached)
+		return session__errf(errbuf, errlen, -ENOENT,
+				     "no span site found for the --span, --usdt-span and --usdt "
+				     "requests");
+	return 0;
+}
+
+struct span_run *session__spans(struct session *s)
+{
+	return s->opts.nr_span_reqs && s->spans.nr_attached ? &s->spans : NULL;
+}
+
 int session__serve_open(struct session **out, const struct session_opts *opts, char *errbuf,
 			size_t errlen)
 {
@@ -58,6 +93,9 @@ int session__serve_open(struct session **out, const struct session_opts *opts, c
 		err = session__errf(errbuf, errlen, -ENOTSUP, "serve needs BPF: %s", s->bpf_detail);
 		goto cleanup;
 	}
+	err = serve_spans_check(s, errbuf, errlen);
+	if (err)
+		goto cleanup;
 	s->start_boot = clock_ns(CLOCK_BOOTTIME);
 	s->start_mono = clock_ns(CLOCK_MONOTONIC);
 	s->start_real = clock_ns(CLOCK_REALTIME);
@@ -157,6 +195,9 @@ int session__serve_rotate(struct session *s, struct json_object **doc, char **te
 	/* Processes that ended make room in the set's table for those to come. */
 	err = err ?: sched_collector__drain_processes(s->coll);
 	err = err ?: sched_collector__stats(s->coll, &s->stats);
+	/* What the span series added over the window (span_run__series_window). */
+	if (!err && s->spans.nr_attached)
+		err = span_run__series_window(&s->spans, s->coll);
 	if (err)
 		goto out;
 	session__sample_frequency(s);

@@ -94,6 +94,7 @@ struct session {
 	struct doc_target target; /* read while the target was alive */
 	struct span_run spans;
 	bool spans_discovered;
+	char span_reason[512]; /* serve: why discovery failed (an OBJ not found) */
 	struct fallback_witness fb;
 
 	/* Pressure (host, the target's cgroup v2) and thermal state at the window's ends. */

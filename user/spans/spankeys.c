@@ -125,6 +125,9 @@ static int load_keys(struct span_keys *k, struct sched_collector *c)
 	uint32_t m;
 	int err;
 
+	free(k->v);
+	k->v = NULL;
+	k->nr = 0;
 	err = sched_collector__keys(c, &v, &nr);
 	if (err)
 		return err;
@@ -172,31 +175,6 @@ static int load_keys(struct span_keys *k, struct sched_collector *c)
 	qsort(k->v, n, sizeof(*k->v), key_cmp);
 	k->nr = n;
 	return 0;
-}
-
-static void agg_add(struct khbpf_span_agg *d, const struct khbpf_span_agg *a)
-{
-	size_t i;
-
-	d->calls += a->calls;
-	d->inclusive_ns += a->inclusive_ns;
-	d->exclusive_ns += a->exclusive_ns;
-	d->ledger.on_cpu_ns += a->ledger.on_cpu_ns;
-	d->ledger.run_delay_ns += a->ledger.run_delay_ns;
-	d->ledger.nvcsw += a->ledger.nvcsw;
-	d->ledger.nivcsw += a->ledger.nivcsw;
-	d->ledger.migrations += a->ledger.migrations;
-	d->ledger.offcpu_ns += a->ledger.offcpu_ns;
-	for (i = 0; i < KHBPF_BLOCK_CAUSES; i++) {
-		d->ledger.blocked.ns[i] += a->ledger.blocked.ns[i];
-		d->ledger.blocked.count[i] += a->ledger.blocked.count[i];
-	}
-	d->clock_gap_calls += a->clock_gap_calls;
-	d->hw_calls += a->hw_calls;
-	for (i = 0; i < KHBPF_NR_COUNTERS; i++)
-		d->hw_sum[i] += a->hw_sum[i];
-	for (i = 0; i < KHBPF_RQ_SLOTS; i++)
-		d->hist[i] += a->hist[i];
 }
 
 static int agg_key_cmp(const void *a, const void *b)
@@ -250,11 +228,11 @@ static int unkey_aggs(struct span_keys *k, const struct span_keys_run *run)
 			/* A new one: appended, and the array sorted again for the next search. */
 			plain[np] = want;
 			d = &plain[np++];
-			agg_add(&d->agg, &keyed[i].agg);
+			sched_collector__span_agg_add(&d->agg, &keyed[i].agg);
 			qsort(plain, np, sizeof(*plain), agg_key_cmp);
 			continue;
 		}
-		agg_add(&d->agg, &keyed[i].agg);
+		sched_collector__span_agg_add(&d->agg, &keyed[i].agg);
 	}
 	for (j = 0; j < np; j++)
 		(*run->aggs)[j] = plain[j];
@@ -377,4 +355,9 @@ void spankeys__free(struct span_keys *k)
 	free(k->aggs);
 	free(k->hits);
 	free(k->open_key);
+}
+
+int spankeys__load(struct span_keys *k, struct sched_collector *c)
+{
+	return k->kind ? load_keys(k, c) : 0;
 }

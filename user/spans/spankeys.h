@@ -80,6 +80,12 @@ int spankeys__apply(const struct span_keys *k, struct sched_collector *c);
  */
 int spankeys__unkey(struct span_keys *k, struct sched_collector *c,
 		    const struct span_keys_run *run);
+/*
+ * The keys the kernel has made so far (and each keyed metric's "(other)"),
+ * replacing those loaded before: serve names its series with them. 0 or
+ * -errno.
+ */
+int spankeys__load(struct span_keys *k, struct sched_collector *c);
 /* The key of kernel metric id, or NULL (a plain metric). */
 const struct span_key *spankeys__find(const struct span_keys *k, uint32_t id);
 void spankeys__free(struct span_keys *k);

@@ -2,6 +2,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
+#include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -328,5 +330,129 @@ fail:
 	spanfind__free_objects(*objects, *nr);
 	*objects = NULL;
 	*nr = 0;
+	return err;
+}
+
+/* ldconfig's hwcap tag of this machine's libraries (ldconfig.c's flag names). */
+#if defined(__x86_64__)
+#define LDCONFIG_ARCH "x86-64"
+#elif defined(__aarch64__)
+#define LDCONFIG_ARCH "AArch64"
+#endif
+
+int spanobjects__ldconfig_line(const char *line, char *name, char *path)
+{
+	const char *open_p, *close_p, *arrow, *end;
+	size_t n;
+
+	while (*line == ' ' || *line == '\t')
+		line++;
+	open_p = strstr(line, " (");
+	close_p = open_p ? strchr(open_p, ')') : NULL;
+	arrow = close_p ? strstr(close_p, " => ") : NULL;
+	if (!arrow || open_p == line)
+		return -EINVAL;
+	/* "(libc6,x86-64)": an entry of this machine's own word size. */
+	if (!memmem(open_p, (size_t)(close_p - open_p), LDCONFIG_ARCH, strlen(LDCONFIG_ARCH)))
+		return -EINVAL;
+	n = (size_t)(open_p - line);
+	if (n >= PATH_MAX)
+		return -EINVAL;
+	memcpy(name, line, n);
+	name[n] = '\0';
+	arrow += 4;
+	end = arrow + strcspn(arrow, "\n");
+	n = (size_t)(end - arrow);
+	if (!n || n >= PATH_MAX || arrow[0] != '/')
+		return -EINVAL;
+	memcpy(path, arrow, n);
+	path[n] = '\0';
+	return 0;
+}
+
+static const char *const ldconfig_paths[] = { "/sbin/ldconfig", "/usr/sbin/ldconfig" };
+
+int spanobjects__host_library(const char *name, char *out, char *reason, size_t size)
+{
+	char line[2 * PATH_MAX + 64], *lname = NULL, *lpath = NULL;
+	const char *prog = NULL;
+	size_t i, len = strlen(name);
+	int fds[2], status, err = -ENOENT;
+	bool exact = false, found = false;
+	struct stat st;
+	pid_t child;
+	FILE *f;
+
+	for (i = 0; i < sizeof(ldconfig_paths) / sizeof(ldconfig_paths[0]) && !prog; i++) {
+		/* Only a root-owned ldconfig nobody else can write: it runs as khbpf. */
+		if (!stat(ldconfig_paths[i], &st) && st.st_uid == 0 &&
+		    !(st.st_mode & (S_IWGRP | S_IWOTH)) && S_ISREG(st.st_mode))
+			prog = ldconfig_paths[i];
+	}
+	if (!prog) {
+		snprintf(reason, size,
+			 "no root-owned ldconfig to look up library '%s'; give its path instead",
+			 name);
+		return -EPERM;
+	}
+	lname = malloc(PATH_MAX);
+	lpath = malloc(PATH_MAX);
+	if (!lname || !lpath || pipe2(fds, O_CLOEXEC)) {
+		free(lname);
+		free(lpath);
+		return -ENOMEM;
+	}
+	child = fork();
+	if (child < 0) {
+		err = -errno;
+		close(fds[0]);
+		close(fds[1]);
+		goto out;
+	}
+	if (!child) {
+		int null = open("/dev/null", O_WRONLY);
+
+		dup2(fds[1], STDOUT_FILENO);
+		if (null >= 0)
+			dup2(null, STDERR_FILENO);
+		execl(prog, prog, "-p", (char *)NULL);
+		_exit(127);
+	}
+	close(fds[1]);
+	f = fdopen(fds[0], "r");
+	if (!f) {
+		close(fds[0]);
+		err = -ENOMEM;
+	}
+	while (f && fgets(line, sizeof(line), f)) {
+		if (exact || spanobjects__ldconfig_line(line, lname, lpath))
+			continue;
+		if (!strcmp(lname, name)) {
+			exact = found = true;
+			snprintf(out, PATH_MAX, "%s", lpath);
+		} else if (!found && !strncmp(lname, name, len) && lname[len] == '.') {
+			found = true;
+			snprintf(out, PATH_MAX, "%s", lpath);
+		}
+	}
+	if (f)
+		fclose(f);
+	if (waitpid(child, &status, 0) != child || !WIFEXITED(status) || WEXITSTATUS(status)) {
+		snprintf(reason, size, "%s -p failed; give the path of '%s' instead", prog, name);
+		err = -ECHILD;
+		goto out;
+	}
+	if (err == -ENOMEM)
+		goto out;
+	if (found) {
+		err = 0;
+		goto out;
+	}
+	snprintf(reason, size,
+		 "no library '%s' in the host's ld.so cache (ldconfig -p); give its path", name);
+	err = -ENOENT;
+out:
+	free(lname);
+	free(lpath);
 	return err;
 }

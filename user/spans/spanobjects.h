@@ -43,4 +43,20 @@ void spanfind__free_objects(char **objects, size_t nr);
 int spanfind__needed_objects(const char *exe, char ***objects, size_t *nr, char *reason,
 			     size_t size);
 
+/*
+ * serve's OBJ of a library name (no '/'): the host's library of that name,
+ * as ld.so's cache lists it (`ldconfig -p`, run only when root owns it and
+ * nobody else can write it), for this machine's architecture: the entry
+ * named name, else the first whose name starts with name and a '.'
+ * ("libpq.so" finds libpq.so.5). Into out (PATH_MAX bytes). 0; -ENOENT
+ * when the cache has no such library, -EPERM, -ECHILD, -ENOMEM, with a
+ * reason.
+ */
+int spanobjects__host_library(const char *name, char *out, char *reason, size_t size);
+/*
+ * One line of `ldconfig -p`: its library's name and path into name and
+ * path (PATH_MAX bytes each) when it is for this architecture. 0, or
+ * -EINVAL for another architecture or a line that is not an entry.
+ */
+int spanobjects__ldconfig_line(const char *line, char *name, char *path);
 #endif /* KHBPF_SPANOBJECTS_H */

@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: MIT
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "collect/sched_window.h"
 #include "spans/spanrun.h"
@@ -87,6 +90,63 @@ static int discover_exe(struct span_run *r, const struct span_run_opts *o)
 	return err;
 }
 
+/*
+ * serve: each request's OBJ as a host path (a library name through the
+ * ld.so cache), and the sites in those files. An OBJ missing or not
+ * found fails here: serve says so before it starts.
+ */
+static int discover_host(struct span_run *r, const struct span_run_opts *o)
+{
+	struct span_request *reqs = calloc(o->nr_reqs ? o->nr_reqs : 1, sizeof(*reqs));
+	char(*paths)[PATH_MAX] = calloc(o->nr_reqs ? o->nr_reqs : 1, sizeof(*paths));
+	char **objects = calloc(o->nr_reqs ? o->nr_reqs : 1, sizeof(*objects));
+	size_t i, j, nr = 0;
+	struct stat st;
+	int err = 0;
+
+	if (!reqs || !paths || !objects) {
+		err = -ENOMEM;
+		goto out;
+	}
+	for (i = 0; i < o->nr_reqs && !err; i++) {
+		const char *obj = o->reqs[i].object;
+
+		reqs[i] = o->reqs[i];
+		if (!obj) {
+			snprintf(o->reason, o->reason_size,
+				 "request %zu has no OBJ: serve watches every process, so name the "
+				 "file (a path or a library name, e.g. libpq.so.5:PQexec)",
+				 i + 1);
+			err = -EINVAL;
+		} else if (strchr(obj, '/')) {
+			if (obj[0] != '/' || stat(obj, &st) || !S_ISREG(st.st_mode)) {
+				snprintf(o->reason, o->reason_size,
+					 "OBJ '%.200s': no such file; give an absolute path", obj);
+				err = -ENOENT;
+			} else {
+				snprintf(paths[i], PATH_MAX, "%s", obj);
+			}
+		} else {
+			err = spanobjects__host_library(obj, paths[i], o->reason, o->reason_size);
+		}
+		if (err)
+			break;
+		reqs[i].object = paths[i];
+		for (j = 0; j < nr && strcmp(objects[j], paths[i]); j++)
+			;
+		if (j == nr)
+			objects[nr++] = paths[i];
+	}
+	if (!err)
+		err = spanfind__discover_list("/", objects, nr, reqs, o->nr_reqs, &r->find,
+					      &r->sites, &r->nr_sites);
+out:
+	free(objects);
+	free(paths);
+	free(reqs);
+	return err;
+}
+
 /* --key: the requested metrics, registered when no site has them yet (an exec may bring one). */
 static int setup_keys(struct span_run *r, const struct span_run_opts *o)
 {
@@ -127,7 +187,9 @@ int span_run__discover(struct span_run *r, const struct span_run_opts *o)
 		return -ENOMEM;
 	if (o->no_annotations && !o->nr_reqs)
 		return 0;
-	if (o->exe)
+	if (o->host)
+		err = discover_host(r, o);
+	else if (o->exe)
 		err = discover_exe(r, o);
 	else if (o->nr_pids > 1)
 		err = spanfind__discover_pids(o->root, o->pids, o->nr_pids, o->reqs, o->nr_reqs,
@@ -136,7 +198,7 @@ int span_run__discover(struct span_run *r, const struct span_run_opts *o)
 		err = spanfind__discover(o->root, o->pid, o->reqs, o->nr_reqs, &r->find, &r->sites,
 					 &r->nr_sites);
 	/* Errors the sites carry are reported per site; only ENOMEM/ESRCH stop here. */
-	if (err == -ENOMEM || err == -ESRCH)
+	if (err == -ENOMEM || err == -ESRCH || (o->host && err))
 		return err;
 	r->site_metric = calloc(r->nr_sites ? r->nr_sites : 1, sizeof(*r->site_metric));
 	r->site_exec_pid = calloc(r->nr_sites ? r->nr_sites : 1, sizeof(*r->site_exec_pid));
@@ -403,6 +465,170 @@ int span_run__finish(struct span_run *r, struct sched_collector *c)
 	r->nr_open += r->nr_exit_open;
 	r->exit_open = NULL;
 	r->nr_exit_open = r->exit_open_cap = 0;
+	return unkey(r, c);
+}
+
+/* What one window's document was made from: freed before serve's next window. */
+static void window_reset(struct span_run *r)
+{
+	free(r->aggs);
+	free(r->hits);
+	free(r->open);
+	free(r->doc_metrics);
+	free(r->doc_keys);
+	free(r->buckets);
+	free(r->probes);
+	free(r->doc_open);
+	free(r->metric_wakers);
+	free(r->metric_rows);
+	free(r->keys.v);
+	free(r->keys.aggs);
+	free(r->keys.hits);
+	free(r->keys.open_key);
+	r->aggs = NULL;
+	r->hits = NULL;
+	r->open = NULL;
+	r->doc_metrics = r->doc_keys = NULL;
+	r->buckets = NULL;
+	r->probes = NULL;
+	r->doc_open = NULL;
+	r->metric_wakers = NULL;
+	r->metric_rows = NULL;
+	r->keys.v = NULL;
+	r->keys.aggs = NULL;
+	r->keys.hits = NULL;
+	r->keys.open_key = NULL;
+	r->nr_aggs = r->nr_hits = r->nr_open = r->nr_metric_wakers = 0;
+	r->nr_doc_metrics = r->nr_doc_keys = 0;
+	r->keys.nr = r->keys.nr_aggs = r->keys.nr_hits = 0;
+}
+
+static int series_cmp(const void *a, const void *b)
+{
+	return memcmp(&((const struct span_series_entry *)a)->key,
+		      &((const struct span_series_entry *)b)->key,
+		      sizeof(struct khbpf_span_series_key));
+}
+
+static int agg_metric_cmp(const void *a, const void *b)
+{
+	uint32_t x = ((const struct span_agg_entry *)a)->key.metric;
+	uint32_t y = ((const struct span_agg_entry *)b)->key.metric;
+
+	return x < y ? -1 : x > y;
+}
+
+_Static_assert(sizeof(struct khbpf_span_agg) % sizeof(uint64_t) == 0,
+	       "khbpf_span_agg: u64 fields only");
+
+/*
+ * d = now - before, field by field; a series that restarted (removed and
+ * made again since: fewer calls now) counts whole.
+ */
+static void series_delta(struct khbpf_span_agg *d, const struct khbpf_span_agg *now,
+			 const struct khbpf_span_agg *before)
+{
+	const uint64_t *n = (const uint64_t *)now, *b = (const uint64_t *)before;
+	uint64_t *w = (uint64_t *)d;
+	size_t i;
+
+	if (!before || now->calls < before->calls) {
+		*d = *now;
+		return;
+	}
+	for (i = 0; i < sizeof(*d) / sizeof(uint64_t); i++)
+		w[i] = n[i] >= b[i] ? n[i] - b[i] : 0;
+}
+
+int span_run__series_window(struct span_run *r, struct sched_collector *c)
+{
+	struct span_series_entry *now = NULL;
+	struct span_agg_entry *aggs;
+	struct usdt_hit_entry *hits;
+	size_t nr = 0, i, na = 0, nh = 0, j;
+	int err;
+
+	window_reset(r);
+	if (!r->nr_attached)
+		return 0;
+	err = spankeys__load(&r->keys, c);
+	err = err ?: sched_collector__span_series(c, &now, &nr);
+	if (err)
+		return err;
+	if (nr)
+		qsort(now, nr, sizeof(*now), series_cmp);
+	aggs = calloc(nr + r->nr_metrics + 1, sizeof(*aggs));
+	hits = calloc(nr + r->nr_metrics + 1, sizeof(*hits));
+	if (!aggs || !hits) {
+		free(aggs);
+		free(hits);
+		free(now);
+		return -ENOMEM;
+	}
+	for (i = 0; i < nr; i++) {
+		const struct span_series_entry *before =
+			r->nr_series_prev ? bsearch(&now[i], r->series_prev, r->nr_series_prev,
+						    sizeof(*now), series_cmp) :
+					    NULL;
+		const struct span_key *k = spankeys__find(&r->keys, now[i].key.metric);
+		struct khbpf_span_agg d;
+
+		series_delta(&d, &now[i].agg, before ? &before->agg : NULL);
+		if (!d.calls)
+			continue;
+		/* Summed over the groups: the document's metrics are the host's (tid 0). */
+		if (span_run__metric_counted(r, k ? k->metric : now[i].key.metric, NULL)) {
+			hits[nh].key.metric = now[i].key.metric;
+			hits[nh++].hits = d.calls;
+			continue;
+		}
+		aggs[na].key.metric = now[i].key.metric;
+		aggs[na++].agg = d;
+	}
+	free(r->series_prev);
+	r->series_prev = now;
+	r->nr_series_prev = nr;
+	/* Calls of series the table had no room for: each metric's spill. */
+	if (!r->spill_prev)
+		r->spill_prev = calloc(KHBPF_MAX_METRICS, sizeof(*r->spill_prev));
+	for (i = 0; r->spill_prev && i < r->nr_metrics; i++) {
+		struct khbpf_span_agg spill, d;
+		bool keyed = r->keys.kind && r->keys.kind[i];
+
+		if (sched_collector__span_series_spill(c, (uint32_t)i, &spill))
+			continue;
+		series_delta(&d, &spill, &r->spill_prev[i]);
+		r->spill_prev[i] = spill;
+		if (!d.calls)
+			continue;
+		if (span_run__metric_counted(r, (uint32_t)i, NULL)) {
+			hits[nh].key.metric =
+				keyed ? KHBPF_OTHER_METRIC_BASE + (uint32_t)i : (uint32_t)i;
+			hits[nh++].hits = d.calls;
+			continue;
+		}
+		/* A keyed metric's spill has lost its keys: its "(other)". */
+		aggs[na].key.metric = keyed ? KHBPF_OTHER_METRIC_BASE + (uint32_t)i : (uint32_t)i;
+		aggs[na++].agg = d;
+	}
+	/* One entry per metric id. */
+	if (na)
+		qsort(aggs, na, sizeof(*aggs), agg_metric_cmp);
+	for (i = 0, j = 0; i < na; i++) {
+		if (j && aggs[j - 1].key.metric == aggs[i].key.metric)
+			sched_collector__span_agg_add(&aggs[j - 1].agg, &aggs[i].agg);
+		else
+			aggs[j++] = aggs[i];
+	}
+	r->aggs = aggs;
+	r->nr_aggs = j;
+	r->hits = hits;
+	r->nr_hits = nh;
+	r->blocked = sched_collector__blocked(c);
+	r->blocked_gap =
+		sched_collector__blocked_asked(c) ? EV_GAP_UNSUPPORTED : EV_GAP_COLLECTOR_DISABLED;
+	r->wakers = false;
+	r->by_group = true;
 	return unkey(r, c);
 }
 
@@ -757,5 +983,7 @@ void span_run__free(struct span_run *r)
 	span_wakes__free(&r->wakes);
 	free(r->metric_wakers);
 	free(r->metric_rows);
+	free(r->series_prev);
+	free(r->spill_prev);
 	memset(r, 0, sizeof(*r));
 }

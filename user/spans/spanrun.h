@@ -65,6 +65,16 @@ struct span_run {
 	uint64_t exec_libraries_unsearched; /* execs in another mount namespace: the exe only */
 
 	struct span_keys keys; /* --key (spankeys.h) */
+	/*
+	 * serve: the kernel's (group, metric) series at the last window's end,
+	 * sorted by key, so each window's aggregates are what was added since;
+	 * by_group once they are (the document then has no per-thread or
+	 * per-process split of spans: /metrics has the per-group one).
+	 */
+	struct span_series_entry *series_prev;
+	size_t nr_series_prev;
+	struct khbpf_span_agg *spill_prev; /* each metric's spill then (KHBPF_MAX_METRICS) */
+	bool by_group;
 
 	/* Document parts, valid after span_run__document. */
 	uint64_t start_mono_ns; /* records' start_ns count from it */
@@ -98,6 +108,15 @@ struct span_run_opts {
 	const struct key_request *key_reqs; /* --key */
 	size_t nr_key_reqs;
 	uint32_t max_keys; /* keys per metric; 0 → KHBPF_DEFAULT_KEYS_PER_METRIC */
+	/*
+	 * serve: every process of the host. Each request names its OBJ, a
+	 * path or a library name (spanobjects__host_library); the sites are
+	 * in those files, attached once per file. An OBJ that cannot be
+	 * resolved fails discovery, with the reason in reason.
+	 */
+	bool host;
+	char *reason;
+	size_t reason_size;
 };
 
 /* Find the sites (never fails for a bad site: the site carries its reason). */
@@ -135,6 +154,12 @@ int span_run__searched(struct span_run *r, const char *object);
 /* sched_collector on_span callback. */
 void span_run__on_event(void *ctx, const struct khbpf_span_event *e,
 			const struct khbpf_span_wakes *wakes);
+/*
+ * serve, at each window's end: the window's aggregates and hits (those of
+ * --usdt probes), by metric and key, summed over the groups, from what
+ * the kernel's series added since the last window. 0 or -errno.
+ */
+int span_run__series_window(struct span_run *r, struct sched_collector *c);
 /* At the window's end: drain, read aggregates and the spans still open. */
 int span_run__finish(struct span_run *r, struct sched_collector *c);
 /*
