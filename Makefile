@@ -110,7 +110,7 @@ HELPERS := $(patsubst tests/helpers/%.c,build/tests/helpers/%,$(wildcard tests/h
 C_FILES := $(wildcard bpf/*.c bpf/*.h user/*/*.c user/*/*.h include/khbpf/*.h tests/*.h \
 	tests/*/*.c tests/workloads/*.h tools/*.c)
 
-.PHONY: all check depcheck fresh-check vmtest unit-tests workloads demo bench bench-spans bench-usdt bench-span-attach bench-span-memory bench-serve soak format format-check clean deps
+.PHONY: all check depcheck fresh-check vmtest unit-tests workloads demo bench bench-spans bench-usdt bench-span-attach bench-span-memory bench-serve bench-serve-spans soak format format-check clean deps
 all: $(KHBPF)
 
 deps: $(DEPS_STAMP)
@@ -281,6 +281,7 @@ bench: $(KHBPF) build/tools/bench-empty $(BENCH_SPANS_DEPS) $(BENCH_USDT_DEPS)
 	$(Q)/usr/bin/python3 tools/bench_usdt.py
 	$(Q)/usr/bin/python3 tools/bench_span_attach.py
 	$(Q)/usr/bin/python3 tools/bench_serve.py
+	$(Q)/usr/bin/python3 tools/bench_serve_spans.py
 	$(Q)/usr/bin/python3 tools/bench_accuracy.py
 	$(Q)/usr/bin/python3 tools/bench_memory.py
 	$(Q)/usr/bin/python3 tools/bench_span_memory.py
@@ -290,6 +291,12 @@ bench: $(KHBPF) build/tools/bench-empty $(BENCH_SPANS_DEPS) $(BENCH_USDT_DEPS)
 bench-serve: $(KHBPF)
 	$(Q)tools/install-deps.sh --with-bench
 	$(Q)/usr/bin/python3 tools/bench_serve.py
+
+# `khbpf serve` with spans: a switch with spans configured, and a span call,
+# against serve without them, runqlat and attach (tools/bench_serve_spans.py).
+bench-serve-spans: $(KHBPF) build/tools/bench-empty build/workloads/spanbench
+	$(Q)tools/install-deps.sh --with-bench
+	$(Q)/usr/bin/python3 tools/bench_serve_spans.py
 
 # `khbpf serve` for 30 minutes under churn: RSS and open fds must stay flat.
 soak: $(KHBPF)

@@ -46,11 +46,11 @@ promtool, rules, tree = sys.argv[1:]
 orig = open(rules, encoding="utf-8").read()
 # (what, from, to): each "from" occurs once in the rules file.
 changes = [
-    ("p99: another quantile", "histogram_quantile(0.99,", "histogram_quantile(0.95,"),
-    ("p99: a longer window", 'bucket{cgroup!=""}[5m]', 'bucket{cgroup!=""}[10m]'),
-    ("p99: --by process series kept", 'bucket{cgroup!=""}', "bucket"),
-    ("waits: a shorter window", 'count{cgroup!=""}[5m]', 'count{cgroup!=""}[1m]'),
-    ("waits: --by process series kept", 'count{cgroup!=""}', "count"),
+    ("p99: another quantile", "histogram_quantile(0.99,\n            rate(", "histogram_quantile(0.95,\n            rate("),
+    ("p99: a longer window", 'delay_seconds_bucket{cgroup!=""}[5m]', 'delay_seconds_bucket{cgroup!=""}[10m]'),
+    ("p99: --by process series kept", 'delay_seconds_bucket{cgroup!=""}', "delay_seconds_bucket"),
+    ("waits: a shorter window", 'delay_seconds_count{cgroup!=""}[5m]', 'delay_seconds_count{cgroup!=""}[1m]'),
+    ("waits: --by process series kept", 'delay_seconds_count{cgroup!=""}', "delay_seconds_count"),
     ("involuntary: the voluntary counter", "rate(khbpf_involuntary_switches_total",
      "rate(khbpf_voluntary_switches_total"),
     ("involuntary: a shorter window", 'switches_total{cgroup!=""}[5m]',
@@ -65,11 +65,39 @@ changes = [
     ("delay alert: no wait rate", "          and\n          instance_cgroup:khbpf_runqueue_waits", "          or\n          instance_cgroup:khbpf_runqueue_waits"),
     ("delay alert: shorter", "waits:rate5m >= 1\n        for: 10m", "waits:rate5m >= 1\n        for: 9m"),
     ("delay alert: longer", "waits:rate5m >= 1\n        for: 10m", "waits:rate5m >= 1\n        for: 11m"),
-    ("delay alert: value template", "humanizeDuration", "humanize"),
+    ("delay alert: value template", "Runqueue delay p99 of {{ $labels.cgroup }} on {{ $labels.instance }} is {{ $value | humanizeDuration }}",
+     "Runqueue delay p99 of {{ $labels.cgroup }} on {{ $labels.instance }} is {{ $value | humanize }}"),
     ("pressure alert: a higher threshold", "ratio_rate5m > 0.25", "ratio_rate5m > 0.31"),
     ("pressure alert: a lower threshold", "ratio_rate5m > 0.25", "ratio_rate5m > 0.19"),
     ("pressure alert: shorter", "ratio_rate5m > 0.25\n        for: 10m", "ratio_rate5m > 0.25\n        for: 9m"),
-    ("pressure alert: value template", "humanizePercentage", "humanize"),
+    ("pressure alert: value template", "CPU some-pressure on {{ $labels.instance }} is {{ $value | humanizePercentage }}",
+     "CPU some-pressure on {{ $labels.instance }} is {{ $value | humanize }}"),
+    ("span p99: another quantile", "histogram_quantile(0.99,\n            sum without",
+     "histogram_quantile(0.95,\n            sum without"),
+    ("span p99: keys apart", "sum without (key) (rate(khbpf_span_duration_seconds_bucket",
+     "sum without () (rate(khbpf_span_duration_seconds_bucket"),
+    ("span p99: --by process series kept", 'span_duration_seconds_bucket{cgroup!=""}',
+     "span_duration_seconds_bucket"),
+    ("span calls: a shorter window", 'span_duration_seconds_count{cgroup!=""}[5m]',
+     'span_duration_seconds_count{cgroup!=""}[1m]'),
+    ("span calls: the sum, not the count", "rate(khbpf_span_duration_seconds_count",
+     "rate(khbpf_span_duration_seconds_sum"),
+    ("span blocked: another part", 'part="blocked"}[5m]', 'part="on_cpu"}[5m]'),
+    ("span blocked: --by process series only", 'span_seconds_total{cgroup!="",',
+     'span_seconds_total{cgroup="",'),
+    ("span latency alert: value template",
+     "{{ $labels.cgroup }} on {{ $labels.instance }} is {{ $value | humanizeDuration }}\"\n          description: \"Calls",
+     "{{ $labels.cgroup }} on {{ $labels.instance }} is {{ $value | humanize }}\"\n          description: \"Calls"),
+    ("span blocked: over the count", "sum without (key) (rate(khbpf_span_duration_seconds_sum",
+     "sum without (key) (rate(khbpf_span_duration_seconds_count"),
+    ("span latency alert: a higher threshold", "p99_5m > 0.5\n", "p99_5m > 0.97\n"),
+    ("span latency alert: no call rate", "p99_5m > 0.5\n          and", "p99_5m > 0.5\n          or"),
+    ("span latency alert: shorter", "khbpf_span_calls:rate5m >= 1\n        for: 10m\n        labels:\n          severity: warning\n        annotations:\n          summary: \"p99",
+     "khbpf_span_calls:rate5m >= 1\n        for: 9m\n        labels:\n          severity: warning\n        annotations:\n          summary: \"p99"),
+    ("span blocked alert: a higher threshold", "blocked:ratio_rate5m > 0.5", "blocked:ratio_rate5m > 0.9"),
+    ("span blocked alert: a lower threshold", "blocked:ratio_rate5m > 0.5", "blocked:ratio_rate5m > 0.05"),
+    ("span blocked alert: value template", "blocked {{ $value | humanizePercentage }}",
+     "blocked {{ $value | humanize }}"),
     ("gap alert: the collector only", 'collector=~"scheduler-activity|scheduler"',
      'collector="scheduler-activity"'),
     ("gap alert: the fields only", 'collector=~"scheduler-activity|scheduler"',
@@ -116,11 +144,23 @@ fi
 SERVE_PID=
 trap 'rc=$?; [ -n "$SERVE_PID" ] && kill "$SERVE_PID" 2>/dev/null; wait 2>/dev/null; keep_failed $rc' EXIT
 PORT=$("$PYTHON" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-"$KHBPF" serve --listen "127.0.0.1:$PORT" --interval 1 2>"$TMP/serve.err" &
+# With a span metric (CPython's gc, in every process: the test's run of
+# it below) and --blocked, for the span rules' series.
+PY=/usr/bin/python3.11
+[ -x "$PY" ] || fail "$PY is missing (python3.11)"
+"$KHBPF" serve --listen "127.0.0.1:$PORT" --interval 1 --blocked \
+	--usdt-span "$PY:python:gc__start,gc__done=gc" 2>"$TMP/serve.err" &
 SERVE_PID=$!
 for _ in $(seq 100); do
+	curl -sf "http://127.0.0.1:$PORT/healthz" >/dev/null && break
+	kill -0 "$SERVE_PID" 2>/dev/null || fail "serve exited: $(cat "$TMP/serve.err")"
+	sleep 0.1
+done
+"$PY" -c 'import gc; gc.collect()' || fail "python3.11"
+for _ in $(seq 100); do
 	curl -sf "http://127.0.0.1:$PORT/metrics" >"$TMP/metrics.txt" &&
-		grep -q '^khbpf_evidence_available{' "$TMP/metrics.txt" && break
+		grep -q '^khbpf_evidence_available{' "$TMP/metrics.txt" &&
+		grep -q '^khbpf_span_duration_seconds_count{' "$TMP/metrics.txt" && break
 	kill -0 "$SERVE_PID" 2>/dev/null || fail "serve exited: $(cat "$TMP/serve.err")"
 	sleep 0.1
 done
@@ -157,6 +197,10 @@ want = {
     "khbpf_runqueue_delay_seconds_count": 'cgroup="',
     "khbpf_involuntary_switches_total": 'cgroup="',
     "khbpf_evidence_available": 'collector="scheduler-activity",field="*"',
+    "khbpf_span_duration_seconds_bucket": 'cgroup="',
+    "khbpf_span_duration_seconds_count": 'cgroup="',
+    "khbpf_span_duration_seconds_sum": 'cgroup="',
+    "khbpf_span_seconds_total": 'part="blocked"',
 }
 if os.path.exists("/proc/pressure/cpu"):
     want["khbpf_pressure_stalled_seconds_total"] = 'resource="cpu",kind="some"'

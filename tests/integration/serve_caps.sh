@@ -14,7 +14,7 @@ cp "$KHBPF" "$TMP/khbpf" && chmod 755 "$TMP" "$TMP/khbpf"
 PORT=$("$PYTHON" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 : >"$TMP/serve.err" # fresh: wait_for must not read a line of an earlier start
 capsh --inh="$caps" --keep=1 --user=nobody --addamb="$caps" -- \
-	-c "exec $TMP/khbpf serve --listen 127.0.0.1:$PORT --interval 1" 2>"$TMP/serve.err" &
+	-c "exec $TMP/khbpf serve --listen 127.0.0.1:$PORT --interval 1 --usdt-span /usr/bin/python3.11:python:gc__start,gc__done=gc" 2>"$TMP/serve.err" &
 SH=$!
 SPID=
 # On any exit, failed half way or not: serve (as nobody, so not in our
@@ -48,6 +48,16 @@ checkpoint serve-running
 curl -sf "http://127.0.0.1:$PORT/metrics" | grep -q '^khbpf_voluntary_switches_total{cgroup="/' ||
 	fail "no scheduler series as nobody"
 json_check "$TMP/doc.json" 'd["target"]["mode"] == "serve"' 'len(d["threads"]) > 0'
+# Spans too (uprobes by file, CAP_PERFMON): CPython's gc, 7 collections.
+/usr/bin/python3.11 -c 'import gc
+for _ in range(7): gc.collect()' || fail "python3.11"
+curl -sf "http://127.0.0.1:$PORT/metrics" >"$TMP/metrics.txt" || fail "GET /metrics as nobody"
+"$PYTHON" - "$TMP/metrics.txt" <<'PY' || fail "no span series as nobody"
+import re, sys
+n = sum(int(m[1]) for m in re.finditer(r'^khbpf_span_duration_seconds_count\{[^}]*metric="gc"[^}]*\} (\d+)$',
+                                         open(sys.argv[1]).read(), re.M))
+assert n >= 7, n
+PY
 kill -INT "$SPID"
 wait "$SH" || fail "serve exited $? after SIGINT: $(cat "$TMP/serve.err")"
 SPID= SH=

@@ -296,10 +296,12 @@ checkpoint restarted
 bench second
 spans_check second || fail "after the restart, serve's series and pg_stat_statements differ"
 
-# 5. The windows' documents add up to /metrics.
+# 5. The windows' documents add up to /metrics, each valid.
 kill -TERM "$SERVE"
 wait "$SERVE" || fail "serve exited non-zero: $(cat "$TMP/serve.err")"
 SERVE=""
+tail -n 1 "$TMP/windows.ndjson" >"$TMP/last.json"
+validate "$TMP/last.json" >/dev/null || fail "the last window's document is not valid"
 "$PYTHON" - "$TMP/windows.ndjson" "$TMP/second.after" "/$CG" <<'PY' || fail "documents and /metrics differ"
 import json, re, sys
 docs, metrics, cg = sys.argv[1:]

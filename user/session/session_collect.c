@@ -350,6 +350,12 @@ void session__setup_collector(struct session *s)
 		co.on_exec = NULL;
 		co.counters = SCHED_COUNTERS_NONE;
 		co.max_span_series = s->opts.max_span_series;
+		/*
+		 * A link per file where the kernel has uprobe_multi: the unit's
+		 * capabilities (CAP_BPF, CAP_PERFMON) make it; a perf uprobe of
+		 * a site on its own was refused them here (EACCES, 6.18).
+		 */
+		co.span_links = SCHED_SPAN_LINKS_MULTI;
 	}
 	if (s->opts.no_bpf) {
 		s->bpf_avail = AVAIL_DISABLED;
