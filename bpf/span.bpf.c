@@ -38,9 +38,13 @@ static __always_inline bool span_member(struct task_struct *task)
 
 	if (!span_filter)
 		return true;
-	/* serve without a set: every task, or those of its --cgroup filters. */
+	/*
+	 * serve without a set: every task (a uprobe runs in a user task, never
+	 * pid 0), or those of its --cgroup filters. Not is_target(): its plain
+	 * loads need the trusted pointer kernels before 5.11 do not give here.
+	 */
 	if (!set_mode)
-		return is_target(task);
+		return !nr_cgroup_filters || in_cgroup_filter(task);
 	if (have_task_btf)
 		return member_state(task) != NULL;
 	/* No BTF pointer (kernels before 5.11, and so no task storage): the hash, read by copy. */

@@ -4,7 +4,7 @@
  * (grouped by process), its span site on a function of this test: every
  * call is in this process's series, the window's aggregates are what was
  * added since the last window, and a series idle past --max-age is retired
- * into its comm's, which keeps its calls.
+ * into its comm's, which keeps its calls (and, made again, counts from 0).
  */
 #include <errno.h>
 #include <limits.h>
@@ -189,6 +189,9 @@ static void test_serve_spans__process_series(void **state)
 		hist += mine->agg.hist[i];
 	assert_int_equal(hist, 300);
 	free(rows);
+	/* Made again after it left, the series counts from zero in the windows too. */
+	assert_int_equal(calls(390), 390);
+	assert_int_equal(window_calls(&r, c), 400);
 	serve_spans__free(s);
 	serve_groups__free(g);
 	sched_collector__destroy(c);

@@ -164,6 +164,7 @@ int serve_spans__sweep(struct serve_spans *s)
 		}
 		if (now - t->changed_mono >= max_age &&
 		    !sched_collector__delete_span_series(s->coll, &g[i].key)) {
+			span_run__series_forget(s->run, &g[i].key);
 			s->aged_out++;
 			retire(s, &g[i]);
 			continue;
@@ -183,6 +184,7 @@ int serve_spans__sweep(struct serve_spans *s)
 
 			if (!e || sched_collector__delete_span_series(s->coll, &t->key))
 				continue;
+			span_run__series_forget(s->run, &t->key);
 			s->evicted++;
 			left--;
 			retire(s, e);

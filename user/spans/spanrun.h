@@ -160,6 +160,8 @@ void span_run__on_event(void *ctx, const struct khbpf_span_event *e,
  * the kernel's series added since the last window. 0 or -errno.
  */
 int span_run__series_window(struct span_run *r, struct sched_collector *c);
+/* serve: series key was removed from the kernel's table; made again, it starts at zero. */
+void span_run__series_forget(struct span_run *r, const struct khbpf_span_series_key *key);
 /* At the window's end: drain, read aggregates and the spans still open. */
 int span_run__finish(struct span_run *r, struct sched_collector *c);
 /*
