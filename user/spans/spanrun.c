@@ -542,10 +542,10 @@ static void series_delta(struct khbpf_span_agg *d, const struct khbpf_span_agg *
 
 void span_run__series_forget(struct span_run *r, const struct khbpf_span_series_key *key)
 {
-	struct span_series_entry *e =
-		r->nr_series_prev ? bsearch(key, r->series_prev, r->nr_series_prev,
-					    sizeof(*r->series_prev), series_cmp) :
-				    NULL;
+	struct span_series_entry *e = r->nr_series_prev ?
+					      bsearch(key, r->series_prev, r->nr_series_prev,
+						      sizeof(*r->series_prev), series_cmp) :
+					      NULL;
 
 	/* Made again later, the series counts from zero. */
 	if (e)
