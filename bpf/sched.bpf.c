@@ -212,7 +212,13 @@ static __always_inline bool exec_old_leader(struct task_struct *p)
 {
 	struct task_struct *leader = p->group_leader;
 
-	return leader != p && leader->start_time == p->start_time;
+	/*
+	 * Between exchange_tids() and de_thread()'s "leader->group_leader =
+	 * tsk" the old leader is still its own leader, under another id.
+	 */
+	if (leader == p)
+		return p->pid != p->tgid;
+	return leader->start_time == p->start_time;
 }
 
 static __always_inline void final_switch(struct task_struct *prev, struct khbpf_task_state *st)
