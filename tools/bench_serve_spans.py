@@ -25,7 +25,6 @@ import json
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -35,20 +34,13 @@ import urllib.request
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench_sched  # noqa: E402
 import bench_spans  # noqa: E402
+from bench_serve import free_port  # noqa: E402
 
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", "9"))
 CALLS = int(os.environ.get("BENCH_SPAN_CALLS", "20000"))
 OUT = "build/bench"
 KHBPF = "build/khbpf"
 IDLE_SITE = "/usr/bin/python3.11:PyGC_Collect=idle-gc"
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 def start_serve(args):

@@ -13,22 +13,17 @@
 
 #include "host/cgroup.h"
 #include "serve/serve_groups.h"
+#include "serve/serve_sweep.h"
 
-#define NS_PER_SEC UINT64_C(1000000000)
-#define DEFAULT_MAX_AGE_NS (300 * NS_PER_SEC)
 /* Cgroups named in labels: a bound on the scan of the v2 tree. */
 #define MAX_CGROUP_NAMES 65536
-/* The kernel table is swept back to 3/4 when it passes 9/10 full. */
-#define EVICT_HIGH(max) ((uint64_t)(max)*9 / 10)
-#define EVICT_LOW(max) ((uint64_t)(max)*3 / 4)
 
 /* The u64 fields of an accumulator, before comm. */
 #define ACC_WORDS (offsetof(struct khbpf_group_acc, comm) / sizeof(uint64_t))
 
 struct group_track {
 	struct khbpf_group_key key;
-	uint64_t switch_outs; /* at the last sweep: unchanged means idle */
-	uint64_t changed_mono;
+	struct sweep_mark mark; /* switch-outs at the last sweep: unchanged means idle */
 	bool top; /* process --top: exported with its pid, from `offset` on */
 	struct khbpf_group_acc offset;
 };
@@ -59,14 +54,6 @@ struct serve_groups {
 	struct retired other;
 	uint64_t aged_out, evicted;
 };
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * NS_PER_SEC + (uint64_t)ts.tv_nsec;
-}
 
 static void acc_add(struct khbpf_group_acc *t, const struct khbpf_group_acc *a)
 {
@@ -140,24 +127,17 @@ static void retire(struct serve_groups *s, const struct group_entry *e, const st
 	acc_add(&r->acc, &e->acc);
 }
 
-static int idle_cmp(const void *a, const void *b)
-{
-	const struct group_track *x = *(struct group_track *const *)a;
-	const struct group_track *y = *(struct group_track *const *)b;
-
-	return x->changed_mono < y->changed_mono ? -1 : x->changed_mono > y->changed_mono;
-}
-
 /*
- * Age out groups idle for max_age, and when the kernel table passes 9/10
- * full, evict the longest idle down to 3/4: the kernel never has to spill
- * into the overflow group while userspace keeps up.
+ * Groups leave as serve_sweep__decide says: idle for max_age, or the
+ * longest idle past 9/10 of the table; what they had is retired.
  */
 int serve_groups__sweep(struct serve_groups *s)
 {
-	uint64_t now = mono_ns(), max_age = s->o.max_age_ns ?: DEFAULT_MAX_AGE_NS;
-	struct group_track *next = NULL, **order = NULL;
+	uint64_t now = serve_sweep__now();
+	const struct sweep_mark **marks = NULL;
+	struct group_track *next = NULL;
 	struct group_entry *g = NULL;
+	uint8_t *verdict = NULL;
 	size_t nr = 0, i, live = 0;
 	int err;
 
@@ -167,64 +147,45 @@ int serve_groups__sweep(struct serve_groups *s)
 	if (nr)
 		qsort(g, nr, sizeof(*g), entry_cmp);
 	next = calloc(nr ? nr : 1, sizeof(*next));
-	order = calloc(nr ? nr : 1, sizeof(*order));
-	if (!next || !order) {
+	marks = calloc(nr ? nr : 1, sizeof(*marks));
+	verdict = calloc(nr ? nr : 1, sizeof(*verdict));
+	if (!next || !marks || !verdict) {
 		err = -ENOMEM;
 		goto out;
 	}
 	for (i = 0; i < nr; i++) {
 		const struct group_track *old = track_find(s, &g[i].key);
-		struct group_track *t = &next[live];
 
-		if (old) {
-			*t = *old;
-		} else {
-			memset(t, 0, sizeof(*t));
-			t->key = g[i].key;
-			t->changed_mono = now;
-		}
-		if (!old || old->switch_outs != g[i].acc.switch_outs) {
-			t->switch_outs = g[i].acc.switch_outs;
-			t->changed_mono = now;
-		}
-		if (now - t->changed_mono >= max_age &&
+		if (old)
+			next[i] = *old;
+		next[i].key = g[i].key;
+		serve_sweep__mark(&next[i].mark, old ? &old->mark : NULL, g[i].acc.switch_outs,
+				  now);
+		marks[i] = &next[i].mark;
+	}
+	err = serve_sweep__decide(marks, nr, now, s->o.max_age_ns, s->max_groups, verdict);
+	for (i = 0; !err && i < nr; i++) {
+		if (verdict[i] != SWEEP_KEEP &&
 		    !sched_collector__delete_group(s->coll, &g[i].key)) {
-			s->aged_out++;
-			retire(s, &g[i], t);
+			if (verdict[i] == SWEEP_AGED)
+				s->aged_out++;
+			else
+				s->evicted++;
+			retire(s, &g[i], &next[i]);
 			continue;
 		}
-		g[live] = g[i];
-		order[live] = t;
-		live++;
+		next[live++] = next[i];
 	}
-	if (live > EVICT_HIGH(s->max_groups)) {
-		size_t left = live;
-
-		if (live)
-			qsort(order, live, sizeof(*order), idle_cmp);
-		for (i = 0; i < live && left > EVICT_LOW(s->max_groups); i++) {
-			struct group_track *t = order[i];
-			struct group_entry *e = bsearch(&t->key, g, live, sizeof(*g), entry_cmp);
-
-			if (!e || sched_collector__delete_group(s->coll, &t->key))
-				continue;
-			s->evicted++;
-			left--;
-			retire(s, e, t);
-			t->switch_outs = UINT64_MAX; /* marked gone */
-		}
-	}
+	if (err)
+		goto out;
 	free(s->track);
 	s->track = next;
-	s->nr_track = 0;
-	for (i = 0; i < live; i++) {
-		if (next[i].switch_outs != UINT64_MAX)
-			next[s->nr_track++] = next[i];
-	}
+	s->nr_track = live;
 	next = NULL;
 out:
 	free(next);
-	free(order);
+	free(marks);
+	free(verdict);
 	free(g);
 	return err;
 }

@@ -25,26 +25,67 @@ struct row_cg {
 /* The labels of a row's series: at most cgroup, the path's five, and one more. */
 #define ROW_LABELS_MAX (2 + CGLABELS_MAX_LABELS)
 
-static size_t row_labels(const struct serve_metrics_src *s, const struct serve_row *r,
-			 const struct row_cg *cg, struct prom_label *l, const char *extra_name,
-			 const char *extra_value)
+/*
+ * A group's labels into l: its cgroup and those --labels finds in its path
+ * (cg), or its comm and, with --top, its pid (NULL: none, as spans have).
+ */
+static size_t group_labels(const struct serve_metrics_src *s, const char *cgroup, const char *comm,
+			   const char *pid, const struct row_cg *cg, struct prom_label *l)
 {
 	size_t n = 0;
 
 	if (s->group_by == KHBPF_GROUP_CGROUP) {
-		l[n++] = (struct prom_label){ "cgroup", r->cgroup };
+		l[n++] = (struct prom_label){ "cgroup", cgroup };
 		if (cg) {
 			memcpy(&l[n], cg->l, cg->n * sizeof(*l));
 			n += cg->n;
 		}
 	} else {
-		l[n++] = (struct prom_label){ "comm", r->comm };
-		if (s->top)
-			l[n++] = (struct prom_label){ "pid", r->pid };
+		l[n++] = (struct prom_label){ "comm", comm };
+		if (s->top && pid)
+			l[n++] = (struct prom_label){ "pid", pid };
 	}
+	return n;
+}
+
+static size_t row_labels(const struct serve_metrics_src *s, const struct serve_row *r,
+			 const struct row_cg *cg, struct prom_label *l, const char *extra_name,
+			 const char *extra_value)
+{
+	size_t n = group_labels(s, r->cgroup, r->comm, r->pid, cg, l);
+
 	if (extra_name)
 		l[n++] = (struct prom_label){ extra_name, extra_value };
 	return n;
+}
+
+/*
+ * With --labels and --by cgroup, the labels of each of nr rows' cgroup
+ * paths (path_at(rows, i)), found once per scrape; else NULL. *err -ENOMEM
+ * when they could not be.
+ */
+static struct row_cg *cgs_of(const struct serve_metrics_src *s, const void *rows, size_t nr,
+			     const char *(*path_at)(const void *, size_t), int *err)
+{
+	struct row_cg *cgs;
+	size_t i;
+
+	*err = 0;
+	if (!s->labels || s->group_by != KHBPF_GROUP_CGROUP || !nr)
+		return NULL;
+	cgs = calloc(nr, sizeof(*cgs));
+	if (!cgs) {
+		*err = -ENOMEM;
+		return NULL;
+	}
+	for (i = 0; i < nr; i++)
+		cgs[i].n = cglabels__for_path(s->labels, path_at(rows, i), &cgs[i].v, cgs[i].l);
+	return cgs;
+}
+
+static const char *group_row_path(const void *rows, size_t i)
+{
+	return ((const struct serve_row *)rows)[i].cgroup;
 }
 
 enum field { F_ONCPU, F_VOL, F_INVOL, F_SLICES, F_MIGR, F_UNBINNED, F_UNBINNED_NS };
@@ -110,14 +151,9 @@ int serve_metrics__rows(struct promtext *p, const struct serve_metrics_src *s,
 	size_t i, j, n;
 	int err = 0;
 
-	if (s->labels && s->group_by == KHBPF_GROUP_CGROUP && nr) {
-		cgs = calloc(nr, sizeof(*cgs));
-		if (!cgs)
-			return -ENOMEM;
-		for (i = 0; i < nr; i++)
-			cgs[i].n =
-				cglabels__for_path(s->labels, rows[i].cgroup, &cgs[i].v, cgs[i].l);
-	}
+	cgs = cgs_of(s, rows, nr, group_row_path, &err);
+	if (err)
+		return err;
 	for (j = 0; j < sizeof(group_families) / sizeof(group_families[0]) && !err; j++) {
 		err = promtext__family(p, group_families[j].name, group_families[j].type,
 				       group_families[j].unit, group_families[j].help);
@@ -193,17 +229,8 @@ static size_t span_labels(const struct serve_metrics_src *s, const struct span_r
 			  const struct row_cg *cg, struct prom_label *l, const char *extra_name,
 			  const char *extra_value)
 {
-	size_t n = 0;
+	size_t n = group_labels(s, r->cgroup, r->comm, NULL, cg, l);
 
-	if (s->group_by == KHBPF_GROUP_CGROUP) {
-		l[n++] = (struct prom_label){ "cgroup", r->cgroup };
-		if (cg) {
-			memcpy(&l[n], cg->l, cg->n * sizeof(*l));
-			n += cg->n;
-		}
-	} else {
-		l[n++] = (struct prom_label){ "comm", r->comm };
-	}
 	if (r->counted)
 		l[n++] = (struct prom_label){ "probe", r->probe };
 	else
@@ -213,6 +240,11 @@ static size_t span_labels(const struct serve_metrics_src *s, const struct span_r
 	if (extra_name)
 		l[n++] = (struct prom_label){ extra_name, extra_value };
 	return n;
+}
+
+static const char *span_row_path(const void *rows, size_t i)
+{
+	return ((const struct span_row *)rows)[i].cgroup;
 }
 
 /*
@@ -262,15 +294,10 @@ static int render_spans(const struct serve_metrics_src *s, struct promtext *p)
 	err = serve_spans__rows(s->spans, &rows, &nr);
 	if (err)
 		return err;
-	if (s->labels && s->group_by == KHBPF_GROUP_CGROUP && nr) {
-		cgs = calloc(nr, sizeof(*cgs));
-		if (!cgs) {
-			free(rows);
-			return -ENOMEM;
-		}
-		for (i = 0; i < nr; i++)
-			cgs[i].n =
-				cglabels__for_path(s->labels, rows[i].cgroup, &cgs[i].v, cgs[i].l);
+	cgs = cgs_of(s, rows, nr, span_row_path, &err);
+	if (err) {
+		free(rows);
+		return err;
 	}
 	err = promtext__family(p, "khbpf_span_duration_seconds", PROM_HISTOGRAM, "seconds",
 			       "Span durations (entry to return, START to DONE), each timed in "

@@ -11,19 +11,12 @@
 #include <time.h>
 
 #include "serve/serve_spans.h"
+#include "serve/serve_sweep.h"
 #include "spans/spankeys.h"
-
-#define NS_PER_SEC UINT64_C(1000000000)
-#define DEFAULT_MAX_AGE_NS (300 * NS_PER_SEC)
-/* As serve_groups.c: swept back to 3/4 of the bound when past 9/10. */
-#define EVICT_HIGH(max) ((uint64_t)(max)*9 / 10)
-#define EVICT_LOW(max) ((uint64_t)(max)*3 / 4)
 
 struct series_track {
 	struct khbpf_span_series_key key;
-	uint64_t calls; /* at the last sweep: unchanged means idle */
-	uint64_t changed_mono;
-	bool gone;
+	struct sweep_mark mark; /* calls at the last sweep: unchanged means idle */
 };
 
 /* process mode: what gone processes' series added to (comm, metric id). */
@@ -48,14 +41,6 @@ struct serve_spans {
 	size_t nr_other;
 	uint64_t aged_out, evicted;
 };
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * NS_PER_SEC + (uint64_t)ts.tv_nsec;
-}
 
 static int key_cmp(const void *a, const void *b)
 {
@@ -120,19 +105,13 @@ static void retire(struct serve_spans *s, const struct span_series_entry *e)
 		sched_collector__span_agg_add(&r->agg, &e->agg);
 }
 
-static int idle_cmp(const void *a, const void *b)
-{
-	const struct series_track *x = *(struct series_track *const *)a;
-	const struct series_track *y = *(struct series_track *const *)b;
-
-	return x->changed_mono < y->changed_mono ? -1 : x->changed_mono > y->changed_mono;
-}
-
 int serve_spans__sweep(struct serve_spans *s)
 {
-	uint64_t now = mono_ns(), max_age = s->o.max_age_ns ?: DEFAULT_MAX_AGE_NS;
-	struct series_track *next = NULL, **order = NULL;
+	uint64_t now = serve_sweep__now();
+	const struct sweep_mark **marks = NULL;
+	struct series_track *next = NULL;
 	struct span_series_entry *g = NULL;
+	uint8_t *verdict = NULL;
 	size_t nr = 0, i, live = 0;
 	int err;
 
@@ -142,65 +121,43 @@ int serve_spans__sweep(struct serve_spans *s)
 	if (nr)
 		qsort(g, nr, sizeof(*g), entry_cmp);
 	next = calloc(nr ? nr : 1, sizeof(*next));
-	order = calloc(nr ? nr : 1, sizeof(*order));
-	if (!next || !order) {
+	marks = calloc(nr ? nr : 1, sizeof(*marks));
+	verdict = calloc(nr ? nr : 1, sizeof(*verdict));
+	if (!next || !marks || !verdict) {
 		err = -ENOMEM;
 		goto out;
 	}
 	for (i = 0; i < nr; i++) {
 		const struct series_track *old = track_find(s, &g[i].key);
-		struct series_track *t = &next[live];
 
-		if (old) {
-			*t = *old;
-		} else {
-			memset(t, 0, sizeof(*t));
-			t->key = g[i].key;
-			t->changed_mono = now;
-		}
-		if (!old || old->calls != g[i].agg.calls) {
-			t->calls = g[i].agg.calls;
-			t->changed_mono = now;
-		}
-		if (now - t->changed_mono >= max_age &&
+		next[i].key = g[i].key;
+		serve_sweep__mark(&next[i].mark, old ? &old->mark : NULL, g[i].agg.calls, now);
+		marks[i] = &next[i].mark;
+	}
+	err = serve_sweep__decide(marks, nr, now, s->o.max_age_ns, s->max_series, verdict);
+	for (i = 0; !err && i < nr; i++) {
+		if (verdict[i] != SWEEP_KEEP &&
 		    !sched_collector__delete_span_series(s->coll, &g[i].key)) {
 			span_run__series_forget(s->run, &g[i].key);
-			s->aged_out++;
+			if (verdict[i] == SWEEP_AGED)
+				s->aged_out++;
+			else
+				s->evicted++;
 			retire(s, &g[i]);
 			continue;
 		}
-		g[live] = g[i];
-		order[live] = t;
-		live++;
+		next[live++] = next[i];
 	}
-	if (live > EVICT_HIGH(s->max_series)) {
-		size_t left = live;
-
-		qsort(order, live, sizeof(*order), idle_cmp);
-		for (i = 0; i < live && left > EVICT_LOW(s->max_series); i++) {
-			struct series_track *t = order[i];
-			struct span_series_entry *e =
-				bsearch(&t->key, g, live, sizeof(*g), entry_cmp);
-
-			if (!e || sched_collector__delete_span_series(s->coll, &t->key))
-				continue;
-			span_run__series_forget(s->run, &t->key);
-			s->evicted++;
-			left--;
-			retire(s, e);
-			t->gone = true;
-		}
-	}
+	if (err)
+		goto out;
 	free(s->track);
 	s->track = next;
-	s->nr_track = 0;
-	for (i = 0; i < live; i++)
-		if (!next[i].gone)
-			next[s->nr_track++] = next[i];
+	s->nr_track = live;
 	next = NULL;
 out:
 	free(next);
-	free(order);
+	free(marks);
+	free(verdict);
 	free(g);
 	return err;
 }
