@@ -170,6 +170,19 @@ wait_comm() {
 	return 1
 }
 
+# with_tracefs CMD...: exec CMD where tracefs is mounted. bpftrace reads a
+# tracepoint's format from tracefs; a freshly booted host may have it
+# mounted nowhere. Then CMD runs in a private mount namespace of its own
+# with tracefs at /sys/kernel/tracing, so nothing is left mounted on the
+# host; unshare and sh exec, so CMD keeps the pid the caller's $! names.
+with_tracefs() {
+	if [ -d /sys/kernel/tracing/events ] || [ -d /sys/kernel/debug/tracing/events ]; then
+		exec "$@"
+	fi
+	exec unshare --mount --propagation private -- \
+		sh -c 'mount -t tracefs tracefs /sys/kernel/tracing && exec "$@"' with_tracefs "$@"
+}
+
 # trace_final PIDFILE DIR: wait (up to 30 s) for schedmix --wait-traced to
 # write PIDFILE, then trace that process with tests/helpers/finalcount, which
 # copies each thread's final /proc counters into DIR/TID/ as it exits

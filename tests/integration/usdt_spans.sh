@@ -122,9 +122,9 @@ usdt_sites() {
 # to catch a SIGINT sent while it polled and carry on polling for good.
 bt_start() {
 	local name=$1 sites=$2 n=0
-	BPFTRACE_STRLEN=128 bpftrace -e "BEGIN { printf(\"bt-ready\\n\"); }
+	(BPFTRACE_STRLEN=128 with_tracefs bpftrace -e "BEGIN { printf(\"bt-ready\\n\"); }
 tracepoint:syscalls:sys_enter_openat /str(args->filename) == \"$TMP/$name.stop\"/ { exit(); }
-$3" >"$TMP/$name.bt" 2>"$TMP/$name.bterr" &
+$3") >"$TMP/$name.bt" 2>"$TMP/$name.bterr" &
 	BT=$!
 	wait_for '^bt-ready' "$TMP/$name.bt" || fail "bpftrace ($name) did not start: $(cat "$TMP/$name.bt" "$TMP/$name.bterr")"
 	n=$(bpftool -j perf show 2>/dev/null | "$PYTHON" -c '
