@@ -62,11 +62,16 @@ ARCH := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/' -e 's/pp
 DEPS_STAMP := build/.deps-ok
 # libdw: the build-id and .gnu_debuglink of stripped objects (user/spans/spandebug.c).
 LIBS_PC := libbpf json-c libmicrohttpd libcap libdw
-KHBPF_VERSION := 0.1.0
+# The version has one home, debian/changelog's first entry (a native
+# package: no Debian revision); `khbpf --version` and the .deb both show it.
+KHBPF_VERSION := $(shell awk 'NR == 1 && $$1 == "khbpf" { gsub(/[()]/, "", $$2); print $$2 }' debian/changelog)
+ifeq ($(KHBPF_VERSION),)
+$(error debian/changelog does not start with 'khbpf (VERSION)')
+endif
 
 WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes
 CFLAGS ?= -O2 -g
-ALL_CFLAGS := $(CFLAGS) -std=gnu11 $(WARN) $(SAN_FLAGS) -D_GNU_SOURCE \
+ALL_CFLAGS := $(CPPFLAGS) $(CFLAGS) -std=gnu11 $(WARN) $(SAN_FLAGS) -D_GNU_SOURCE \
 	-DKHBPF_VERSION='"$(KHBPF_VERSION)"' -Iinclude -Iuser -I$(BPF_OUT) -MMD -MP
 # Recursive on purpose: these are expanded in recipes, after $(DEPS_STAMP) has
 # installed the libraries. Read when the Makefile is parsed, a first build on a
@@ -110,13 +115,20 @@ HELPERS := $(patsubst tests/helpers/%.c,build/tests/helpers/%,$(wildcard tests/h
 C_FILES := $(wildcard bpf/*.c bpf/*.h user/*/*.c user/*/*.h include/khbpf/*.h tests/*.h \
 	tests/*/*.c tests/workloads/*.h tools/*.c)
 
-.PHONY: all check depcheck fresh-check vmtest unit-tests workloads demo bench bench-spans bench-usdt bench-span-attach bench-span-memory bench-serve bench-serve-spans soak format format-check clean deps
+.PHONY: all man install uninstall install-check deb package-check check depcheck fresh-check vmtest unit-tests workloads demo bench bench-spans bench-usdt bench-span-attach bench-span-memory bench-serve bench-serve-spans soak format format-check clean deps
 all: $(KHBPF)
 
 deps: $(DEPS_STAMP)
+# NO_INSTALL_DEPS=1 (debian/rules: Build-Depends provide them): only check
+# that the libraries are there, install nothing.
 $(DEPS_STAMP): tools/install-deps.sh
 	$(Q)mkdir -p $(@D)
+ifeq ($(NO_INSTALL_DEPS),1)
+	$(Q)$(PKG_CONFIG) --exists $(LIBS_PC) || \
+		{ echo "khbpf: missing libraries ($(LIBS_PC)); install the Build-Depends of debian/control" >&2; exit 1; }
+else
 	$(Q)tools/install-deps.sh
+endif
 	$(Q)$(PKG_CONFIG) --atleast-version=1.1 libbpf || \
 		{ echo "khbpf needs libbpf >= 1.1 (found $$($(PKG_CONFIG) --modversion libbpf 2>/dev/null || echo none)); install libbpf-dev from Debian 12 or newer" >&2; exit 1; }
 	$(Q)touch $@
@@ -213,6 +225,7 @@ unit-tests: $(TESTS) $(KHBPF)
 check: unit-tests workloads $(HELPERS)
 	$(Q)tools/install-deps.sh --with-tests
 	$(Q)$(MAKE) --no-print-directory depcheck
+	$(Q)$(MAKE) --no-print-directory install-check
 	$(Q)$(MAKE) --no-print-directory SANITIZE=address,undefined unit-tests
 	$(Q)tests/run.sh build build/sanitize
 	$(Q)$(MAKE) --no-print-directory fuzz-check
@@ -336,6 +349,81 @@ fresh-check:
 vmtest: $(KHBPF) workloads $(HELPERS)
 	$(Q)tools/install-deps.sh --with-vmtest
 	$(Q)tools/vmtest.sh
+
+# Installation (`make install`, `make uninstall`; PREFIX and DESTDIR as
+# usual). The unit is tools/khbpf.service with its paths rewritten for
+# BINDIR; the man pages are built from docs/man/*.rst by rst2man
+# (python3-docutils), as bpftool's are.
+PREFIX ?= /usr/local
+BINDIR ?= $(PREFIX)/bin
+MANDIR ?= $(PREFIX)/share/man
+DATADIR ?= $(PREFIX)/share/khbpf
+DOCDIR ?= $(PREFIX)/share/doc/khbpf
+UNITDIR ?= $(PREFIX)/lib/systemd/system
+COMPLETIONDIR ?= $(PREFIX)/share/bash-completion/completions
+RST2MAN ?= rst2man
+MAN_SRCS := $(wildcard docs/man/*.rst)
+MANS := $(patsubst docs/man/%.rst,build/man/%,$(MAN_SRCS))
+INSTALL_DATA := tools/khbpf.rules.yml docs/khbpf-evidence.schema.json docs/keyhog-profile.schema.json
+INSTALL_DOCS := README.md BENCHMARKS.md $(wildcard docs/*.md)
+
+man: $(MANS)
+
+build/man/%: docs/man/%.rst | $(DEPS_STAMP)
+	$(call msg,RST2MAN,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(RST2MAN) --halt=warning --no-datestamp $< $@.tmp && mv $@.tmp $@
+
+build/khbpf.service: tools/khbpf.service
+	$(call msg,GEN,$@)
+	$(Q)sed -e 's|/usr/local/bin/khbpf|$(BINDIR)/khbpf|g' $< > $@.tmp && mv $@.tmp $@
+
+# Rebuilt each time: BINDIR may differ from the last install's.
+.PHONY: build/khbpf.service
+install: $(KHBPF) man build/khbpf.service
+	$(Q)install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(DATADIR) \
+		$(DESTDIR)$(DOCDIR) $(DESTDIR)$(UNITDIR) $(DESTDIR)$(COMPLETIONDIR)
+	$(Q)install -m 755 $(KHBPF) $(DESTDIR)$(BINDIR)/khbpf
+	$(Q)install -m 644 $(MANS) $(DESTDIR)$(MANDIR)/man8/
+	$(Q)install -m 644 build/khbpf.service $(DESTDIR)$(UNITDIR)/khbpf.service
+	$(Q)install -m 644 $(INSTALL_DATA) $(DESTDIR)$(DATADIR)/
+	$(Q)install -m 644 $(INSTALL_DOCS) $(DESTDIR)$(DOCDIR)/
+	$(Q)install -m 644 tools/khbpf.bash-completion $(DESTDIR)$(COMPLETIONDIR)/khbpf
+
+uninstall:
+	$(Q)rm -f $(DESTDIR)$(BINDIR)/khbpf $(DESTDIR)$(UNITDIR)/khbpf.service \
+		$(DESTDIR)$(COMPLETIONDIR)/khbpf \
+		$(patsubst build/man/%,$(DESTDIR)$(MANDIR)/man8/%,$(MANS)) \
+		$(addprefix $(DESTDIR)$(DATADIR)/,$(notdir $(INSTALL_DATA))) \
+		$(addprefix $(DESTDIR)$(DOCDIR)/,$(notdir $(INSTALL_DOCS)))
+	$(Q)rmdir $(DESTDIR)$(DATADIR) $(DESTDIR)$(DOCDIR) 2>/dev/null || true
+
+# The Debian package (debian/, debhelper): built from a copy of the sources
+# in build/deb/ so that its `make clean` leaves this tree's build/ alone;
+# leaves build/khbpf_VERSION_ARCH.deb and checks it with lintian.
+DEB_ARCH = $(shell dpkg --print-architecture)
+DEB := build/khbpf_$(KHBPF_VERSION)_$(DEB_ARCH).deb
+deb:
+	$(Q)tools/install-deps.sh --with-package
+	$(Q)rm -rf build/deb && mkdir -p build/deb/khbpf-$(KHBPF_VERSION)
+	$(Q)tar -c --exclude=./build --exclude=./.git . | tar -x -C build/deb/khbpf-$(KHBPF_VERSION)
+	$(Q)cd build/deb/khbpf-$(KHBPF_VERSION) && dpkg-buildpackage -us -uc -b
+	$(Q)cp build/deb/khbpf_$(KHBPF_VERSION)_$(DEB_ARCH).deb $(DEB)
+	$(Q)lintian --fail-on error,warning $(DEB) && echo "deb: $(DEB), lintian clean"
+
+# The package installed from the archive's dependencies into a fresh Debian
+# 12 root, booted under systemd-nspawn: the service, /metrics, purge
+# (tools/package-check.sh).
+package-check: deb
+	$(Q)tools/package-check.sh $(DEB)
+
+# What `make install` lays out and removes, the man pages' options against
+# --help, the bash completion against --help (tests/tools/).
+install-check: $(KHBPF) man
+	$(Q)tools/install-deps.sh --with-tests
+	$(Q)KHBPF=$(KHBPF) $(PYTHON) tests/tools/test_man_options.py
+	$(Q)KHBPF=$(KHBPF) tests/tools/test_bash_completion.sh
+	$(Q)tests/tools/test_install.sh
 
 # The first of the README's two commands: khbpf on the bundled demo workload.
 demo: $(KHBPF) build/workloads/demo

@@ -24,9 +24,10 @@ void cmd_probe_help(FILE *f)
 		"found by BTF lookups and feature probes (the release that brought each is\n"
 		"information only). Attaches nothing that outlives the command.\n\n"
 		"Options:\n"
-		"  --json          machine output: {host, collectors[], checks[], kernel_features[]}\n"
-		"  -o, --output F  write the JSON output to F atomically (implies --json)\n"
-		"  -h, --help      this help\n\n"
+		"      --json         machine output: {host, collectors[], checks[],\n"
+		"                     kernel_features[]}\n"
+		"  -o, --output FILE  write the JSON output to FILE atomically (implies --json)\n"
+		"  -h, --help         this help\n\n"
 		"Examples:\n"
 		"  sudo khbpf probe\n"
 		"  sudo khbpf probe --json -o probe.json\n");

@@ -35,7 +35,7 @@ static const struct cli_command commands[] = {
 	  cmd_serve_help },
 	{ "probe", "what each collector can do on this host, and why not", cmd_probe,
 	  cmd_probe_help },
-	{ "report", "show a saved evidence document: terminal, HTML or Perfetto trace", cmd_report,
+	{ "report", "show a saved evidence document: text, HTML, Perfetto or keyhog", cmd_report,
 	  cmd_report_help },
 	{ "list", "span sites of ELF objects: KHBPF_SPAN annotations and USDT probes", cmd_list,
 	  cmd_list_help },
