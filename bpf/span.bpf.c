@@ -959,6 +959,39 @@ int BPF_KPROBE(khbpf_span_close_nofetch)
 	return ret;
 }
 
+/*
+ * serve: one record per open frame, with the series it will close into
+ * (span_series_add()'s key: its group now, its metric or key id), for the
+ * gauges of calls in progress. Any task: frames exist only where a span
+ * site let the task in (span_member()).
+ */
+SEC("iter/task")
+int khbpf_iter_open_series(struct bpf_iter__task *ctx)
+{
+	struct seq_file *seq = ctx->meta->seq;
+	struct task_struct *task = ctx->task;
+	struct khbpf_open_series o = {};
+	struct khbpf_span_state *ss;
+	__u32 i, depth;
+
+	if (!task || !group_by)
+		return 0;
+	ss = span_state_get(task, false);
+	if (!ss)
+		return 0;
+	group_key_of(task, &o.key.group);
+	depth = ss->depth;
+	for (i = 0; i < KHBPF_SPAN_DEPTH; i++) {
+		if (i >= depth)
+			break;
+		o.key.metric = ss->frames[i].agg_metric;
+		o.start_ns = ss->frames[i].start_ns;
+		if (bpf_seq_write(seq, &o, sizeof(o)))
+			__sync_fetch_and_add(&iter_write_errors, 1);
+	}
+	return 0;
+}
+
 /* Spans still open: one record per open frame, for the window's end. */
 SEC("iter/task")
 int khbpf_iter_open_spans(struct bpf_iter__task *ctx)

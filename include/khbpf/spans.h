@@ -285,6 +285,16 @@ struct khbpf_span_series_key {
 	__u32 pad;
 };
 
+/*
+ * serve: a call in progress, from the open-series iterator
+ * (khbpf_iter_open_series): the series it will close into and when it began
+ * (bpf_ktime_get_ns), for the open-spans gauges.
+ */
+struct khbpf_open_series {
+	struct khbpf_span_series_key key;
+	__u64 start_ns;
+};
+
 /* Exact per (thread, metric) totals, whatever happened to the records. */
 struct khbpf_span_agg {
 	__u64 calls;
@@ -323,6 +333,8 @@ _Static_assert(sizeof(struct khbpf_site_key) == 16, "khbpf_site_key layout");
 _Static_assert(sizeof(struct khbpf_site_val) == 16, "khbpf_site_val layout");
 _Static_assert(sizeof(struct khbpf_span_series_key) == sizeof(struct khbpf_group_key) + 8,
 	       "khbpf_span_series_key layout");
+_Static_assert(sizeof(struct khbpf_open_series) == sizeof(struct khbpf_span_series_key) + 8,
+	       "khbpf_open_series layout");
 _Static_assert(sizeof(struct khbpf_span_event) ==
 		       56 + sizeof(struct khbpf_span_ledger) + 24 * KHBPF_NR_COUNTERS,
 	       "khbpf_span_event layout");

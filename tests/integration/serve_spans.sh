@@ -23,6 +23,8 @@
 #     postmaster's backends are counted as the first ones were.
 #  5. Each window's document (--ndjson) carries the span metrics: over the
 #     windows, the query calls add up to what /metrics says.
+#  And a query in progress (pg_sleep) is in khbpf_span_open for its key, as
+#  old as it can be by the clocks around it, and gone once it returns.
 # Every process, the cluster, serve and Prometheus are stopped on every path.
 # khbpf-test: plain-only
 . "$(dirname "$0")/common.bash"
@@ -287,6 +289,51 @@ while top <= max(lat) * 1000:
     top *= 2
 assert 0 < p99 <= top / 1e9, (p99, min(lat), max(lat), top)
 print(f"  p99 {p99 * 1e6:.0f} us; pgbench {min(lat)}..{max(lat)} us (bucket bound {top / 1e3:.0f} us)")
+PY
+
+# 3b. A query in progress: khbpf_span_open is 1 for its key while it runs,
+# its age at least the time since it was seen running in pg_stat_activity
+# (it began before) and at most the time since psql was started (it began
+# after); once it returns, no query of CG is open.
+SLEEP_SQL="SELECT pg_sleep(3)"
+launched=$(date +%s%N)
+"${PSQL[@]}" -c "$SLEEP_SQL" >/dev/null 2>&1 &
+SLEEPQ=$!
+for _ in $(seq 100); do
+	[ "$(psql_ -c "SELECT count(*) FROM pg_stat_activity WHERE state = 'active' AND query = '$SLEEP_SQL'")" = 1 ] && break
+	sleep 0.05
+done
+seen=$(date +%s%N)
+sleep 1
+curl -sf "http://127.0.0.1:$PORT/metrics" >"$TMP/open.prom" || fail "GET /metrics"
+scraped=$(date +%s%N)
+wait "$SLEEPQ" || fail "psql $SLEEP_SQL"
+curl -sf "http://127.0.0.1:$PORT/metrics" >"$TMP/closed.prom" || fail "GET /metrics"
+"$PYTHON" - "$TMP/open.prom" "$TMP/closed.prom" "/$CG" "$SLEEP_SQL" "$launched" "$seen" "$scraped" <<'PY' || fail "the query in progress is not khbpf_span_open's"
+import re, sys
+from decimal import Decimal
+openp, closedp, cg, sql = sys.argv[1:5]
+launched, seen, scraped = (int(x) for x in sys.argv[5:8])
+
+def series(path, name):
+    out = {}
+    for line in open(path):
+        m = re.match(r'^(\w+)\{(.*)\} (\S+)$', line.rstrip("\n"))
+        if m and m[1] == name:
+            d = dict(re.findall(r'(\w+)="((?:[^"\\]|\\.)*)"', m[2]))
+            if d.get("cgroup") == cg and d.get("metric") == "query":
+                out[d.get("key")] = Decimal(m[3])
+    return out
+
+opened = series(openp, "khbpf_span_open")
+assert opened == {sql: 1}, opened
+age = series(openp, "khbpf_span_open_oldest_seconds")[sql]
+# It began before `seen` and the scrape a second after it; after `launched`,
+# and the scrape ended at `scraped`.
+hi = Decimal(scraped - launched) / 10**9
+assert 1 <= age <= hi, (age, hi)
+assert series(closedp, "khbpf_span_open") == {}, series(closedp, "khbpf_span_open")
+print(f"  in progress: 1 query ({sql}), {age} s old at the scrape (at most {hi} s)")
 PY
 
 # 4. The cluster restarted under the same serve.

@@ -8,6 +8,7 @@
  */
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -16,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -61,6 +63,16 @@ static void test_serve_spans__merge(void **state)
 	assert_int_equal(r[2].agg.ledger.blocked.ns[1], 1001);
 	assert_string_equal(r[3].key, "b");
 	assert_int_equal(span_rows__merge(r, 0), 0);
+	/* Calls in progress: summed, the oldest age the larger. */
+	set_row(&r[0], "web", "query", "", 0);
+	set_row(&r[1], "web", "query", "", 0);
+	r[0].open = 2;
+	r[0].oldest_ns = 500;
+	r[1].open = 3;
+	r[1].oldest_ns = 9000;
+	assert_int_equal(span_rows__merge(r, 2), 1);
+	assert_int_equal(r[0].open, 5);
+	assert_int_equal(r[0].oldest_ns, 9000);
 }
 
 KHBPF_SPAN(serve_spans_probed, "serve-spans-probed")
@@ -198,11 +210,145 @@ static void test_serve_spans__process_series(void **state)
 	span_run__free(&r);
 }
 
+/* Two calls in progress (blocked reading a pipe) and none elsewhere. */
+KHBPF_SPAN(serve_spans_held, "serve-spans-held")
+static int serve_spans_held(int ready, int release)
+{
+	char b = 0;
+
+	if (write(ready, "r", 1) != 1 || read(release, &b, 1) != 1)
+		return -1;
+	return b;
+}
+
+struct holder {
+	int ready[2], release[2];
+	pthread_t t;
+};
+
+static void *hold(void *arg)
+{
+	struct holder *h = arg;
+
+	return (void *)(intptr_t)serve_spans_held(h->ready[1], h->release[0]);
+}
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/*
+ * serve_spans__open: while two threads are inside the probed function, its
+ * series has 2 calls in progress, the oldest as old as the first one's
+ * wait at least and no older than the threads; once they return, none.
+ */
+static void test_serve_spans__open_calls(void **state)
+{
+	struct sched_collector_opts co = {
+		.sz = sizeof(co),
+		.group_by = KHBPF_GROUP_PROCESS,
+		.trace_all = true,
+		.spans = true,
+		.span_per_file = true,
+		.span_sites = 1,
+	};
+	struct serve_groups_opts go = { .sz = sizeof(go), .group_by = KHBPF_GROUP_PROCESS };
+	struct serve_spans_opts so = { .sz = sizeof(so), .group_by = KHBPF_GROUP_PROCESS };
+	char exe[PATH_MAX], reason[256] = "", comm[17] = "", b;
+	struct span_request req = { .object = exe, .symbol = "serve_spans_held" };
+	struct span_run_opts ro = {
+		.sz = sizeof(ro),
+		.reqs = &req,
+		.nr_reqs = 1,
+		.no_annotations = true,
+		.host = true,
+		.reason = reason,
+		.reason_size = sizeof(reason),
+	};
+	struct sched_collector *c = NULL;
+	struct serve_groups *g = NULL;
+	struct serve_spans *s = NULL;
+	struct span_row *rows = NULL;
+	const struct span_row *held;
+	struct holder h[2];
+	uint64_t before, after;
+	struct span_run r;
+	size_t nr = 0, i;
+	ssize_t len;
+	void *ret;
+	int err;
+
+	(void)state;
+	assert_int_equal(prctl(PR_GET_NAME, comm), 0);
+	len = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	assert_true(len > 0);
+	exe[len] = '\0';
+	assert_int_equal(span_run__discover(&r, &ro), 0);
+	err = sched_collector__open(&c, &co);
+	if (err)
+		span_run__free(&r);
+	require_or_skip(!err, "cannot load the scheduler collector (needs root and BTF)");
+	span_run__attach(&r, c, -1);
+	assert_int_equal(r.nr_attached, 1);
+	assert_int_equal(sched_collector__attach(c), 0);
+	assert_int_equal(serve_groups__new(&g, c, &go), 0);
+	assert_int_equal(serve_spans__new(&s, c, &r, g, &so), 0);
+
+	before = mono_ns();
+	for (i = 0; i < 2; i++) {
+		assert_int_equal(pipe(h[i].ready), 0);
+		assert_int_equal(pipe(h[i].release), 0);
+		assert_int_equal(pthread_create(&h[i].t, NULL, hold, &h[i]), 0);
+		assert_int_equal(read(h[i].ready[0], &b, 1), 1); /* inside the call */
+	}
+	usleep(50 * 1000); /* both calls began before it */
+	assert_int_equal(serve_spans__open(s, 0, &rows, &nr), 0);
+	after = mono_ns();
+	held = row_of(rows, nr, comm, "serve-spans-held");
+	assert_non_null(held);
+	assert_int_equal(held->open, 2);
+	assert_int_equal(held->agg.calls, 0);
+	assert_true(held->oldest_ns >= 50 * 1000 * 1000);
+	assert_true(held->oldest_ns <= after - before);
+	free(rows);
+	rows = NULL;
+
+	for (i = 0; i < 2; i++) {
+		assert_int_equal(write(h[i].release[1], "x", 1), 1);
+		assert_int_equal(pthread_join(h[i].t, &ret), 0);
+		assert_int_equal((intptr_t)ret, 'x');
+		close(h[i].ready[0]);
+		close(h[i].ready[1]);
+		close(h[i].release[0]);
+		close(h[i].release[1]);
+	}
+	assert_int_equal(serve_spans__open(s, 0, &rows, &nr), 0);
+	assert_null(row_of(rows, nr, comm, "serve-spans-held"));
+	free(rows);
+	rows = NULL;
+	/* ... and both calls are now in its series. */
+	assert_int_equal(serve_spans__rows(s, &rows, &nr), 0);
+	held = row_of(rows, nr, comm, "serve-spans-held");
+	assert_non_null(held);
+	assert_int_equal(held->agg.calls, 2);
+	assert_int_equal(held->open, 0);
+	free(rows);
+	serve_spans__free(s);
+	serve_groups__free(g);
+	sched_collector__destroy(c);
+	span_run__free(&r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_serve_spans__merge),
 		cmocka_unit_test(test_serve_spans__process_series),
+		cmocka_unit_test(test_serve_spans__open_calls),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

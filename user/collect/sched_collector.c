@@ -320,6 +320,8 @@ static int span_series_configure(struct sched_collector *c, const struct sched_c
 {
 	int err = 0;
 
+	bpf_program__set_autoload(c->skel->progs.khbpf_iter_open_series,
+				  opts && opts->group_by && opts->spans);
 	if (!opts || !opts->group_by || !opts->spans) {
 		err = err ?: bpf_map__set_max_entries(c->skel->maps.span_series, 1);
 		err = err ?: bpf_map__set_max_entries(c->skel->maps.span_series_spill, 1);
@@ -710,6 +712,7 @@ int sched_collector__attach(struct sched_collector *c)
 	/* Iterators run on demand; span probes attach per site. */
 	bpf_program__set_autoattach(c->skel->progs.khbpf_iter_task, false);
 	bpf_program__set_autoattach(c->skel->progs.khbpf_iter_open_spans, false);
+	bpf_program__set_autoattach(c->skel->progs.khbpf_iter_open_series, false);
 	bpf_program__set_autoattach(c->skel->progs.khbpf_span_enter, false);
 	bpf_program__set_autoattach(c->skel->progs.khbpf_span_exit, false);
 	bpf_program__set_autoattach(c->skel->progs.khbpf_span_enter_nofetch, false);

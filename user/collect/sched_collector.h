@@ -444,6 +444,13 @@ int sched_collector__usdt_hits(struct sched_collector *c, struct usdt_hit_entry 
 /* Spans still open now (inclusive_ns unset), from the task iterator. */
 int sched_collector__open_spans(struct sched_collector *c, struct khbpf_span_event **out,
 				size_t *nr);
+/*
+ * serve with spans: every call in progress now, as (series key, start) from
+ * khbpf_iter_open_series; *out is malloc'd. 0, -ENOTSUP (not serve with
+ * spans) or -errno.
+ */
+int sched_collector__open_series(struct sched_collector *c, struct khbpf_open_series **out,
+				 size_t *nr);
 /* Ids of the loaded programs (for leak checks). */
 int sched_collector__prog_ids(struct sched_collector *c, uint32_t *ids, int max, int *nr);
 void sched_collector__destroy(struct sched_collector *c);

@@ -280,6 +280,7 @@ int sched_collector__stats(struct sched_collector *c, struct sched_collector_sta
 
 		if (out->nr_progs == SCHED_PROG_MAX || prog == c->skel->progs.khbpf_iter_task ||
 		    prog == c->skel->progs.khbpf_iter_open_spans ||
+		    prog == c->skel->progs.khbpf_iter_open_series ||
 		    prog == c->skel->progs.khbpf_iter_join || bpf_program__fd(prog) < 0)
 			continue;
 		if (bpf_obj_get_info_by_fd(bpf_program__fd(prog), &info, &len))

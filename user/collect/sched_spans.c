@@ -461,3 +461,16 @@ int sched_collector__open_spans(struct sched_collector *c, struct khbpf_span_eve
 	*out = err ? NULL : recs;
 	return err;
 }
+
+int sched_collector__open_series(struct sched_collector *c, struct khbpf_open_series **out,
+				 size_t *nr)
+{
+	void *recs;
+	int err;
+
+	if (bpf_program__fd(c->skel->progs.khbpf_iter_open_series) < 0)
+		return -ENOTSUP; /* not serve with spans */
+	err = bpfdump__iter(c->skel->progs.khbpf_iter_open_series, sizeof(**out), &recs, nr);
+	*out = err ? NULL : recs;
+	return err;
+}

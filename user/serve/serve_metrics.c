@@ -389,6 +389,45 @@ static int render_spans(const struct serve_metrics_src *s, struct promtext *p)
 	return err;
 }
 
+/*
+ * Calls in progress at the scrape (the kernel's open frames, walked by a
+ * task iterator): how many per series, and the oldest one's age. A call
+ * that never returns is in no histogram; here it shows, and grows old.
+ */
+static int render_open_spans(const struct serve_metrics_src *s, struct promtext *p)
+{
+	struct prom_label l[SPAN_LABELS_MAX];
+	struct span_row *rows = NULL;
+	struct row_cg *cgs = NULL;
+	size_t nr = 0, i, n;
+	int err;
+
+	if (!s->spans)
+		return 0;
+	err = serve_spans__open(s->spans, 0, &rows, &nr);
+	if (err)
+		return err;
+	cgs = cgs_of(s, rows, nr, span_row_path, &err);
+	err = err   ?:
+		      promtext__family(p, "khbpf_span_open", PROM_GAUGE, NULL,
+				       "Span calls in progress at the scrape (entered, not yet "
+				       "returned); a series with none is absent");
+	for (i = 0; i < nr && !err; i++) {
+		n = span_labels(s, &rows[i], cg_of(cgs, i), l, NULL, NULL);
+		err = promtext__u64(p, l, n, rows[i].open);
+	}
+	err = err   ?:
+		      promtext__family(p, "khbpf_span_open_oldest_seconds", PROM_GAUGE, "seconds",
+				       "Age of the oldest span call in progress at the scrape");
+	for (i = 0; i < nr && !err; i++) {
+		n = span_labels(s, &rows[i], cg_of(cgs, i), l, NULL, NULL);
+		err = promtext__ns_as_seconds(p, l, n, rows[i].oldest_ns);
+	}
+	free(cgs);
+	free(rows);
+	return err;
+}
+
 static int family_u64(struct promtext *p, const char *name, enum prom_type type, const char *help,
 		      uint64_t v)
 {
@@ -650,6 +689,7 @@ int serve_metrics__render(struct promtext *p, const struct serve_metrics_src *sr
 	int err = render_groups(src, p);
 
 	err = err ?: render_spans(src, p);
+	err = err ?: render_open_spans(src, p);
 	err = err ?: render_self(src, p);
 	err = err ?: serve_metrics__gaps(p, src->doc);
 	err = err ?: render_frequency(src, p);

@@ -214,12 +214,69 @@ size_t span_rows__merge(struct span_row *rows, size_t nr)
 		return 0;
 	qsort(rows, nr, sizeof(*rows), row_cmp);
 	for (i = 1; i < nr; i++) {
-		if (!row_cmp(&rows[n], &rows[i]))
+		if (!row_cmp(&rows[n], &rows[i])) {
 			sched_collector__span_agg_add(&rows[n].agg, &rows[i].agg);
-		else
+			rows[n].open += rows[i].open;
+			if (rows[i].oldest_ns > rows[n].oldest_ns)
+				rows[n].oldest_ns = rows[i].oldest_ns;
+		} else {
 			rows[++n] = rows[i];
+		}
 	}
 	return n + 1;
+}
+
+/* A new row for a kernel series: its group's labels, its metric's. */
+static struct span_row *series_row(struct serve_spans *s, struct span_row **rows, size_t *nr,
+				   const struct khbpf_span_series_key *key)
+{
+	char buf[64], comm[17];
+
+	if (s->o.group_by == KHBPF_GROUP_CGROUP)
+		return row_for(
+			s, rows, nr,
+			serve_groups__cgroup_label(s->groups, key->group.id, buf, sizeof(buf)), "",
+			key->metric);
+	snprintf(comm, sizeof(comm), "%.16s", key->group.comm);
+	return row_for(s, rows, nr, "", comm, key->metric);
+}
+
+int serve_spans__open(struct serve_spans *s, uint64_t now_ns, struct span_row **out, size_t *nr_out)
+{
+	struct khbpf_open_series *o = NULL;
+	struct span_row *rows = NULL, *r;
+	size_t nr = 0, n = 0, i;
+	int err;
+
+	err = spankeys__load(&s->run->keys, s->coll);
+	err = err ?: sched_collector__open_series(s->coll, &o, &nr);
+	if (err)
+		return err;
+	if (!now_ns) {
+		struct timespec ts;
+
+		/* After the walk: no call in it began later. */
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		now_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	}
+	for (i = 0; i < nr && !err; i++) {
+		r = series_row(s, &rows, &n, &o[i].key);
+		if (!r) {
+			err = -ENOMEM;
+			break;
+		}
+		r->open = 1;
+		/* Begun after the sample's clock was read: age 0. */
+		r->oldest_ns = now_ns > o[i].start_ns ? now_ns - o[i].start_ns : 0;
+	}
+	free(o);
+	if (err) {
+		free(rows);
+		return err;
+	}
+	*out = rows;
+	*nr_out = span_rows__merge(rows, n);
+	return 0;
 }
 
 int serve_spans__rows(struct serve_spans *s, struct span_row **out, size_t *nr_out)
@@ -228,7 +285,7 @@ int serve_spans__rows(struct serve_spans *s, struct span_row **out, size_t *nr_o
 	struct span_row *rows = NULL, *r;
 	size_t nr = 0, n = 0, i;
 	struct khbpf_span_agg spill;
-	char buf[64], comm[17];
+	char comm[17];
 	uint32_t m;
 	int err;
 
@@ -237,15 +294,7 @@ int serve_spans__rows(struct serve_spans *s, struct span_row **out, size_t *nr_o
 	if (err)
 		return err;
 	for (i = 0; i < nr && !err; i++) {
-		if (s->o.group_by == KHBPF_GROUP_CGROUP) {
-			r = row_for(s, &rows, &n,
-				    serve_groups__cgroup_label(s->groups, g[i].key.group.id, buf,
-							       sizeof(buf)),
-				    "", g[i].key.metric);
-		} else {
-			snprintf(comm, sizeof(comm), "%.16s", g[i].key.group.comm);
-			r = row_for(s, &rows, &n, "", comm, g[i].key.metric);
-		}
+		r = series_row(s, &rows, &n, &g[i].key);
 		if (!r)
 			err = -ENOMEM;
 		else

@@ -35,6 +35,8 @@ struct span_row {
 	bool counted; /* a --usdt probe: only calls are kept */
 	char probe[128]; /* ... its PROVIDER:NAME */
 	struct khbpf_span_agg agg;
+	uint64_t open; /* serve_spans__open: calls in progress */
+	uint64_t oldest_ns; /* ... the oldest one's age at the sample */
 };
 
 struct serve_spans_stats {
@@ -58,9 +60,19 @@ int serve_spans__sweep(struct serve_spans *s);
  * *rows is malloc'd. 0 or -errno.
  */
 int serve_spans__rows(struct serve_spans *s, struct span_row **rows, size_t *nr);
+/*
+ * The calls in progress now, one row per series (labels as in
+ * serve_spans__rows; agg zero): how many, and the oldest one's age at
+ * now_ns (CLOCK_MONOTONIC, the kernel's bpf_ktime_get_ns(); 0: read after
+ * the walk). Series with none are left out. *rows is malloc'd. 0 or -errno.
+ */
+int serve_spans__open(struct serve_spans *s, uint64_t now_ns, struct span_row **rows, size_t *nr);
 void serve_spans__stats(const struct serve_spans *s, struct serve_spans_stats *out);
 void serve_spans__free(struct serve_spans *s);
-/* Sorts rows by labels and sums those with equal labels into one; the new count. */
+/*
+ * Sorts rows by labels and sums those with equal labels into one (open
+ * calls too; the oldest age is the larger); the new count.
+ */
 size_t span_rows__merge(struct span_row *rows, size_t nr);
 
 #endif /* KHBPF_SERVE_SPANS_H */
