@@ -25,6 +25,7 @@
 # this script: its root directory is the copy) and removes the copy.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. tools/debroot.bash
 
 demo_only=0
 then_cmd=
@@ -104,7 +105,7 @@ if [ ! -s "$TARBALL" ]; then
 	mkdir -p "$CACHE"
 	tar -C "$WORK/boot" -czf "$WORK/root.tar.gz" .
 	mv "$WORK/root.tar.gz" "$TARBALL"
-	rm -rf "$WORK/boot"
+	rm -rf "${WORK:?}/boot"
 	echo "fresh-check: root made in $(($(date +%s) - start)) s" >&2
 fi
 
@@ -112,16 +113,7 @@ fi
 # resolver, services kept from starting (policy-rc.d: there is no init to
 # own them in a chroot), and the current commit cloned to /root/khbpf.
 new_root() {
-	local uri
-	mkdir -p "$1"
-	tar -C "$1" -xzf "$TARBALL"
-	cp /etc/resolv.conf "$1/etc/resolv.conf"
-	# debootstrap lists the release alone; a Debian 12 machine as installed
-	# also has its updates and security suites (where current packages such
-	# as rustc-web are), at the mirror's usual -security sibling.
-	uri=$(awk '$1 == "deb" {print $2; exit}' "$1/etc/apt/sources.list")
-	printf 'deb %s %s main\ndeb %s %s-updates main\ndeb %s-security %s-security main\n' \
-		"$uri" "$SUITE" "$uri" "$SUITE" "${uri%/}" "$SUITE" >"$1/etc/apt/sources.list"
+	debroot_unpack "$TARBALL" "$1" "$SUITE"
 	printf '#!/bin/sh\nexit 101\n' >"$1/usr/sbin/policy-rc.d"
 	chmod 755 "$1/usr/sbin/policy-rc.d"
 	git clone -q --no-local "$REPO" "$1/root/khbpf"

@@ -33,6 +33,7 @@
 # root copy.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. tools/debroot.bash
 
 [ "$(id -u)" -eq 0 ] || {
 	echo "package-check.sh: needs root (debootstrap, systemd-nspawn); run 'sudo make package-check'" >&2
@@ -98,12 +99,7 @@ if [ ! -s "$TARBALL" ]; then
 	mv "$WORK/root.tar.gz" "$TARBALL"
 	rm -rf "${WORK:?}/boot"
 fi
-mkdir -p "$ROOT"
-tar -C "$ROOT" -xzf "$TARBALL"
-cp /etc/resolv.conf "$ROOT/etc/resolv.conf"
-uri=$(awk '$1 == "deb" {print $2; exit}' "$ROOT/etc/apt/sources.list")
-printf 'deb %s %s main\ndeb %s %s-updates main\ndeb %s-security %s-security main\n' \
-	"$uri" "$SUITE" "$uri" "$SUITE" "${uri%/}" "$SUITE" >"$ROOT/etc/apt/sources.list"
+debroot_unpack "$TARBALL" "$ROOT" "$SUITE"
 # Not /tmp: nspawn mounts a fresh tmpfs there.
 mkdir -p "$ROOT/var/local/khbpf"
 cp "$DEB" "$ROOT/var/local/khbpf/"

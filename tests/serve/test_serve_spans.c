@@ -113,7 +113,17 @@ static uint64_t window_calls(struct span_run *r, struct sched_collector *c)
 	return n;
 }
 
-static void test_serve_spans__process_series(void **state)
+/* A real collector in serve's mode (by process) with one span site in this test. */
+struct serve_fixture {
+	char exe[PATH_MAX];
+	char comm[17];
+	struct span_request req;
+	struct span_run r;
+	struct sched_collector *c;
+	struct serve_groups *g;
+};
+
+static void fixture_open(struct serve_fixture *f, const char *symbol)
 {
 	struct sched_collector_opts co = {
 		.sz = sizeof(co),
@@ -124,51 +134,67 @@ static void test_serve_spans__process_series(void **state)
 		.span_sites = 1,
 	};
 	struct serve_groups_opts go = { .sz = sizeof(go), .group_by = KHBPF_GROUP_PROCESS };
-	struct serve_spans_opts so = {
-		.sz = sizeof(so),
-		.group_by = KHBPF_GROUP_PROCESS,
-		.max_age_ns = 1, /* idle for a nanosecond: retired at the next sweep */
-	};
-	char exe[PATH_MAX], reason[256] = "", comm[17] = "";
-	struct span_request req = { .object = exe, .symbol = "serve_spans_probed" };
+	char reason[256] = "";
 	struct span_run_opts ro = {
 		.sz = sizeof(ro),
-		.reqs = &req,
+		.reqs = &f->req,
 		.nr_reqs = 1,
 		.no_annotations = true,
 		.host = true,
 		.reason = reason,
 		.reason_size = sizeof(reason),
 	};
-	struct sched_collector *c = NULL;
-	struct serve_groups *g = NULL;
+	ssize_t len;
+	int err;
+
+	memset(f, 0, sizeof(*f));
+	assert_int_equal(prctl(PR_GET_NAME, f->comm), 0);
+	len = readlink("/proc/self/exe", f->exe, sizeof(f->exe) - 1);
+	assert_true(len > 0);
+	f->exe[len] = '\0';
+	f->req = (struct span_request){ .object = f->exe, .symbol = symbol };
+	assert_int_equal(span_run__discover(&f->r, &ro), 0);
+	assert_int_equal(span_run__usable(&f->r), 1);
+	err = sched_collector__open(&f->c, &co);
+	if (err)
+		span_run__free(&f->r);
+	require_or_skip(!err, "cannot load the scheduler collector (needs root and BTF)");
+	span_run__attach(&f->r, f->c, -1);
+	assert_int_equal(f->r.nr_attached, 1);
+	assert_int_equal(sched_collector__attach(f->c), 0);
+	assert_int_equal(serve_groups__new(&f->g, f->c, &go), 0);
+}
+
+static void fixture_close(struct serve_fixture *f)
+{
+	serve_groups__free(f->g);
+	sched_collector__destroy(f->c);
+	span_run__free(&f->r);
+}
+
+static void test_serve_spans__process_series(void **state)
+{
+	struct serve_spans_opts so = {
+		.sz = sizeof(so),
+		.group_by = KHBPF_GROUP_PROCESS,
+		.max_age_ns = 1, /* idle for a nanosecond: retired at the next sweep */
+	};
 	struct serve_spans *s = NULL;
 	struct serve_spans_stats st;
 	struct span_row *rows = NULL;
 	const struct span_row *mine;
-	struct span_run r;
+	struct serve_fixture f;
+	struct span_run *r = &f.r;
+	struct sched_collector *c;
+	const char *comm = f.comm;
 	size_t nr = 0, i;
 	uint64_t hist;
-	ssize_t len;
-	int err;
 
 	(void)state;
-	assert_int_equal(prctl(PR_GET_NAME, comm), 0);
-	len = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	assert_true(len > 0);
-	exe[len] = '\0';
-	assert_int_equal(span_run__discover(&r, &ro), 0);
-	assert_int_equal(span_run__usable(&r), 1);
-	err = sched_collector__open(&c, &co);
-	if (err)
-		span_run__free(&r);
-	require_or_skip(!err, "cannot load the scheduler collector (needs root and BTF)");
-	span_run__attach(&r, c, -1);
-	assert_int_equal(r.nr_attached, 1);
-	assert_int_equal(sched_collector__attach(c), 0);
-	assert_int_equal(serve_groups__new(&g, c, &go), 0);
-	assert_int_equal(serve_spans__new(&s, c, &r, g, NULL), -EINVAL);
-	assert_int_equal(serve_spans__new(&s, c, &r, g, &so), 0);
+	fixture_open(&f, "serve_spans_probed");
+	c = f.c;
+	assert_int_equal(serve_spans__new(&s, c, r, f.g, NULL), -EINVAL);
+	assert_int_equal(serve_spans__new(&s, c, r, f.g, &so), 0);
 
 	assert_int_equal(calls(250), 250);
 	assert_int_equal(serve_spans__rows(s, &rows, &nr), 0);
@@ -180,10 +206,10 @@ static void test_serve_spans__process_series(void **state)
 	free(rows);
 	rows = NULL;
 	/* Each window: what its calls added. */
-	assert_int_equal(window_calls(&r, c), 250);
+	assert_int_equal(window_calls(r, c), 250);
 	assert_int_equal(calls(40), 40);
-	assert_int_equal(window_calls(&r, c), 40);
-	assert_int_equal(window_calls(&r, c), 0);
+	assert_int_equal(window_calls(r, c), 40);
+	assert_int_equal(window_calls(r, c), 0);
 
 	/* Idle past max_age: out of the kernel, its calls kept in the comm's series. */
 	assert_int_equal(serve_spans__sweep(s), 0);
@@ -203,11 +229,9 @@ static void test_serve_spans__process_series(void **state)
 	free(rows);
 	/* Made again after it left, the series counts from zero in the windows too. */
 	assert_int_equal(calls(390), 390);
-	assert_int_equal(window_calls(&r, c), 400);
+	assert_int_equal(window_calls(r, c), 400);
 	serve_spans__free(s);
-	serve_groups__free(g);
-	sched_collector__destroy(c);
-	span_run__free(&r);
+	fixture_close(&f);
 }
 
 /* Two calls in progress (blocked reading a pipe) and none elsewhere. */
@@ -248,55 +272,21 @@ static uint64_t mono_ns(void)
  */
 static void test_serve_spans__open_calls(void **state)
 {
-	struct sched_collector_opts co = {
-		.sz = sizeof(co),
-		.group_by = KHBPF_GROUP_PROCESS,
-		.trace_all = true,
-		.spans = true,
-		.span_per_file = true,
-		.span_sites = 1,
-	};
-	struct serve_groups_opts go = { .sz = sizeof(go), .group_by = KHBPF_GROUP_PROCESS };
 	struct serve_spans_opts so = { .sz = sizeof(so), .group_by = KHBPF_GROUP_PROCESS };
-	char exe[PATH_MAX], reason[256] = "", comm[17] = "", b;
-	struct span_request req = { .object = exe, .symbol = "serve_spans_held" };
-	struct span_run_opts ro = {
-		.sz = sizeof(ro),
-		.reqs = &req,
-		.nr_reqs = 1,
-		.no_annotations = true,
-		.host = true,
-		.reason = reason,
-		.reason_size = sizeof(reason),
-	};
-	struct sched_collector *c = NULL;
-	struct serve_groups *g = NULL;
 	struct serve_spans *s = NULL;
 	struct span_row *rows = NULL;
 	const struct span_row *held;
+	struct serve_fixture f;
+	const char *comm = f.comm;
 	struct holder h[2];
 	uint64_t before, after;
-	struct span_run r;
 	size_t nr = 0, i;
-	ssize_t len;
 	void *ret;
-	int err;
+	char b;
 
 	(void)state;
-	assert_int_equal(prctl(PR_GET_NAME, comm), 0);
-	len = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	assert_true(len > 0);
-	exe[len] = '\0';
-	assert_int_equal(span_run__discover(&r, &ro), 0);
-	err = sched_collector__open(&c, &co);
-	if (err)
-		span_run__free(&r);
-	require_or_skip(!err, "cannot load the scheduler collector (needs root and BTF)");
-	span_run__attach(&r, c, -1);
-	assert_int_equal(r.nr_attached, 1);
-	assert_int_equal(sched_collector__attach(c), 0);
-	assert_int_equal(serve_groups__new(&g, c, &go), 0);
-	assert_int_equal(serve_spans__new(&s, c, &r, g, &so), 0);
+	fixture_open(&f, "serve_spans_held");
+	assert_int_equal(serve_spans__new(&s, f.c, &f.r, f.g, &so), 0);
 
 	before = mono_ns();
 	for (i = 0; i < 2; i++) {
@@ -338,9 +328,7 @@ static void test_serve_spans__open_calls(void **state)
 	assert_int_equal(held->open, 0);
 	free(rows);
 	serve_spans__free(s);
-	serve_groups__free(g);
-	sched_collector__destroy(c);
-	span_run__free(&r);
+	fixture_close(&f);
 }
 
 int main(void)
