@@ -17,7 +17,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
-#include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -25,6 +24,7 @@
 #include "collect/sched_collector.h"
 #include "serve/serve_groups.h"
 #include "serve/serve_spans.h"
+#include "serve/serve_sweep.h"
 #include "spans/spanrun.h"
 #include "testutil.h"
 
@@ -257,14 +257,6 @@ static void *hold(void *arg)
 	return (void *)(intptr_t)serve_spans_held(h->ready[1], h->release[0]);
 }
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /*
  * serve_spans__open: while two threads are inside the probed function, its
  * series has 2 calls in progress, the oldest as old as the first one's
@@ -288,7 +280,7 @@ static void test_serve_spans__open_calls(void **state)
 	fixture_open(&f, "serve_spans_held");
 	assert_int_equal(serve_spans__new(&s, f.c, &f.r, f.g, &so), 0);
 
-	before = mono_ns();
+	before = serve_sweep__now();
 	for (i = 0; i < 2; i++) {
 		assert_int_equal(pipe(h[i].ready), 0);
 		assert_int_equal(pipe(h[i].release), 0);
@@ -297,7 +289,7 @@ static void test_serve_spans__open_calls(void **state)
 	}
 	usleep(50 * 1000); /* both calls began before it */
 	assert_int_equal(serve_spans__open(s, 0, &rows, &nr), 0);
-	after = mono_ns();
+	after = serve_sweep__now();
 	held = row_of(rows, nr, comm, "serve-spans-held");
 	assert_non_null(held);
 	assert_int_equal(held->open, 2);

@@ -252,13 +252,8 @@ int serve_spans__open(struct serve_spans *s, uint64_t now_ns, struct span_row **
 	err = err ?: sched_collector__open_series(s->coll, &o, &nr);
 	if (err)
 		return err;
-	if (!now_ns) {
-		struct timespec ts;
-
-		/* After the walk: no call in it began later. */
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		now_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-	}
+	if (!now_ns)
+		now_ns = serve_sweep__now(); /* after the walk: no call in it began later */
 	for (i = 0; i < nr && !err; i++) {
 		r = series_row(s, &rows, &n, &o[i].key);
 		if (!r) {
