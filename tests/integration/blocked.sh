@@ -248,7 +248,12 @@ for t in truth:
         bad.append(f"{k}#{i}: latest wakeup {top['last_wakeup_ns']} outside the span {s['start_ns']}+{s['inclusive_ns']}")
 if not span_wakers:
     bad.append("no span record named its waker")
-# Each metric's: its partner among its wakers, for every call that waited.
+# Each metric's: its partner among its wakers, for every call that waited
+# but those whose wakeup the kernel ran without khbpf's program (counted in
+# loss, as above; nested spans share it: one unseen timer wakeup left
+# wait-inner's and wait-outer's timer at 2 of 3 calls in ASan's attach pass
+# on 6.18).
+metric_unseen = d["loss"]["blocked_wakeups_unseen"]["value"]
 for m in d["span_metrics"]:
     b = m["scheduler"]["blocked"]
     if b["status"] != "recorded":
@@ -256,8 +261,10 @@ for m in d["span_metrics"]:
     b = b["value"]
     adds_up(b, m["metric_id"])
     want = [t for t in truth if t["metric"] == m["metric_id"] and waited(t)]
-    if want and not any(is_waker(w, want[0]) and w["count"] >= len(want) for w in b["wakers"]):
-        bad.append(f"{m['metric_id']}: wakers {b['wakers']}, expected {want[0]['waker_comm']}")
+    if want and not any(is_waker(w, want[0]) and w["count"] + metric_unseen >= len(want)
+                        for w in b["wakers"]):
+        bad.append(f"{m['metric_id']}: wakers {b['wakers']}, expected {want[0]['waker_comm']}"
+                   f" {len(want)} times, {metric_unseen} stretches without a waker in loss")
 for k in ("span_wakeups_unlisted", "span_wakers_overflow", "span_wakers_not_kept"):
     if d["loss"][k]["value"]:
         bad.append(f"loss {k}: {d['loss'][k]['value']}")
