@@ -886,11 +886,15 @@ int BPF_KRETPROBE(khbpf_span_exit_nofetch)
 
 /*
  * A --usdt probe's site: one more hit of its probe (the cookie, else the
- * site's metric) by this thread. No preemption guard: the thread is its
- * key's only writer.
+ * site's metric) by this thread, its key's only writer. The body runs with
+ * preemption disabled like the span programs' (have_preempt_kfuncs): its
+ * stack (the key, a string key's buffer) is large enough for the per-CPU
+ * private stack, and without the guard a second thread's hit on the same
+ * CPU rewrote a preempted hit's key (7.2, loaded: one hit in about 35 runs
+ * counted under another thread, or lost as an insert that found the key
+ * already there).
  */
-SEC("uprobe")
-int BPF_KPROBE(khbpf_usdt_hit)
+static __noinline int usdt_hit(struct pt_regs *ctx)
 {
 	struct task_struct *task = current_task();
 	struct khbpf_span_key key = {};
@@ -927,6 +931,19 @@ int BPF_KPROBE(khbpf_usdt_hit)
 	else if (bpf_map_update_elem(&usdt_hits, &key, &one, BPF_NOEXIST))
 		__sync_fetch_and_add(&usdt_hits_lost, 1);
 	return 0;
+}
+
+SEC("uprobe")
+int BPF_KPROBE(khbpf_usdt_hit)
+{
+	int ret;
+
+	if (have_preempt_kfuncs)
+		bpf_preempt_disable();
+	ret = usdt_hit(ctx);
+	if (have_preempt_kfuncs)
+		bpf_preempt_enable();
+	return ret;
 }
 
 /*

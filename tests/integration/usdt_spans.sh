@@ -381,18 +381,35 @@ if not ground_only:
     # (ProcSleep), an epoll_wait() on its latch, which the holder's COMMIT sets
     # (ProcWakeup -> SetLatch); the kernel sees a poll. The lock__wait spans
     # are what say it was a lock.
-    # (Wakers are by metric: the UPDATE's are its metric's, `query`.)
+    # Each key has wakers of its own: the UPDATE's are its own calls' (the
+    # holder first), and every key's and the metric's add up to their blocked
+    # time, the keys' to the metric's.
     upd = "UPDATE pgbench_accounts SET abalance = abalance + 1 WHERE aid = 1"
     m = {x["metric_id"]: x for x in d["span_metrics"]}
     (k,) = [k for k in m["query"]["keys"] if k["key"]["text"] == upd[:63]]
     assert k["key"]["truncated"], k
     assert k["calls"] == 1, k
-    for name, x, w in (("UPDATE", k, m["query"]), ("lock-wait", m["lock-wait"], m["lock-wait"])):
+    def listed(b):
+        return sum(w["ns"] for w in b["wakers"]) + b["other_wakers"]["ns"] + b["without_waker_ns"]
+    qb = m["query"]["scheduler"]["blocked"]["value"]
+    assert listed(qb) == qb["blocked_ns"], qb
+    woken = {}
+    for x in m["query"]["keys"]:
+        b = x["scheduler"]["blocked"]["value"]
+        assert listed(b) == b["blocked_ns"], (x["key"], b)
+        for w in b["wakers"]:
+            woken[(w["kind"], w.get("tid"))] = woken.get((w["kind"], w.get("tid")), 0) + w["ns"]
+    # (A key lists its largest wakers; the rest are in its other_wakers.)
+    folded = any(x["scheduler"]["blocked"]["value"]["other_wakers"]["count"] for x in m["query"]["keys"])
+    for w in qb["wakers"]:
+        got = woken.get((w["kind"], w.get("tid")), 0)
+        assert got == w["ns"] or (folded and got < w["ns"]), (w, woken)
+    for name, x in (("UPDATE", k), ("lock-wait", m["lock-wait"])):
         b = x["scheduler"]["blocked"]
         assert b["status"] == "recorded", (name, b)
         lock_ns = sum(c["ns"] for c in b["value"]["blocked_by"] if c["cause"] == "io")
         assert hold <= lock_ns <= x["inclusive_ns"], (name, hold, b["value"]["blocked_by"], x["inclusive_ns"])
-        top = w["scheduler"]["blocked"]["value"]["wakers"][0]
+        top = b["value"]["wakers"][0]
         assert top["kind"] == "thread" and top["pid"] == hp, (name, top, hp)
         print(f"  lock (khbpf --blocked --wakers): {name} {x['inclusive_ns'] / 1e6:.3f} ms, "
               f"blocked (io: the latch's epoll_wait) {lock_ns / 1e6:.3f} ms, top waker pid {top['pid']} (the holder)")

@@ -284,19 +284,31 @@ static int unkey_hits(struct span_keys *k, const struct span_keys_run *run)
 	return 0;
 }
 
-/* The metrics' wakers: a key's are its metric's (summed, in the order the document wants). */
-static void unkey_wakers(const struct span_keys *k, const struct span_keys_run *run)
+/*
+ * The metrics' wakers: a key's are its metric's too (summed, in the order
+ * the document wants); each key's own stay in k->wakers, by key id.
+ */
+static int unkey_wakers(struct span_keys *k, const struct span_keys_run *run)
 {
-	size_t i, j;
+	size_t i, j, nk = 0;
 
 	if (!*run->nr_wakers)
-		return;
+		return 0;
+	k->wakers = calloc(*run->nr_wakers, sizeof(*k->wakers));
+	if (!k->wakers)
+		return -ENOMEM;
 	for (i = 0; i < (*run->nr_wakers); i++) {
 		const struct span_key *key = spankeys__find(k, run->wakers[i].key.metric);
 
-		if (key)
-			run->wakers[i].key.metric = key->metric;
+		if (!key)
+			continue;
+		k->wakers[nk] = run->wakers[i];
+		k->wakers[nk++].key.metric = (uint32_t)(key - k->v);
+		run->wakers[i].key.metric = key->metric;
 	}
+	k->nr_wakers = nk;
+	if (nk)
+		qsort(k->wakers, nk, sizeof(*k->wakers), sched_collector__span_waker_cmp);
 	qsort(run->wakers, (*run->nr_wakers), sizeof(*run->wakers),
 	      sched_collector__span_waker_cmp);
 	for (i = 0, j = 0; i < (*run->nr_wakers); i++) {
@@ -308,6 +320,7 @@ static void unkey_wakers(const struct span_keys *k, const struct span_keys_run *
 		}
 	}
 	(*run->nr_wakers) = j;
+	return 0;
 }
 
 /* Records and open spans: their metric again, their key beside them. */
@@ -339,9 +352,9 @@ int spankeys__unkey(struct span_keys *k, struct sched_collector *c, const struct
 	err = load_keys(k, c);
 	err = err ?: unkey_aggs(k, run);
 	err = err ?: unkey_hits(k, run);
+	err = err ?: unkey_wakers(k, run);
 	if (err)
 		return err;
-	unkey_wakers(k, run);
 	/* Records keep their key's id (they are sorted later): span_run__record reads it. */
 	return unkey_events(run->open, run->nr_open, &k->open_key, k);
 }
@@ -354,6 +367,7 @@ void spankeys__free(struct span_keys *k)
 	free(k->v);
 	free(k->aggs);
 	free(k->hits);
+	free(k->wakers);
 	free(k->open_key);
 }
 

@@ -42,6 +42,8 @@ struct span_keys {
 	size_t nr_aggs;
 	struct usdt_hit_entry *hits; /* key.metric: an index into v */
 	size_t nr_hits;
+	struct span_waker_entry *wakers; /* key.metric: an index into v; sorted */
+	size_t nr_wakers;
 	uint32_t *open_key; /* per open span: its key's index + 1; 0 none */
 };
 

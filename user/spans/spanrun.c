@@ -481,9 +481,11 @@ static void window_reset(struct span_run *r)
 	free(r->doc_open);
 	free(r->metric_wakers);
 	free(r->metric_rows);
+	free(r->key_rows);
 	free(r->keys.v);
 	free(r->keys.aggs);
 	free(r->keys.hits);
+	free(r->keys.wakers);
 	free(r->keys.open_key);
 	r->aggs = NULL;
 	r->hits = NULL;
@@ -493,14 +495,15 @@ static void window_reset(struct span_run *r)
 	r->probes = NULL;
 	r->doc_open = NULL;
 	r->metric_wakers = NULL;
-	r->metric_rows = NULL;
+	r->metric_rows = r->key_rows = NULL;
 	r->keys.v = NULL;
 	r->keys.aggs = NULL;
 	r->keys.hits = NULL;
+	r->keys.wakers = NULL;
 	r->keys.open_key = NULL;
 	r->nr_aggs = r->nr_hits = r->nr_open = r->nr_metric_wakers = 0;
 	r->nr_doc_metrics = r->nr_doc_keys = 0;
-	r->keys.nr = r->keys.nr_aggs = r->keys.nr_hits = 0;
+	r->keys.nr = r->keys.nr_aggs = r->keys.nr_hits = r->keys.nr_wakers = 0;
 }
 
 static int series_cmp(const void *a, const void *b)
@@ -853,7 +856,20 @@ static int key_by_inclusive(const void *a, const void *b)
 	return strcmp(x->key.text, y->key.text);
 }
 
-/* A keyed metric's keys with calls, each a span_metric of its own (wakers: the metric's). */
+/* Key id key's own wakers: a run of keys.wakers, which are sorted by key id. */
+static void key_wakers(struct span_run *r, struct span_metric *km, uint32_t key)
+{
+	const struct span_waker_entry *w = r->keys.wakers;
+	size_t j, e;
+
+	for (j = 0; j < r->keys.nr_wakers && w[j].key.metric < key; j++)
+		;
+	for (e = j; e < r->keys.nr_wakers && w[e].key.metric == key; e++)
+		;
+	span_wakes__metric(&r->wakes, &w[j], e - j, &r->key_rows[j], &km->ledger.blocked);
+}
+
+/* A keyed metric's keys with calls, each a span_metric of its own, with its own wakers. */
 static void key_metrics(struct span_run *r, struct span_metric *m, uint32_t metric, size_t *nb)
 {
 	struct span_metric *v = r->doc_keys + r->nr_doc_keys;
@@ -868,6 +884,8 @@ static void key_metrics(struct span_run *r, struct span_metric *m, uint32_t metr
 		memset(km, 0, sizeof(*km));
 		snprintf(km->metric_id, sizeof(km->metric_id), "%s", m->metric_id);
 		build_metric(r, km, r->keys.aggs, r->keys.nr_aggs, (uint32_t)i, false, nb);
+		if (r->wakers && km->ledger.blocked.recorded)
+			key_wakers(r, km, (uint32_t)i);
 		for (j = 0; j < r->nr_open; j++)
 			km->unfinished += r->keys.open_key && r->keys.open_key[j] == i + 1;
 		if (!km->calls && !km->unfinished) {
@@ -900,8 +918,9 @@ int span_run__document(struct span_run *r, uint64_t start_mono_ns, bool counters
 	r->doc_open = calloc(r->nr_open ? r->nr_open : 1, sizeof(*r->doc_open));
 	r->metric_rows =
 		calloc(r->nr_metric_wakers ? r->nr_metric_wakers : 1, sizeof(*r->metric_rows));
+	r->key_rows = calloc(r->keys.nr_wakers + 1, sizeof(*r->key_rows));
 	if (!r->doc_metrics || !r->doc_keys || !r->buckets || !r->probes || !r->doc_open ||
-	    !r->metric_rows)
+	    !r->metric_rows || !r->key_rows)
 		return -ENOMEM;
 
 	for (i = 0; i < r->nr_open; i++) {
@@ -995,6 +1014,7 @@ void span_run__free(struct span_run *r)
 	span_wakes__free(&r->wakes);
 	free(r->metric_wakers);
 	free(r->metric_rows);
+	free(r->key_rows);
 	free(r->series_prev);
 	free(r->spill_prev);
 	memset(r, 0, sizeof(*r));

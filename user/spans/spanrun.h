@@ -38,6 +38,7 @@ struct span_run {
 	struct span_waker_entry *metric_wakers; /* by metric (sched_collector__span_wakers) */
 	size_t nr_metric_wakers;
 	struct waker_row *metric_rows;
+	struct waker_row *key_rows; /* ... and the keys' (keys.wakers) */
 	enum ev_gap blocked_gap; /* why not, when it did not */
 	struct khbpf_span_event *open; /* still open at the end */
 	size_t nr_open;
