@@ -29,7 +29,7 @@ static __always_inline void group_key_of(struct task_struct *p, struct khbpf_gro
 	} else if (have_task_btf) {
 		key->id = p->tgid;
 		key->start_time = p->group_leader->start_time;
-		/* As below: the leader's name now, exec's renaming included. */
+		/* The leader's name now, exec's renaming included (see below). */
 		__builtin_memcpy(key->comm, p->group_leader->comm, sizeof(key->comm));
 	} else {
 		key->id = BPF_CORE_READ(p, tgid);

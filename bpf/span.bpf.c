@@ -802,6 +802,18 @@ extern void bpf_preempt_enable(void) __ksym __weak;
  * (have_preempt_kfuncs, see sched.bpf.c): every write to its stack is made
  * inside the call, after bpf_preempt_disable().
  */
+#define NO_PREEMPT(call)                       \
+	({                                     \
+		int __ret;                     \
+                                               \
+		if (have_preempt_kfuncs)       \
+			bpf_preempt_disable(); \
+		__ret = (call);                \
+		if (have_preempt_kfuncs)       \
+			bpf_preempt_enable();  \
+		__ret;                         \
+	})
+
 static __noinline int span_enter_fetch(struct pt_regs *ctx)
 {
 	return span_enter(ctx, true);
@@ -835,53 +847,25 @@ static __noinline int span_close_nofetch(struct pt_regs *ctx)
 SEC("uprobe")
 int BPF_KPROBE(khbpf_span_enter)
 {
-	int ret;
-
-	if (have_preempt_kfuncs)
-		bpf_preempt_disable();
-	ret = span_enter_fetch(ctx);
-	if (have_preempt_kfuncs)
-		bpf_preempt_enable();
-	return ret;
+	return NO_PREEMPT(span_enter_fetch(ctx));
 }
 
 SEC("uretprobe")
 int BPF_KRETPROBE(khbpf_span_exit)
 {
-	int ret;
-
-	if (have_preempt_kfuncs)
-		bpf_preempt_disable();
-	ret = span_exit_fetch(ctx);
-	if (have_preempt_kfuncs)
-		bpf_preempt_enable();
-	return ret;
+	return NO_PREEMPT(span_exit_fetch(ctx));
 }
 
 SEC("uprobe")
 int BPF_KPROBE(khbpf_span_enter_nofetch)
 {
-	int ret;
-
-	if (have_preempt_kfuncs)
-		bpf_preempt_disable();
-	ret = span_enter_nofetch(ctx);
-	if (have_preempt_kfuncs)
-		bpf_preempt_enable();
-	return ret;
+	return NO_PREEMPT(span_enter_nofetch(ctx));
 }
 
 SEC("uretprobe")
 int BPF_KRETPROBE(khbpf_span_exit_nofetch)
 {
-	int ret;
-
-	if (have_preempt_kfuncs)
-		bpf_preempt_disable();
-	ret = span_exit_nofetch(ctx);
-	if (have_preempt_kfuncs)
-		bpf_preempt_enable();
-	return ret;
+	return NO_PREEMPT(span_exit_nofetch(ctx));
 }
 
 /*
@@ -936,14 +920,7 @@ static __noinline int usdt_hit(struct pt_regs *ctx)
 SEC("uprobe")
 int BPF_KPROBE(khbpf_usdt_hit)
 {
-	int ret;
-
-	if (have_preempt_kfuncs)
-		bpf_preempt_disable();
-	ret = usdt_hit(ctx);
-	if (have_preempt_kfuncs)
-		bpf_preempt_enable();
-	return ret;
+	return NO_PREEMPT(usdt_hit(ctx));
 }
 
 /*
@@ -953,27 +930,13 @@ int BPF_KPROBE(khbpf_usdt_hit)
 SEC("uprobe")
 int BPF_KPROBE(khbpf_span_close)
 {
-	int ret;
-
-	if (have_preempt_kfuncs)
-		bpf_preempt_disable();
-	ret = span_close_fetch(ctx);
-	if (have_preempt_kfuncs)
-		bpf_preempt_enable();
-	return ret;
+	return NO_PREEMPT(span_close_fetch(ctx));
 }
 
 SEC("uprobe")
 int BPF_KPROBE(khbpf_span_close_nofetch)
 {
-	int ret;
-
-	if (have_preempt_kfuncs)
-		bpf_preempt_disable();
-	ret = span_close_nofetch(ctx);
-	if (have_preempt_kfuncs)
-		bpf_preempt_enable();
-	return ret;
+	return NO_PREEMPT(span_close_nofetch(ctx));
 }
 
 /*

@@ -779,13 +779,20 @@ static int span_run__hw_aggregation(const struct span_run *r, bool counters,
 	return err;
 }
 
+/* Span wakers sorted by metric (or key id), and the rows their names go into. */
+struct waker_table {
+	const struct span_waker_entry *v;
+	size_t n;
+	struct waker_row *rows;
+};
+
 /*
  * m's totals, ledger and histogram from the aggregates of metric (or key
- * index) want; with_wakers: its wakers, which are by metric.
+ * index) want; its wakers from wk's run of want (wk NULL: none).
  */
 static void build_metric(struct span_run *r, struct span_metric *m,
 			 const struct span_agg_entry *aggs, size_t n, uint32_t want,
-			 bool with_wakers, size_t *nb)
+			 const struct waker_table *wk, size_t *nb)
 {
 	uint64_t hist[KHBPF_RQ_SLOTS] = { 0 }, gaps = 0;
 	struct khbpf_span_ledger l = { 0 };
@@ -814,14 +821,12 @@ static void build_metric(struct span_run *r, struct span_metric *m,
 			hist[k] += a->agg.hist[k];
 	}
 	ledger_from(&m->ledger, &l, gaps > 0, r->blocked, r->blocked_gap);
-	if (with_wakers && r->wakers && m->ledger.blocked.recorded) {
-		/* metric_wakers are by metric: this one's are a run of them. */
-		for (j = 0; j < r->nr_metric_wakers && r->metric_wakers[j].key.metric < want; j++)
+	if (wk && r->wakers && m->ledger.blocked.recorded) {
+		for (j = 0; j < wk->n && wk->v[j].key.metric < want; j++)
 			;
-		for (k = j; k < r->nr_metric_wakers && r->metric_wakers[k].key.metric == want; k++)
+		for (k = j; k < wk->n && wk->v[k].key.metric == want; k++)
 			;
-		span_wakes__metric(&r->wakes, &r->metric_wakers[j], k - j, &r->metric_rows[j],
-				   &m->ledger.blocked);
+		span_wakes__metric(&r->wakes, &wk->v[j], k - j, &wk->rows[j], &m->ledger.blocked);
 	}
 	m->histogram = &r->buckets[*nb];
 	for (k = 0; k < KHBPF_RQ_SLOTS; k++) {
@@ -856,22 +861,10 @@ static int key_by_inclusive(const void *a, const void *b)
 	return strcmp(x->key.text, y->key.text);
 }
 
-/* Key id key's own wakers: a run of keys.wakers, which are sorted by key id. */
-static void key_wakers(struct span_run *r, struct span_metric *km, uint32_t key)
-{
-	const struct span_waker_entry *w = r->keys.wakers;
-	size_t j, e;
-
-	for (j = 0; j < r->keys.nr_wakers && w[j].key.metric < key; j++)
-		;
-	for (e = j; e < r->keys.nr_wakers && w[e].key.metric == key; e++)
-		;
-	span_wakes__metric(&r->wakes, &w[j], e - j, &r->key_rows[j], &km->ledger.blocked);
-}
-
 /* A keyed metric's keys with calls, each a span_metric of its own, with its own wakers. */
 static void key_metrics(struct span_run *r, struct span_metric *m, uint32_t metric, size_t *nb)
 {
+	const struct waker_table wk = { r->keys.wakers, r->keys.nr_wakers, r->key_rows };
 	struct span_metric *v = r->doc_keys + r->nr_doc_keys;
 	size_t i, j, n = 0;
 
@@ -883,9 +876,7 @@ static void key_metrics(struct span_run *r, struct span_metric *m, uint32_t metr
 			continue;
 		memset(km, 0, sizeof(*km));
 		snprintf(km->metric_id, sizeof(km->metric_id), "%s", m->metric_id);
-		build_metric(r, km, r->keys.aggs, r->keys.nr_aggs, (uint32_t)i, false, nb);
-		if (r->wakers && km->ledger.blocked.recorded)
-			key_wakers(r, km, (uint32_t)i);
+		build_metric(r, km, r->keys.aggs, r->keys.nr_aggs, (uint32_t)i, &wk, nb);
 		for (j = 0; j < r->nr_open; j++)
 			km->unfinished += r->keys.open_key && r->keys.open_key[j] == i + 1;
 		if (!km->calls && !km->unfinished) {
@@ -909,6 +900,7 @@ int span_run__document(struct span_run *r, uint64_t start_mono_ns, bool counters
 		       enum ev_gap hw_reason, struct evidence_doc *doc,
 		       struct span_hw_aggregation *agg)
 {
+	struct waker_table wk;
 	size_t i, j, nb = 0;
 
 	r->doc_metrics = calloc(r->nr_metrics ? r->nr_metrics : 1, sizeof(*r->doc_metrics));
@@ -950,6 +942,7 @@ int span_run__document(struct span_run *r, uint64_t start_mono_ns, bool counters
 			&r->start_mono_ns);
 
 	r->nr_doc_metrics = 0;
+	wk = (struct waker_table){ r->metric_wakers, r->nr_metric_wakers, r->metric_rows };
 	for (i = 0; i < r->nr_metrics; i++) {
 		struct span_metric *m;
 
@@ -957,7 +950,7 @@ int span_run__document(struct span_run *r, uint64_t start_mono_ns, bool counters
 			continue;
 		m = &r->doc_metrics[r->nr_doc_metrics++];
 		snprintf(m->metric_id, sizeof(m->metric_id), "%s", r->metrics[i]);
-		build_metric(r, m, r->aggs, r->nr_aggs, (uint32_t)i, true, &nb);
+		build_metric(r, m, r->aggs, r->nr_aggs, (uint32_t)i, &wk, &nb);
 		for (j = 0; j < r->nr_open; j++)
 			m->unfinished += r->open[j].metric == i;
 		if (r->keys.kind && r->keys.kind[i])
