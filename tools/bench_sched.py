@@ -18,10 +18,15 @@ of figures measured in this run:
   J  under `khbpf run --wakers` (blocked time, and who woke each thread)
   K  under `khbpf run --blocked` (blocked time by cause)
 
-BPF program costs come from run-time stats (BPF_ENABLE_STATS held for the
-round): khbpf reports its own; the peers' and the empty program's are read
-with bpftool / bench-empty. After each peer stops, none of its programs may
-stay loaded.
+Every traced configuration runs twice a round. With run-time stats off, as
+the tools run in use, it gives the added time, each run between two runs of
+the workload alone (A), whose mean is its baseline: the baseline drifts
+within a round by more than khbpf adds. With BPF_ENABLE_STATS held for the
+run it gives the programs' ns per run (khbpf reports its own; the peers' and
+the empty program's are read with bpftool / bench-empty). Stats cost every
+program run two sched_clock() reads (bpf_prog_run()'s stats branch), so the
+added time with them on is kept apart, for comparison with earlier runs.
+After each peer stops, none of its programs may stay loaded.
 """
 import json
 import os
@@ -33,6 +38,7 @@ import sys
 import time
 
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", "9"))
+WARMUP = int(os.environ.get("BENCH_WARMUP", "1"))
 LOOPS = int(os.environ.get("BENCH_LOOPS", "200000"))
 OUT = "build/bench"
 KHBPF = "build/khbpf"
@@ -85,9 +91,12 @@ def round_a():
     return {"usecs_op": usecs_per_op(run(PIPE).stdout)}
 
 
-def round_b(extra=()):
+def round_b(extra=(), stats=True):
     doc_path = f"{OUT}/b.json"
-    r = run([KHBPF, "run", "--bpf-stats", *extra, "-o", doc_path, "--"] + PIPE)
+    r = run([KHBPF, "run", *(["--bpf-stats"] if stats else []), *extra, "-o", doc_path, "--"] +
+            PIPE)
+    if not stats:
+        return {"usecs_op": usecs_per_op(r.stdout)}
     doc = json.load(open(doc_path))
     ov = doc["overhead"]
     out = {"usecs_op": usecs_per_op(r.stdout),
@@ -99,12 +108,12 @@ def round_b(extra=()):
     return out
 
 
-def round_j():
-    return round_b(("--wakers",))
+def round_j(stats=True):
+    return round_b(("--wakers",), stats)
 
 
-def round_k():
-    return round_b(("--blocked",))
+def round_k(stats=True):
+    return round_b(("--blocked",), stats)
 
 
 # bpftrace keeping per-thread counters like khbpf's: switches in and out,
@@ -118,12 +127,14 @@ BPFTRACE_SCRIPT = (
     "delete(@q[args->next_pid]); } }")
 
 
-def peer_round(cmd, ready):
+def peer_round(cmd, ready, stats):
     """Workload under a peer tracer: its sched_switch program's stats, then proof
     that every program it loaded is gone after it stops."""
-    holder = subprocess.Popen([EMPTY, "--no-attach"], stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE, text=True)
-    holder.stdout.readline()
+    holder = None
+    if stats:
+        holder = subprocess.Popen([EMPTY, "--no-attach"], stdin=subprocess.PIPE,
+                                  stdout=subprocess.PIPE, text=True)
+        holder.stdout.readline()
     before = set(progs())
     peer = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
@@ -150,31 +161,34 @@ def peer_round(cmd, ready):
             # bpftrace 0.17 was seen ignoring SIGINT here.
             peer.kill()
             peer.wait()
-        holder.stdin.close()
-        holder.wait()
+        if holder:
+            holder.stdin.close()
+            holder.wait()
     if not wait_gone(ids):
         raise RuntimeError(f"{cmd[0]} left programs loaded after it stopped")
     return {"usecs_op": usecs, "switch_cnt": c1 - c0, "switch_ns": t1 - t0}
 
 
-def round_c():
-    return peer_round(["runqlat", "-L"], lambda p: p.get("name") == "sched_switch")
+def round_c(stats=True):
+    return peer_round(["runqlat", "-L"], lambda p: p.get("name") == "sched_switch", stats)
 
 
-def round_h():
+def round_h(stats=True):
     # Threshold 1 s: it traces every switch and prints (almost) nothing.
-    return peer_round(["runqslower", "1000000"], lambda p: p.get("name") == "sched_switch")
+    return peer_round(["runqslower", "1000000"], lambda p: p.get("name") == "sched_switch",
+                      stats)
 
 
-def round_i():
+def round_i(stats=True):
     return peer_round(["bpftrace", "-e", BPFTRACE_SCRIPT],
                       lambda p: "sched_switch" in p.get("name", "") or
-                      p.get("name", "").startswith("tracepoint_sch"))
+                      p.get("name", "").startswith("tracepoint_sch"), stats)
 
 
-def round_g():
-    """khbpf serve, every task of the host, by cgroup (run-time stats on)."""
-    s = subprocess.Popen([KHBPF, "serve", "--listen", "127.0.0.1:0", "--bpf-stats",
+def round_g(stats=True):
+    """khbpf serve, every task of the host, by cgroup."""
+    s = subprocess.Popen([KHBPF, "serve", "--listen", "127.0.0.1:0",
+                          *(["--bpf-stats"] if stats else []),
                           "--ndjson", f"{OUT}/g.ndjson", "--interval", "3600"],
                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
@@ -187,15 +201,17 @@ def round_g():
     # The last NDJSON line is the window that ends at SIGINT: the whole run.
     ov = json.loads(open(f"{OUT}/g.ndjson").read().splitlines()[-1])["overhead"]
     os.unlink(f"{OUT}/g.ndjson")
+    if not stats:
+        return {"usecs_op": usecs}
     return {"usecs_op": usecs, "switch_cnt": ov["khbpf_sched_switch_run_cnt"]["value"],
             "switch_ns": ov["khbpf_sched_switch_run_time_ns"]["value"]}
 
 
-def round_d():
+def round_d(stats=True):
     sleeper = subprocess.Popen(["sleep", "600"])
     doc_path = f"{OUT}/d.json"
-    kh = subprocess.Popen([KHBPF, "attach", "--bpf-stats", "--pid", str(sleeper.pid), "-o", doc_path],
-                          stderr=subprocess.PIPE, text=True)
+    kh = subprocess.Popen([KHBPF, "attach", *(["--bpf-stats"] if stats else []), "--pid",
+                           str(sleeper.pid), "-o", doc_path], stderr=subprocess.PIPE, text=True)
     try:
         line = kh.stderr.readline()
         if "watching" not in line:
@@ -206,19 +222,24 @@ def round_d():
         kh.wait(timeout=10)
         sleeper.kill()
         sleeper.wait()
+    if not stats:
+        return {"usecs_op": usecs}
     ov = json.load(open(doc_path))["overhead"]
     return {"usecs_op": usecs, "switch_cnt": ov["khbpf_sched_switch_run_cnt"]["value"],
             "switch_ns": ov["khbpf_sched_switch_run_time_ns"]["value"]}
 
 
-def round_e():
-    e = subprocess.Popen([EMPTY], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+def round_e(stats=True):
+    e = subprocess.Popen([EMPTY, *([] if stats else ["--no-stats"])], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, text=True)
     if e.stdout.readline().strip() != "ready":
         raise RuntimeError("bench-empty did not start")
     usecs = usecs_per_op(run(PIPE).stdout)
     e.stdin.close()
-    st = json.loads(e.stdout.readline())
+    st = json.loads(e.stdout.readline()) if stats else None
     e.wait()
+    if not stats:
+        return {"usecs_op": usecs}
     return {"usecs_op": usecs, "switch_cnt": st["run_cnt"], "switch_ns": st["run_time_ns"]}
 
 
@@ -287,14 +308,35 @@ def main():
         print("bench-sched: mounting tracefs on /sys/kernel/tracing for bpftrace", file=sys.stderr)
         run(["mount", "-t", "tracefs", "nodev", "/sys/kernel/tracing"])
     rounds = {k: [] for k in CONFIGS}
-    fns = {"A": round_a, "B": round_b, "C": round_c, "D": round_d, "E": round_e, "F": round_f,
+    # Stats off: the added time, each configuration between two baselines.
+    quiet = {k: [] for k in TRACED}
+    quiet_base = {k: [] for k in TRACED}
+    fns = {"B": round_b, "C": round_c, "D": round_d, "E": round_e,
            "G": round_g, "H": round_h, "I": round_i, "J": round_j,
            "K": round_k}
     t0 = time.time()
-    for i in range(ROUNDS):
-        for k in CONFIGS:
-            rounds[k].append(fns[k]())
-        print(f"round {i + 1}/{ROUNDS} done ({time.time() - t0:.0f} s)", file=sys.stderr)
+    # One round first, not kept: the first runs of each binary pay for cold caches.
+    for i in range(-WARMUP, ROUNDS):
+        keep = i >= 0
+        before = round_a()
+        if keep:
+            rounds["A"].append(before)
+        for k in TRACED:
+            x = fns[k](stats=False)
+            after = round_a()
+            if keep:
+                quiet[k].append(x)
+                quiet_base[k].append((before["usecs_op"] + after["usecs_op"]) / 2)
+            before = after
+        for k in TRACED:
+            x = fns[k](stats=True)
+            if keep:
+                rounds[k].append(x)
+        x = round_f()
+        if keep:
+            rounds["F"].append(x)
+        print(f"round {i + 1}/{ROUNDS} {'done' if keep else '(warm-up) done'} "
+              f"({time.time() - t0:.0f} s)", file=sys.stderr)
 
     def col(k, f):
         return [f(r) for r in rounds[k]]
@@ -302,20 +344,28 @@ def main():
     loader = loader_cost()
     base = col("A", lambda r: r["usecs_op"] * 1000)
     # Each op of `sched pipe` is two context switches plus two pipe syscalls.
-    added = {k: [x["usecs_op"] * 1000 - a for x, a in zip(rounds[k], base)] for k in TRACED}
+    added = {k: [(x["usecs_op"] - a) * 1000 for x, a in zip(quiet[k], quiet_base[k])]
+             for k in TRACED}
+    # With stats on, against the round's first baseline (how earlier runs measured).
+    added_stats = {k: [x["usecs_op"] * 1000 - a for x, a in zip(rounds[k], base)]
+                   for k in TRACED}
     per_run = {k: col(k, lambda r: r["switch_ns"] / r["switch_cnt"] if r["switch_cnt"] else 0)
                for k in TRACED}
     syscall_ns = col("F", lambda r: r["usecs_op"] * 1000)
     ratio_added = [b / c if c > 0 else float("inf") for b, c in zip(added["B"], added["C"])]
+    ratio_added_stats = [b / c if c > 0 else float("inf")
+                         for b, c in zip(added_stats["B"], added_stats["C"])]
     ratio_prog = [b / c for b, c in zip(per_run["B"], per_run["C"])]
     ratio_nontarget = [d / e for d, e in zip(per_run["D"], per_run["E"])]
     summary = {
         "rounds": ROUNDS, "loops": LOOPS,
         "baseline_ns_per_op": med_iqr(base),
         "added_ns_per_op": {k: med_iqr(v) for k, v in added.items()},
+        "added_ns_per_op_stats_on": {k: med_iqr(v) for k, v in added_stats.items()},
         "sched_switch_ns_per_run": {k: med_iqr(v) for k, v in per_run.items()},
         "empty_syscall_ns": med_iqr(syscall_ns),
         "ratio_added_khbpf_over_runqlat": med_iqr(ratio_added),
+        "ratio_added_khbpf_over_runqlat_stats_on": med_iqr(ratio_added_stats),
         "ratio_switch_prog_khbpf_over_runqlat": med_iqr(ratio_prog),
         "ratio_nontarget_over_empty": med_iqr(ratio_nontarget),
         "vs_runqlat": {k: (med_iqr([x / c if c > 0 else float("inf")
@@ -323,7 +373,7 @@ def main():
                            med_iqr([x / c for x, c in zip(per_run[k], per_run["C"])]))
                        for k in TRACED},
         "loader": loader,
-        "raw": rounds,
+        "raw": rounds, "raw_stats_off": quiet, "raw_stats_off_baseline_us": quiet_base,
     }
     json.dump(summary, open(f"{OUT}/sched.json", "w"), indent=1)
 
@@ -334,31 +384,38 @@ def main():
              "J": "khbpf run --wakers (target)", "K": "khbpf run --blocked (target)"}
     lines = [
         f"`perf bench sched pipe -T -l {LOOPS}` pinned to CPU 0; median (IQR) of {ROUNDS} "
-        "interleaved rounds; one empty syscall (`perf bench syscall basic`) = "
-        f"{sc:.0f} ns in this run.",
+        f"interleaved rounds after {WARMUP} warm-up round(s); one empty syscall "
+        f"(`perf bench syscall basic`) = {sc:.0f} ns in this run. Added time with run-time "
+        "stats off (each run between two of the workload alone); program ns per run, and "
+        "the last column, with them on.",
         "",
         "| configuration | added ns/op | added ns per switch | in empty syscalls | "
-        "sched_switch prog ns/run | added / runqlat's | prog / runqlat's |",
-        "| --- | --- | --- | --- | --- | --- | --- |",
+        "sched_switch prog ns/run | added / runqlat's | prog / runqlat's | "
+        "stats on: added / runqlat's |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
         f"| workload alone | {summary['baseline_ns_per_op'][0]:.0f} ns/op "
-        f"({summary['baseline_ns_per_op'][1]:.0f}) | | | | | |",
+        f"({summary['baseline_ns_per_op'][1]:.0f}) | | | | | | |",
     ]
     for k in TRACED:
         a, ai = summary["added_ns_per_op"][k]
         p, pi = summary["sched_switch_ns_per_run"][k]
         ra, rp = summary["vs_runqlat"][k]
+        rs = med_iqr([x / c if c > 0 else float("inf")
+                      for x, c in zip(added_stats[k], added_stats["C"])])
         # One op of `sched pipe -T` is two context switches.
         lines.append(f"| {names[k]} | {a:.0f} ({ai:.0f}) | {a / 2:.0f} | {a / sc:.2f} | "
                      f"{p:.0f} ({pi:.0f}) | {ra[0]:.2f} ({ra[1]:.2f}) | "
-                     f"{rp[0]:.2f} ({rp[1]:.2f}) |")
-    r1, r2, r3 = (summary[k] for k in ("ratio_added_khbpf_over_runqlat",
-                                       "ratio_switch_prog_khbpf_over_runqlat",
-                                       "ratio_nontarget_over_empty"))
+                     f"{rp[0]:.2f} ({rp[1]:.2f}) | {rs[0]:.2f} ({rs[1]:.2f}) |")
+    r1, r2, r3, r4 = (summary[k] for k in ("ratio_added_khbpf_over_runqlat",
+                                           "ratio_switch_prog_khbpf_over_runqlat",
+                                           "ratio_nontarget_over_empty",
+                                           "ratio_added_khbpf_over_runqlat_stats_on"))
     lines += [
         "",
         "| ratio (same round) | median (IQR) | goal |",
         "| --- | --- | --- |",
         f"| khbpf added time / runqlat added time | {r1[0]:.2f} ({r1[1]:.2f}) | <= 0.15 |",
+        f"| the same with run-time stats on | {r4[0]:.2f} ({r4[1]:.2f}) | (for comparison) |",
         f"| khbpf sched_switch ns/run / runqlat's | {r2[0]:.2f} ({r2[1]:.2f}) | <= 0.35 |",
         f"| non-target switch / empty program | {r3[0]:.2f} ({r3[1]:.2f}) | <= 1.1 |",
     ]
