@@ -122,6 +122,36 @@ static __always_inline __u32 block_cause(struct task_struct *p, unsigned int sta
 }
 
 /*
+ * The cause a --span-cause declares for p's blocked stretch: that of the
+ * innermost open span whose metric (*metric) has one, + 1; 0 when none does.
+ */
+static __always_inline __u32 declared_cause(struct task_struct *p, __u32 *metric)
+{
+	struct khbpf_span_state *ss;
+	__u32 i, depth, m, c;
+
+	if (!span_causes_enabled)
+		return 0;
+	ss = span_state_get(p, false);
+	if (!ss)
+		return 0;
+	depth = ss->depth;
+	for (i = 0; i < KHBPF_SPAN_DEPTH; i++) {
+		if (i >= depth)
+			break;
+		m = ss->frames[(depth - 1 - i) & (KHBPF_SPAN_DEPTH - 1)].metric;
+		if (m >= KHBPF_MAX_METRICS)
+			continue;
+		c = span_metric_cause[m];
+		if (c) {
+			*metric = m;
+			return c;
+		}
+	}
+	return 0;
+}
+
+/*
  * The blocked time so far of an open blocked stretch, for a look from
  * outside it (the task iterator): up to its enqueue when it has been
  * woken (sched_info.last_queued, runqueue clock), else up to now.
@@ -153,7 +183,7 @@ static __always_inline void stretch_out(struct task_struct *prev, struct khbpf_t
 					__u64 now, struct khbpf_group_acc *grp)
 {
 	unsigned int state = task_state_now(prev);
-	__u32 cause;
+	__u32 cause, metric = 0;
 
 	if (st->ep_flags & KHBPF_EP_OPEN)
 		st->b.offcpu_unseen++; /* out twice: the switch-in between was missed */
@@ -166,7 +196,15 @@ static __always_inline void stretch_out(struct task_struct *prev, struct khbpf_t
 		st->ep_cause = 0;
 		return;
 	}
-	cause = block_cause(prev, state);
+	cause = declared_cause(prev, &metric);
+	if (cause) {
+		/* The bound where the index uses it: clang would test a copy. */
+		cause = cause_idx(cause - 1);
+		barrier_var(cause);
+		__sync_fetch_and_add(&span_cause_stretches[metric & (KHBPF_MAX_METRICS - 1)], 1);
+	} else {
+		cause = block_cause(prev, state);
+	}
 	st->ep_flags = KHBPF_EP_OPEN | KHBPF_EP_BLOCKED;
 	st->ep_cause = cause;
 	st->b.blocked.count[cause_idx(cause)]++;

@@ -99,6 +99,15 @@ const volatile __u32 nr_slot_cpus = 1;
 const volatile bool blocked_enabled = false;
 /* ... and who woke each thread (wake.bpf.c's programs loaded; run and attach only). */
 const volatile bool wakers_enabled = false;
+/*
+ * --span-cause METRIC=CAUSE: a blocked stretch that begins inside a span of
+ * a declared metric has that cause (the innermost such span's), not the
+ * one its system call gives: an application's own wait probes know what a
+ * latch's epoll_wait waits for. span_metric_cause[metric] is the cause + 1
+ * (0: not declared), written by the loader before the spans attach.
+ */
+const volatile bool span_causes_enabled = false;
+__u8 span_metric_cause[KHBPF_MAX_METRICS] = {};
 /* serve: KHBPF_GROUP_*, and the --cgroup filters (kernfs id at its level). */
 const volatile __u32 group_by = KHBPF_GROUP_NONE;
 const volatile __u32 nr_cgroup_filters = 0;
@@ -165,6 +174,8 @@ __u64 span_wakes_unlisted = 0;
 __u64 span_wakers_overflow = 0; /* span stretches `span_wakers` had no room for */
 /* blocked stretches whose system call could not be read: their cause is `other` */
 __u64 blocked_regs_unread = 0;
+/* Blocked stretches whose cause a metric's --span-cause named, by that metric. */
+__u64 span_cause_stretches[KHBPF_MAX_METRICS] = {};
 __u64 procs_overflow = 0; /* processes that could not join: `procs` was full */
 __u64 join_failures = 0; /* threads that could not join: no state could be made */
 __u64 forks_joined_at_wakeup = 0; /* forks the fork program missed, joined at wake_up_new_task */

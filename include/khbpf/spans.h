@@ -308,6 +308,9 @@ struct khbpf_span_agg {
 };
 
 #ifndef __BPF__
+/* blocked.bpf.h bounds a metric index by masking with KHBPF_MAX_METRICS - 1. */
+_Static_assert((KHBPF_MAX_METRICS & (KHBPF_MAX_METRICS - 1)) == 0,
+	       "KHBPF_MAX_METRICS is a power of two");
 _Static_assert(sizeof(struct khbpf_span_ledger) == 48 + sizeof(struct khbpf_blocked),
 	       "khbpf_span_ledger layout");
 _Static_assert(sizeof(struct khbpf_span_wake) == 24, "khbpf_span_wake layout");

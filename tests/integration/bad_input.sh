@@ -104,6 +104,14 @@ time.sleep(30)' &
 	one_error run
 	expect_exit 2 "$KHBPF" serve --children
 	one_error serve
+	# --span-cause: a cause that is not one, no --blocked to name.
+	expect_exit 2 "$KHBPF" run --blocked --span-cause wait=fault -o "$OUT" -- true
+	one_error run
+	grep -q -- "--span-cause 'wait=fault': expected METRIC=lock" "$TMP/err" || fail "--span-cause fault: $(cat "$TMP/err")"
+	expect_exit 2 "$KHBPF" attach --pid "$LIVE" --span-cause wait=lock -d 1 -o "$OUT"
+	one_error attach
+	grep -q -- "add --blocked" "$TMP/err" || fail "--span-cause without --blocked: $(cat "$TMP/err")"
+	no_output
 	# A cgroup that does not exist; a file, not a cgroup directory.
 	expect_exit 1 "$KHBPF" attach --cgroup /khbpf-no-such-cgroup-$$ -d 1 -o "$OUT"
 	one_error attach

@@ -383,6 +383,49 @@ print(f"  Perfetto: {len(pairs)} waker -> waiter arrows")
 sys.exit(1 if bad else 0)
 PY
 
+# --span-cause: the spans name the cause of the stretches begun inside them,
+# the innermost declared one's (wait-inner inside wait-outer), and nothing
+# else moves. Every stretch inside wait-pipe and wait-inner is named, and
+# counted once, under the metric that named it.
+expect_exit 0 timeout 60 "$KHBPF" run --blocked --span-cause wait-pipe=lock \
+	--span-cause wait-outer=io --span-cause wait-inner=other -o "$TMP/cause.json" -- "$W" --rounds "$ROUNDS"
+validate "$TMP/cause.json" >/dev/null || fail "schema (--span-cause)"
+"$PYTHON" - "$TMP/cause.json" "$ROUNDS" <<'PY' || fail "--span-cause: the declared causes"
+import json, sys
+d = json.load(open(sys.argv[1]))
+rounds = int(sys.argv[2])
+m = {x["metric_id"]: x for x in d["span_metrics"]}
+def by(name):
+    b = m[name]["scheduler"]["blocked"]["value"]["blocked_by"]
+    return {c["cause"]: c for c in b if c["ns"] or c["count"]}
+want = {"wait-pipe": "lock", "wait-inner": "other", "wait-outer": "other",
+        "wait-mutex": "lock", "wait-cond": "lock", "wait-sleep": "sleep"}
+bad = []
+for name, cause in want.items():
+    causes = by(name)
+    if set(causes) != {cause} or m[name]["calls"] != rounds:
+        bad.append(f"{name}: {m[name]['calls']} calls, blocked by {sorted(causes)}, expected {cause} only")
+decl = {n: (x.get("declared_cause"), x.get("declared_cause_stretches")) for n, x in m.items()}
+for n, c in (("wait-pipe", "lock"), ("wait-outer", "io"), ("wait-inner", "other")):
+    if decl[n][0] != c:
+        bad.append(f"{n}: declared_cause {decl[n][0]}, expected {c}")
+for n in ("wait-mutex", "wait-cond", "wait-sleep", "wait-preempt"):
+    if decl[n] != (None, None):
+        bad.append(f"{n}: declared {decl[n]}, nothing was")
+# wait-outer is never the innermost declared span while blocked: it spins, then calls wait-inner.
+slack = d["loss"]["offcpu_stretches_unseen"]["value"]
+for n, c, want_n in (("wait-pipe", "lock", by("wait-pipe")["lock"]["count"]),
+                     ("wait-inner", "other", by("wait-inner")["other"]["count"]),
+                     ("wait-outer", "io", 0)):
+    if abs(decl[n][1] - want_n) > slack:
+        bad.append(f"{n}: {decl[n][1]} stretches named, its spans had {want_n} (unseen {slack})")
+for x in bad:
+    print("  " + x, file=sys.stderr)
+print(f"  --span-cause: wait-pipe {decl['wait-pipe'][1]} stretches as lock, wait-inner {decl['wait-inner'][1]} "
+      f"as other (wait-outer's too), wait-mutex, wait-cond and wait-sleep unchanged")
+sys.exit(1 if bad else 0)
+PY
+
 # attach to a process that waits for it, then runs its rounds
 mkfifo "$TMP/go"
 "$W" --rounds "$ROUNDS" --wait <"$TMP/go" >"$TMP/attach.truth" &

@@ -17,7 +17,8 @@
 #     (UPDATE of the row) that waits until the holder's COMMIT, sent
 #     HOLD_MS after the waiter is seen waiting. lock__wait__start/done fire
 #     once, in the waiter only; its query and its lock wait each last at
-#     least HOLD_MS.
+#     least HOLD_MS, blocked by `lock` (--span-cause lock-wait=lock: the
+#     kernel alone sees the latch's epoll_wait) and woken by the holder.
 #  3. CPython 3.11 (/usr/bin/python3.11, tests/workloads/usdtpy.py):
 #     gc__done == sum of gc.get_stats() collections (read at the end, after
 #     gc.disable(), then os._exit(0)), interpreter start included, when
@@ -304,7 +305,7 @@ usdt:$PG:postgresql:lock__wait__start { printf(\"%d wait-start %llu %d %d\n\", p
 usdt:$PG:postgresql:lock__wait__done { printf(\"%d wait-done %llu %d %d\n\", pid, nsecs, arg4, arg5); }"
 kh_attach lock --pid "$PM" --children --usdt-span postgresql:query__start,query__done=query \
 	--usdt-span postgresql:lock__wait__start,lock__wait__done=lock-wait --blocked --wakers \
-	--key query=arg0:str
+	--key query=arg0:str --span-cause lock-wait=lock
 # The holder reads its statements from a fifo, one at a time: it holds the
 # row until COMMIT is written. Four statements: BEGIN, the lock, its pid, COMMIT.
 mkfifo "$TMP/holder.in"
@@ -376,11 +377,11 @@ if not ground_only:
     assert d["open_spans"] == [], d["open_spans"]
     # Where the waiter's time went: its UPDATE (the one query of that text) and
     # its lock wait are blocked at least the holding time, and the backend that
-    # woke them is the holder's (--blocked --wakers). The cause is `io`, not
-    # `lock`: PostgreSQL 15 sleeps on a heavyweight lock in WaitLatch()
-    # (ProcSleep), an epoll_wait() on its latch, which the holder's COMMIT sets
-    # (ProcWakeup -> SetLatch); the kernel sees a poll. The lock__wait spans
-    # are what say it was a lock.
+    # woke them is the holder's (--blocked --wakers). The cause is `lock`
+    # because the lock__wait span declares it (--span-cause lock-wait=lock):
+    # PostgreSQL 15 sleeps on a heavyweight lock in WaitLatch() (ProcSleep),
+    # an epoll_wait() on its latch, which the holder's COMMIT sets
+    # (ProcWakeup -> SetLatch); the kernel alone sees a poll (`io`).
     # Each key has wakers of its own: the UPDATE's are its own calls' (the
     # holder first), and every key's and the metric's add up to their blocked
     # time, the keys' to the metric's.
@@ -404,15 +405,24 @@ if not ground_only:
     for w in qb["wakers"]:
         got = woken.get((w["kind"], w.get("tid")), 0)
         assert got == w["ns"] or (folded and got < w["ns"]), (w, woken)
-    for name, x in (("UPDATE", k), ("lock-wait", m["lock-wait"])):
+    lw = m["lock-wait"]
+    lw_by = {c["cause"]: c for c in lw["scheduler"]["blocked"]["value"]["blocked_by"]}
+    assert set(lw_by) == {"lock"}, lw_by
+    assert lw["declared_cause"] == "lock", lw
+    unseen = d["loss"]["offcpu_stretches_unseen"]["value"]
+    assert 1 <= lw["declared_cause_stretches"] and \
+        abs(lw["declared_cause_stretches"] - lw_by["lock"]["count"]) <= unseen, (lw, unseen)
+    assert "declared_cause" not in m["query"], m["query"]
+    for name, x in (("UPDATE", k), ("lock-wait", lw)):
         b = x["scheduler"]["blocked"]
         assert b["status"] == "recorded", (name, b)
-        lock_ns = sum(c["ns"] for c in b["value"]["blocked_by"] if c["cause"] == "io")
+        lock_ns = sum(c["ns"] for c in b["value"]["blocked_by"] if c["cause"] == "lock")
         assert hold <= lock_ns <= x["inclusive_ns"], (name, hold, b["value"]["blocked_by"], x["inclusive_ns"])
         top = b["value"]["wakers"][0]
         assert top["kind"] == "thread" and top["pid"] == hp, (name, top, hp)
-        print(f"  lock (khbpf --blocked --wakers): {name} {x['inclusive_ns'] / 1e6:.3f} ms, "
-              f"blocked (io: the latch's epoll_wait) {lock_ns / 1e6:.3f} ms, top waker pid {top['pid']} (the holder)")
+        print(f"  lock (khbpf --blocked --wakers --span-cause lock-wait=lock): {name} "
+              f"{x['inclusive_ns'] / 1e6:.3f} ms, blocked by lock {lock_ns / 1e6:.3f} ms "
+              f"({lw['declared_cause_stretches']} stretch(es) named by lock-wait), top waker pid {top['pid']} (the holder)")
 PY
 	fail "postgres: the row lock's wait is not the one expected"
 checkpoint lock

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "khbpf/sched.h"
 #include "khbpf/span.h"
 #include "khbpf/spans.h"
 #include "spans/spansite.h"
@@ -262,6 +263,31 @@ static void test_spansite__key_parse(void **state)
 			fail_msg("'%s' was taken", bad[i]);
 }
 
+static void test_spansite__cause_parse(void **state)
+{
+	static const char *const bad[] = {
+		"lock-wait",	   "lock-wait=",      "=lock",		"lock-wait=fault",
+		"lock-wait=LOCK",  "lock-wait=lock ", "Lock-Wait=lock", "lock--wait=io",
+		"lock-wait=lock=", "lock-wait:lock",
+	};
+	struct cause_request c;
+	size_t i;
+
+	(void)state;
+	assert_int_equal(cause_request__parse("lock-wait=lock", &c), 0);
+	assert_string_equal(c.metric, "lock-wait");
+	assert_int_equal(c.cause, KHBPF_BLOCK_LOCK);
+	assert_int_equal(cause_request__parse("q=io", &c), 0);
+	assert_int_equal(c.cause, KHBPF_BLOCK_IO);
+	assert_int_equal(cause_request__parse("nap=sleep", &c), 0);
+	assert_int_equal(c.cause, KHBPF_BLOCK_SLEEP);
+	assert_int_equal(cause_request__parse("x=other", &c), 0);
+	assert_int_equal(c.cause, KHBPF_BLOCK_OTHER);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		if (cause_request__parse(bad[i], &c) != -EINVAL)
+			fail_msg("'%s' was taken", bad[i]);
+}
+
 static void test_spansite__metric_from_symbol(void **state)
 {
 	char out[KHBPF_METRIC_MAX + 1], sym[200];
@@ -331,6 +357,7 @@ int main(void)
 		cmocka_unit_test(test_spansite__usdt_request_parse),
 		cmocka_unit_test(test_spansite__usdt_count_parse),
 		cmocka_unit_test(test_spansite__key_parse),
+		cmocka_unit_test(test_spansite__cause_parse),
 		cmocka_unit_test(test_spansite__metric_from_symbol),
 		cmocka_unit_test(test_spansite__fail_escapes_and_hand_over),
 	};

@@ -18,6 +18,9 @@
 #include "session/session.h"
 #include "spans/spanfind.h"
 
+/* getopt_long's codes for long options without a short letter. */
+#define OPT_SPAN_CAUSE 256
+
 /* The options attach and run share, after their own. */
 #define COLLECT_COMMON_HELP                                                                 \
 	"      --debug-dir DIR   for --span in a stripped object: look for its debug\n"     \
@@ -98,6 +101,10 @@ void cmd_attach_help(FILE *f)
 		"                        by its START probe's or function's argument N\n"
 		"                        (0-based; str: up to 63 bytes); repeatable\n"
 		"      --max-keys N      keys per metric (default 256); more go to \"(other)\"\n"
+		"      --span-cause METRIC=CAUSE  blocked time that begins inside a span of\n"
+		"                        METRIC has CAUSE (lock, io, sleep or other), not the\n"
+		"                        system call's: the application's own wait probes\n"
+		"                        name what it waits for; needs --blocked; repeatable\n"
 		"      --no-annotations  ignore KHBPF_SPAN annotations in the target\n" COLLECT_COMMON_HELP
 		"Examples:\n"
 		"  sudo khbpf attach --pid 1234 --duration 10\n"
@@ -151,6 +158,10 @@ void cmd_run_help(FILE *f)
 		"                        by its START probe's or function's argument N\n"
 		"                        (0-based; str: up to 63 bytes); repeatable\n"
 		"      --max-keys N      keys per metric (default 256); more go to \"(other)\"\n"
+		"      --span-cause METRIC=CAUSE  blocked time that begins inside a span of\n"
+		"                        METRIC has CAUSE (lock, io, sleep or other), not the\n"
+		"                        system call's: the application's own wait probes\n"
+		"                        name what it waits for; needs --blocked; repeatable\n"
 		"      --no-annotations  ignore KHBPF_SPAN annotations in CMD\n" COLLECT_COMMON_HELP
 		"Examples:\n"
 		"  sudo khbpf run -- make -j2\n"
@@ -197,6 +208,7 @@ int collect_args__parse(const char *cmd, int argc, char **argv, enum target_mode
 		{ "no-children", no_argument, NULL, 'n' },
 		{ "cgroup", required_argument, NULL, 'G' },
 		{ "max-processes", required_argument, NULL, 'm' },
+		{ "span-cause", required_argument, NULL, OPT_SPAN_CAUSE },
 		{ "help", no_argument, NULL, 'h' },
 		{},
 	};
@@ -211,6 +223,7 @@ int collect_args__parse(const char *cmd, int argc, char **argv, enum target_mode
 	so->span_counters = SCHED_COUNTERS_HW;
 	so->span_reqs = a->reqs;
 	so->key_reqs = a->keys;
+	so->cause_reqs = a->causes;
 	so->debug_dirs = a->debug_dirs;
 	so->pids = a->pids;
 	so->cgroup_paths = a->cgroups;
@@ -332,6 +345,21 @@ int collect_args__parse(const char *cmd, int argc, char **argv, enum target_mode
 					     a->keys, &so->nr_key_reqs, &so->max_keys))
 				return CLI_EXIT_USAGE;
 			break;
+		case OPT_SPAN_CAUSE:
+			if (so->nr_cause_reqs == CMDARGS_MAX_SPANS) {
+				cli__error(cmd, "--span-cause: at most %d of them",
+					   CMDARGS_MAX_SPANS);
+				return CLI_EXIT_USAGE;
+			}
+			if (cause_request__parse(optarg, &a->causes[so->nr_cause_reqs])) {
+				cli__error(
+					cmd,
+					"--span-cause '%s': expected METRIC=lock, METRIC=io, METRIC=sleep or METRIC=other (a metric in kebab-case)",
+					optarg);
+				return CLI_EXIT_USAGE;
+			}
+			so->nr_cause_reqs++;
+			break;
 		case 'A':
 			so->no_annotations = true;
 			break;
@@ -448,6 +476,12 @@ int collect_args__parse(const char *cmd, int argc, char **argv, enum target_mode
 			return CLI_EXIT_USAGE;
 		}
 		so->argv = argv + optind;
+	}
+	if (so->nr_cause_reqs && !so->blocked) {
+		cli__error(
+			cmd,
+			"--span-cause names a cause of blocked time; add --blocked (or --wakers)");
+		return CLI_EXIT_USAGE;
 	}
 	if (a->json && a->text) {
 		cli__error(cmd, "--json and --text both write to stdout; pick one");

@@ -30,6 +30,7 @@ struct collect_args {
 	/* A request's strings: --usdt-span takes twice its length and a metric. */
 	char req_buf[CMDARGS_MAX_SPANS][CLI_SPAN_BUF];
 	struct key_request keys[CMDARGS_MAX_SPANS]; /* --key */
+	struct cause_request causes[CMDARGS_MAX_SPANS]; /* --span-cause */
 	const char *out; /* -o, or NULL */
 	const char *html, *perfetto; /* --html / --perfetto FILE, or NULL */
 	const char *keyhog; /* --keyhog FILE, or NULL */

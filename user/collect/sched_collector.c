@@ -411,6 +411,8 @@ int sched_collector__open(struct sched_collector **out, const struct sched_colle
 	/* Serve sums blocked time per group, without wakers. */
 	c->wakers = c->blocked && opts->wakers && !opts->group_by;
 	c->skel->rodata->blocked_enabled = c->blocked;
+	c->span_causes = c->blocked && opts->spans && opts->span_causes;
+	c->skel->rodata->span_causes_enabled = c->span_causes;
 	c->skel->rodata->wakers_enabled = c->wakers;
 	bpf_program__set_autoload(c->skel->progs.khbpf_sched_waking, c->wakers);
 	bpf_program__set_autoload(c->skel->progs.khbpf_hrtimer_expire_entry, c->wakers);

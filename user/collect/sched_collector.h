@@ -127,6 +127,8 @@ struct sched_collector_opts {
 	bool usdt_hits;
 	/* Some metrics are keyed (--key): sched_collector__set_key and _set_site_arg say how. */
 	bool keys;
+	/* Some metrics declare a blocked cause (--span-cause): sched_collector__set_span_cause. */
+	bool span_causes;
 	/*
 	 * With span_per_file: each exec of a member is passed to on_exec (with
 	 * on_span_ctx), from sched_collector__drain_spans, so that the sites
@@ -206,6 +208,7 @@ struct sched_collector_stats {
 	uint64_t span_wakes_unlisted; /* span stretches the span clock's wake_log no longer held */
 	uint64_t span_wakers_overflow; /* span stretches the span_wakers map had no room for */
 	uint64_t blocked_regs_unread; /* blocked stretches whose system call was unread (other) */
+	bool span_causes; /* --span-cause declarations are in force (spans and blocked time) */
 	struct sched_variant variant;
 	/* Span counters requested, but the kernel's verifier refused those programs. */
 	bool counters_refused;
@@ -437,6 +440,15 @@ int sched_collector__set_key(struct sched_collector *c, uint32_t metric, uint32_
 			     uint32_t max_keys);
 int sched_collector__set_site_arg(struct sched_collector *c, uint32_t slot,
 				  const struct khbpf_arg_spec *spec);
+/*
+ * --span-cause (opts.span_causes): a blocked stretch that begins inside a
+ * span of metric has cause (KHBPF_BLOCK_*). Before attaching the sites.
+ * 0 or -errno (-EOPNOTSUPP: not enabled, or no blocked time; -EINVAL: out of range).
+ */
+int sched_collector__set_span_cause(struct sched_collector *c, uint32_t metric, uint32_t cause);
+/* Per metric (out[0..n)), the blocked stretches whose cause its declaration named so far. */
+void sched_collector__span_cause_stretches(const struct sched_collector *c, uint64_t *out,
+					   size_t n);
 /* Every key seen, with the metric id its calls count under; *out malloc'd. */
 int sched_collector__keys(struct sched_collector *c, struct key_entry **out, size_t *nr);
 /* Exact per (thread, probe) hits of the --usdt sites; *out malloc'd. */

@@ -40,6 +40,7 @@ struct sched_collector {
 	bool span_close; /* the USDT DONE programs are loaded (opts.span_close) */
 	bool usdt_hits; /* the --usdt hit program and map are loaded (opts.usdt_hits) */
 	bool keys; /* --key: keys_enabled, the key maps sized (opts.keys) */
+	bool span_causes; /* --span-cause: span_causes_enabled (opts.span_causes, blocked) */
 	bool task_storage; /* per-thread state in task storage, else the hashes */
 	bool mem_alloc; /* hashes allocated on use (bpf_mem_alloc), else preallocated */
 	uint64_t delivered;

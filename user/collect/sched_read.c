@@ -269,6 +269,7 @@ int sched_collector__stats(struct sched_collector *c, struct sched_collector_sta
 	out->span_wakes_unlisted = c->skel->bss->span_wakes_unlisted;
 	out->span_wakers_overflow = c->skel->bss->span_wakers_overflow;
 	out->blocked_regs_unread = c->skel->bss->blocked_regs_unread;
+	out->span_causes = c->span_causes;
 	sched_variant__select(&c->feat, &out->variant);
 	out->variant.uprobe_multi = c->span_multi;
 	out->variant.task_storage = c->task_storage;

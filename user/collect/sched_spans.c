@@ -413,6 +413,25 @@ int sched_collector__set_key(struct sched_collector *c, uint32_t metric, uint32_
 				    sizeof(kc), BPF_ANY);
 }
 
+int sched_collector__set_span_cause(struct sched_collector *c, uint32_t metric, uint32_t cause)
+{
+	if (!c->span_causes)
+		return -EOPNOTSUPP;
+	if (metric >= KHBPF_MAX_METRICS || cause >= KHBPF_BLOCK_CAUSES)
+		return -EINVAL;
+	/* .bss is mapped: the programs read it at their next switch-out. */
+	c->skel->bss->span_metric_cause[metric] = (uint8_t)(cause + 1);
+	return 0;
+}
+
+void sched_collector__span_cause_stretches(const struct sched_collector *c, uint64_t *out, size_t n)
+{
+	size_t m;
+
+	for (m = 0; m < n && m < KHBPF_MAX_METRICS; m++)
+		out[m] = c->span_causes ? c->skel->bss->span_cause_stretches[m] : 0;
+}
+
 int sched_collector__set_site_arg(struct sched_collector *c, uint32_t slot,
 				  const struct khbpf_arg_spec *spec)
 {

@@ -313,6 +313,11 @@ static struct json_object *span_metric_json(const struct span_metric *m, int *er
 	add(obj, "histogram", hist, err);
 	if (m->is_key)
 		add(obj, "key", evjson__key(&m->key), err);
+	if (m->declared_cause) {
+		add(obj, "declared_cause",
+		    json_object_new_string(blocked_cause__name(m->declared_cause - 1u)), err);
+		add(obj, "declared_cause_stretches", evjson__u64(m->declared_cause_stretches), err);
+	}
 	if (m->keys) {
 		struct json_object *keys = json_object_new_array_ext((int)m->nr_keys);
 

@@ -164,6 +164,8 @@ struct span_metric {
 	size_t nr_keys;
 	bool is_key;
 	struct doc_key key;
+	uint32_t declared_cause; /* --span-cause: KHBPF_BLOCK_* + 1; 0: none declared */
+	uint64_t declared_cause_stretches; /* blocked stretches the declaration named */
 };
 
 /* A metric's calls in one process (`process_span_metrics`, a khbpf addition). */

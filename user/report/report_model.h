@@ -144,6 +144,9 @@ struct report_metric {
 	struct ev_u64 on_cpu_ns;
 	uint64_t run_delay_ns;
 	struct report_blocked blocked;
+	/* --span-cause: the cause its spans declare (NULL: none), and how many stretches took it. */
+	const char *declared_cause;
+	uint64_t declared_cause_stretches;
 	/* --key: its keys (span_metrics[].keys), each with id its key's text. */
 	struct report_metric *keys;
 	size_t nr_keys;

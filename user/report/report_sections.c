@@ -339,6 +339,10 @@ static void load_metrics(struct loader *ld, struct json_object *root)
 			break;
 		}
 		load_metric_fields(ld, o, w, m);
+		m->declared_cause = loader__get_str(ld, o, w, "declared_cause", false);
+		if (m->declared_cause)
+			m->declared_cause_stretches =
+				loader__get_u64(ld, o, w, "declared_cause_stretches");
 		keys = loader__member(ld, o, w, "keys", json_type_array, false);
 		nk = keys ? json_object_array_length(keys) : 0;
 		m->keys = nk ? calloc(nk, sizeof(*m->keys)) : NULL;

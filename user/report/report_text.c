@@ -458,6 +458,12 @@ static void print_metric_time(const struct report_metric *m, FILE *f)
 		fprintf(f, " %c %s unattributed", u < 0 ? '-' : '+', un);
 	}
 	fputc('\n', f);
+	if (m->declared_cause) {
+		fprintf(f, "  %-26s ", "");
+		put_name(f, "blocked stretches begun inside it count as %s (--span-cause): ",
+			 m->declared_cause);
+		fprintf(f, "%" PRIu64 "\n", m->declared_cause_stretches);
+	}
 	if (m->blocked.nr_wakers) {
 		fprintf(f, "  %-26s woken by ", "");
 		put_wakers(&m->blocked, 3, f);

@@ -808,6 +808,7 @@ static int build_document(struct docbuild *b)
 	     s->stats.span_open_at_exit_drops + s->spans->exit_open_lost);
 	LOSS("blocked_wakers_overflow", s->stats.wakers_overflow);
 	LOSS("blocked_wakeups_unseen", s->stats.wakeups_unseen);
+	LOSS("blocked_causes_unread", s->stats.blocked_regs_unread);
 	LOSS("span_wakeups_unlisted", s->stats.span_wakes_unlisted);
 	LOSS("span_wakers_overflow", s->stats.span_wakers_overflow);
 	LOSS("span_wakers_not_kept", s->spans->wakes_lost);

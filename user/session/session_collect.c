@@ -236,6 +236,8 @@ static void discover_spans(struct session *s)
 		.key_reqs = s->opts.key_reqs,
 		.nr_key_reqs = s->opts.nr_key_reqs,
 		.max_keys = s->opts.max_keys,
+		.cause_reqs = s->opts.cause_reqs,
+		.nr_cause_reqs = s->opts.nr_cause_reqs,
 	};
 	char exe[PATH_MAX], dir[PATH_MAX + 256];
 	pid_t *pids = NULL, *more = NULL;
@@ -342,6 +344,7 @@ void session__setup_collector(struct session *s)
 		co.usdt_hits = span_run__has_kind(&s->spans, s->opts.span_reqs,
 						  s->opts.nr_span_reqs, SPAN_SITE_USDT_COUNT);
 		co.keys = s->opts.nr_key_reqs > 0;
+		co.span_causes = s->opts.nr_cause_reqs > 0;
 		co.on_exec = grows ? span_run__on_exec : NULL;
 	}
 	/* serve: every file once, for every process; no records, no execs to follow. */

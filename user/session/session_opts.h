@@ -32,6 +32,8 @@ struct session_opts {
 	const struct key_request *key_reqs; /* --key */
 	size_t nr_key_reqs;
 	uint32_t max_keys; /* --max-keys: keys per metric; 0 → KHBPF_DEFAULT_KEYS_PER_METRIC */
+	const struct cause_request *cause_reqs; /* --span-cause */
+	size_t nr_cause_reqs;
 	const char *const *debug_dirs; /* --debug-dir, searched first for debug files */
 	size_t nr_debug_dirs;
 	uint64_t max_spans; /* span records kept; 0 → default */

@@ -169,6 +169,45 @@ static int setup_keys(struct span_run *r, const struct span_run_opts *o)
 	return err;
 }
 
+/* --span-cause: the declared metrics, registered as --key's are. */
+static int setup_causes(struct span_run *r, const struct span_run_opts *o)
+{
+	uint32_t idx;
+	size_t i;
+
+	if (!o->nr_cause_reqs)
+		return 0;
+	r->metric_cause = calloc(KHBPF_MAX_METRICS, sizeof(*r->metric_cause));
+	r->cause_stretches = calloc(KHBPF_MAX_METRICS, sizeof(*r->cause_stretches));
+	if (!r->metric_cause || !r->cause_stretches)
+		return -ENOMEM;
+	for (i = 0; i < o->nr_cause_reqs; i++)
+		if (!span_run__metric_index(r, o->cause_reqs[i].metric, &idx))
+			r->metric_cause[idx] = (uint8_t)(o->cause_reqs[i].cause + 1);
+	return 0;
+}
+
+/* Hands the declared causes to the collector; one that times no blocked time takes none. */
+static int apply_causes(struct span_run *r, struct sched_collector *c)
+{
+	uint32_t m;
+	int err;
+
+	if (!r->metric_cause)
+		return 0;
+	for (m = 0; m < KHBPF_MAX_METRICS; m++) {
+		if (!r->metric_cause[m])
+			continue;
+		err = sched_collector__set_span_cause(c, m, r->metric_cause[m] - 1u);
+		if (err == -EOPNOTSUPP)
+			return 0;
+		if (err)
+			return err;
+	}
+	r->causes_applied = true;
+	return 0;
+}
+
 int span_run__discover(struct span_run *r, const struct span_run_opts *o)
 {
 	size_t i;
@@ -220,7 +259,8 @@ int span_run__discover(struct span_run *r, const struct span_run_opts *o)
 			site_error(s, -E2BIG, s->metric,
 				   "more than 1024 distinct metrics; this one is not attached");
 	}
-	return setup_keys(r, o);
+	err = setup_keys(r, o);
+	return err ? err : setup_causes(r, o);
 }
 
 size_t span_run__usable(const struct span_run *r)
@@ -280,6 +320,8 @@ void span_run__attach(struct span_run *r, struct sched_collector *c, pid_t pid)
 	}
 	r->coll = c;
 	err = spankeys__apply(&r->keys, c);
+	if (!err)
+		err = apply_causes(r, c);
 	if (err) {
 		span_run__unattach(r, strerror(-err));
 		free(v);
@@ -446,6 +488,8 @@ int span_run__finish(struct span_run *r, struct sched_collector *c)
 	r->blocked_gap =
 		sched_collector__blocked_asked(c) ? EV_GAP_UNSUPPORTED : EV_GAP_COLLECTOR_DISABLED;
 	r->wakers = sched_collector__has_wakers(c);
+	if (r->causes_applied)
+		sched_collector__span_cause_stretches(c, r->cause_stretches, KHBPF_MAX_METRICS);
 	err = sched_collector__span_wakers(c, &r->metric_wakers, &r->nr_metric_wakers);
 	err = err ?: sched_collector__span_aggs(c, &r->aggs, &r->nr_aggs);
 	err = err ?: sched_collector__usdt_hits(c, &r->hits, &r->nr_hits);
@@ -950,6 +994,8 @@ int span_run__document(struct span_run *r, uint64_t start_mono_ns, bool counters
 			continue;
 		m = &r->doc_metrics[r->nr_doc_metrics++];
 		snprintf(m->metric_id, sizeof(m->metric_id), "%s", r->metrics[i]);
+		m->declared_cause = r->causes_applied ? r->metric_cause[i] : 0;
+		m->declared_cause_stretches = m->declared_cause ? r->cause_stretches[i] : 0;
 		build_metric(r, m, r->aggs, r->nr_aggs, (uint32_t)i, &wk, &nb);
 		for (j = 0; j < r->nr_open; j++)
 			m->unfinished += r->open[j].metric == i;
@@ -1001,6 +1047,8 @@ void span_run__free(struct span_run *r)
 	free(r->doc_metrics);
 	free(r->doc_keys);
 	spankeys__free(&r->keys);
+	free(r->metric_cause);
+	free(r->cause_stretches);
 	free(r->buckets);
 	free(r->probes);
 	free(r->doc_open);

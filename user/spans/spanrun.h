@@ -66,6 +66,10 @@ struct span_run {
 	uint64_t exec_libraries_unsearched; /* execs in another mount namespace: the exe only */
 
 	struct span_keys keys; /* --key (spankeys.h) */
+	/* --span-cause: each metric's declared cause + 1 (KHBPF_MAX_METRICS), or NULL. */
+	uint8_t *metric_cause;
+	bool causes_applied; /* the collector took them (it times blocked time) */
+	uint64_t *cause_stretches; /* per metric: blocked stretches its declaration named */
 	/*
 	 * serve: the kernel's (group, metric) series at the last window's end,
 	 * sorted by key, so each window's aggregates are what was added since;
@@ -109,6 +113,8 @@ struct span_run_opts {
 	const struct key_request *key_reqs; /* --key */
 	size_t nr_key_reqs;
 	uint32_t max_keys; /* keys per metric; 0 → KHBPF_DEFAULT_KEYS_PER_METRIC */
+	const struct cause_request *cause_reqs; /* --span-cause */
+	size_t nr_cause_reqs;
 	/*
 	 * serve: every process of the host. Each request names its OBJ, a
 	 * path or a library name (spanobjects__host_library); the sites are

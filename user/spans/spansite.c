@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "khbpf/sched.h"
 #include "khbpf/span.h"
 #include "khbpf/spans.h"
 #include "spans/spansite.h"
@@ -432,6 +433,36 @@ int key_request__parse(const char *arg, struct key_request *out)
 	out->arg = (uint32_t)n;
 	out->kind = strcmp(kind, "str") ? KHBPF_KEY_INT : KHBPF_KEY_STR;
 	return 0;
+}
+
+int cause_request__parse(const char *arg, struct cause_request *out)
+{
+	static const struct {
+		const char *name;
+		uint32_t cause;
+	} causes[] = {
+		{ "lock", KHBPF_BLOCK_LOCK },
+		{ "io", KHBPF_BLOCK_IO },
+		{ "sleep", KHBPF_BLOCK_SLEEP },
+		{ "other", KHBPF_BLOCK_OTHER },
+	};
+	const char *eq;
+	size_t i;
+
+	if (!arg || !out)
+		return -EINVAL;
+	eq = strchr(arg, '=');
+	if (!eq || !spansite__metric_valid_n(arg, (size_t)(eq - arg)))
+		return -EINVAL;
+	for (i = 0; i < sizeof(causes) / sizeof(causes[0]); i++) {
+		if (strcmp(eq + 1, causes[i].name))
+			continue;
+		memcpy(out->metric, arg, (size_t)(eq - arg));
+		out->metric[eq - arg] = '\0';
+		out->cause = causes[i].cause;
+		return 0;
+	}
+	return -EINVAL;
 }
 
 int site_vec__push_not_found(struct site_vec *vec, bool has_symtab, const char *object,

@@ -48,6 +48,19 @@ struct key_request {
  */
 int key_request__parse(const char *arg, struct key_request *out);
 
+/* A parsed --span-cause METRIC=CAUSE. */
+struct cause_request {
+	char metric[SPANFIND_METRIC_MAX];
+	uint32_t cause; /* KHBPF_BLOCK_LOCK, _IO, _SLEEP or _OTHER */
+};
+
+/*
+ * Parses a --span-cause argument into out: METRIC a kebab-case metric,
+ * CAUSE one of lock, io, sleep, other (fault is the kernel's to say).
+ * 0 or -EINVAL.
+ */
+int cause_request__parse(const char *arg, struct cause_request *out);
+
 struct span_site {
 	/* Path as the target sees it (from /proc/PID/maps), e.g. /usr/lib/x.so. */
 	char object[PATH_MAX];
