@@ -155,8 +155,14 @@ for t in truth:
         mine += causes.get("fault", 0)
     if t["cause"] != "none" and mine < want_blocked - tol:
         bad.append(f"{k}#{i}: blocked by {causes}, expected {want_blocked} of {t['cause']}")
-    if b["blocked_ns"] - mine > tol + edges:
-        bad.append(f"{k}#{i}: blocked by {causes} beyond {t['cause']} and the edges ({edges})")
+    # Blocked time schedstats does not see (hi - lo: on PREEMPT_RT a wait for
+    # a sleeping spinlock, TASK_RTLOCK_WAIT, is neither a sleep nor a block to
+    # update_stats_dequeue_fair()) was in whatever call the thread was then:
+    # the 6.12-rt TCG guest once had two threads wait 7.3 ms in a read of
+    # their schedstat file, `io` inside wait-sleep and wait-inner.
+    if b["blocked_ns"] - mine > tol + edges + (hi - lo):
+        bad.append(f"{k}#{i}: blocked by {causes} beyond {t['cause']}, the edges ({edges}) "
+                   f"and what schedstats did not see ({hi - lo})")
 # One missed switch-in makes every span then open on its thread a gap: the
 # nested wait-inner and wait-outer both (ASan's attach pass on 6.18: 2 calls,
 # 1 missed switch-in). Calls of one thread that overlap share one.
@@ -385,8 +391,10 @@ PY
 
 # --span-cause: the spans name the cause of the stretches begun inside them,
 # the innermost declared one's (wait-inner inside wait-outer), and nothing
-# else moves. Every stretch inside wait-pipe and wait-inner is named, and
-# counted once, under the metric that named it.
+# else moves. Every stretch begun inside wait-pipe and wait-inner is named,
+# and counted once, under the metric that named it; wait-outer names only
+# its own stretches outside wait-inner (khbpf's uprobe trap at wait-inner's
+# entry waiting for mmap_lock, a `fault` otherwise), which may be none.
 expect_exit 0 timeout 60 "$KHBPF" run --blocked --span-cause wait-pipe=lock \
 	--span-cause wait-outer=io --span-cause wait-inner=other -o "$TMP/cause.json" -- "$W" --rounds "$ROUNDS"
 validate "$TMP/cause.json" >/dev/null || fail "schema (--span-cause)"
@@ -398,13 +406,25 @@ m = {x["metric_id"]: x for x in d["span_metrics"]}
 def by(name):
     b = m[name]["scheduler"]["blocked"]["value"]["blocked_by"]
     return {c["cause"]: c for c in b if c["ns"] or c["count"]}
-want = {"wait-pipe": "lock", "wait-inner": "other", "wait-outer": "other",
-        "wait-mutex": "lock", "wait-cond": "lock", "wait-sleep": "sleep"}
 bad = []
-for name, cause in want.items():
-    causes = by(name)
-    if set(causes) != {cause} or m[name]["calls"] != rounds:
-        bad.append(f"{name}: {m[name]['calls']} calls, blocked by {sorted(causes)}, expected {cause} only")
+for name in m:
+    if m[name]["calls"] != rounds:
+        bad.append(f"{name}: {m[name]['calls']} calls, expected {rounds}")
+# Declared, innermost: every stretch begun inside is named.
+for name, cause in (("wait-pipe", "lock"), ("wait-inner", "other")):
+    if set(by(name)) != {cause}:
+        bad.append(f"{name}: blocked by {sorted(by(name))}, expected {cause} only")
+# wait-outer: wait-inner's stretches (other), and its own named io.
+outer, inner = by("wait-outer"), by("wait-inner")
+if set(outer) - {"other", "io"} or outer.get("other", {}).get("ns") != inner.get("other", {}).get("ns"):
+    bad.append(f"wait-outer: blocked by {outer}, expected wait-inner's other ({inner}) and io")
+# Undeclared: as without the option. A span's edges (its own schedstat
+# reads, khbpf's uprobe trap) may block otherwise, as the check above allows.
+for name, cause in (("wait-mutex", "lock"), ("wait-cond", "lock"), ("wait-sleep", "sleep")):
+    b = by(name)
+    total = sum(c["ns"] for c in b.values())
+    if b.get(cause, {}).get("ns", 0) < total * 0.9 or "other" in b:
+        bad.append(f"{name}: blocked by {b}, expected {cause}, as without --span-cause")
 decl = {n: (x.get("declared_cause"), x.get("declared_cause_stretches")) for n, x in m.items()}
 for n, c in (("wait-pipe", "lock"), ("wait-outer", "io"), ("wait-inner", "other")):
     if decl[n][0] != c:
@@ -412,17 +432,17 @@ for n, c in (("wait-pipe", "lock"), ("wait-outer", "io"), ("wait-inner", "other"
 for n in ("wait-mutex", "wait-cond", "wait-sleep", "wait-preempt"):
     if decl[n] != (None, None):
         bad.append(f"{n}: declared {decl[n]}, nothing was")
-# wait-outer is never the innermost declared span while blocked: it spins, then calls wait-inner.
 slack = d["loss"]["offcpu_stretches_unseen"]["value"]
-for n, c, want_n in (("wait-pipe", "lock", by("wait-pipe")["lock"]["count"]),
-                     ("wait-inner", "other", by("wait-inner")["other"]["count"]),
-                     ("wait-outer", "io", 0)):
+for n, want_n in (("wait-pipe", by("wait-pipe")["lock"]["count"]),
+                  ("wait-inner", inner["other"]["count"]),
+                  ("wait-outer", outer.get("io", {}).get("count", 0))):
     if abs(decl[n][1] - want_n) > slack:
         bad.append(f"{n}: {decl[n][1]} stretches named, its spans had {want_n} (unseen {slack})")
 for x in bad:
     print("  " + x, file=sys.stderr)
 print(f"  --span-cause: wait-pipe {decl['wait-pipe'][1]} stretches as lock, wait-inner {decl['wait-inner'][1]} "
-      f"as other (wait-outer's too), wait-mutex, wait-cond and wait-sleep unchanged")
+      f"as other (wait-outer's too), wait-outer {decl['wait-outer'][1]} of its own as io; "
+      f"wait-mutex, wait-cond and wait-sleep as without it")
 sys.exit(1 if bad else 0)
 PY
 

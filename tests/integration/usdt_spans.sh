@@ -188,10 +188,13 @@ kh_stop() {
 # ---- 1. PostgreSQL: query__start/done against pg_stat_statements ----------
 "${AS[@]}" "$PGBIN/initdb" -D "$TMP/pg" -U bench --auth=trust --no-sync >"$TMP/initdb.log" 2>&1 ||
 	fail "initdb failed: $(tail -5 "$TMP/initdb.log")"
-# autovacuum off: no backend but the test's own takes a lock.
+# autovacuum off: no backend but the test's own takes a lock. deadlock_timeout
+# past the row lock's wait: its 1 s timer (ProcSleep's deadlock check) would
+# otherwise wake the waiter once in a slow guest (the 6.12-rt TCG guest: a
+# timer for 1.0 s of the UPDATE's blocked time, the holder for the rest).
 "${AS[@]}" "$PG" -D "$TMP/pg" -k "$TMP/sock" -p 5439 \
 	-c listen_addresses= -c shared_preload_libraries=pg_stat_statements \
-	-c pg_stat_statements.track_utility=on -c autovacuum=off \
+	-c pg_stat_statements.track_utility=on -c autovacuum=off -c deadlock_timeout=60s \
 	-c log_connections=on -c log_line_prefix='%p ' -c fsync=off \
 	-c logging_collector=off >"$TMP/pg.log" 2>&1 &
 PM=$!
