@@ -680,6 +680,13 @@ static void span_table(struct page *pg)
 			"<tr><td class=\"l\"><span class=\"sw\" style=\"background:%s\"></span>",
 			metric_color(m));
 		report_html__esc(pg, "%s", m->id);
+		if (m->declared_cause) {
+			/* The cause is one of the document's cause names: escaped all the same. */
+			report_html__esc(pg, "<br><small>blocked inside it counts as %s",
+					 m->declared_cause);
+			fprintf(pg->f, " (--span-cause): %" PRIu64 " stretches</small>",
+				m->declared_cause_stretches);
+		}
 		fprintf(pg->f,
 			"%s</td><td>%" PRIu64 "</td><td>%s</td><td>%s</td><td>%" PRIu64 ".%" PRIu64
 			"%%</td><td>%s</td><td>%" PRIu64 "</td>",
