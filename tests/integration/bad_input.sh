@@ -112,6 +112,12 @@ time.sleep(30)' &
 	one_error attach
 	grep -q -- "add --blocked" "$TMP/err" || fail "--span-cause without --blocked: $(cat "$TMP/err")"
 	no_output
+	expect_exit 2 "$KHBPF" serve --span-cause wait=lock
+	one_error serve
+	grep -q -- "add --blocked" "$TMP/err" || fail "serve --span-cause without --blocked: $(cat "$TMP/err")"
+	expect_exit 2 "$KHBPF" serve --blocked --span-cause wait=lock
+	one_error serve
+	grep -q -- "needs a --span or --usdt-span" "$TMP/err" || fail "serve --span-cause without spans: $(cat "$TMP/err")"
 	# A cgroup that does not exist; a file, not a cgroup directory.
 	expect_exit 1 "$KHBPF" attach --cgroup /khbpf-no-such-cgroup-$$ -d 1 -o "$OUT"
 	one_error attach

@@ -505,4 +505,58 @@ bad = [c for c in want if got.get(c, 0) < want[c] * 0.98]
 print(f"  serve: blocked s {({c: round(v, 4) for c, v in got.items()})}, the waiters' own at least {({c: round(v, 4) for c, v in want.items()})}")
 sys.exit(1 if bad or not want else 0)
 PY
+kill -INT "$SERVE_PID"
+wait "$SERVE_PID" || fail "serve failed: $(cat "$TMP/serve.err")"
+SERVE_PID=""
+
+# serve --span-cause: the pipe wait inside wait-pipe's spans moves from io to
+# lock in the process's series, and each window's document counts the
+# stretches it named, every one once.
+start_serve --blocked --interval 1 --cgroup "/$CG" --by process --span "$PWD/$W:wait_pipe" \
+	--span-cause wait-pipe=lock --ndjson "$TMP/cause.ndjson"
+(echo "$BASHPID" >"$CGROOT/$CG/cgroup.procs" && exec "$W" --rounds "$ROUNDS") >"$TMP/serve2.truth" ||
+	fail "the workload failed under serve --span-cause"
+sleep 2.5
+curl -sf "http://127.0.0.1:$PORT/metrics" >"$TMP/metrics2.txt" || fail "GET /metrics"
+kill -INT "$SERVE_PID"
+wait "$SERVE_PID" || fail "serve failed: $(cat "$TMP/serve.err")"
+SERVE_PID=""
+"$PYTHON" - "$TMP/metrics2.txt" "$TMP/serve2.truth" "$TMP/cause.ndjson" "$ROUNDS" <<'PY' || fail "serve --span-cause"
+import json, re, sys
+got = {}
+for line in open(sys.argv[1]):
+    m = re.match(r'khbpf_blocked_seconds_total\{(.*)\} (\S+)$', line.strip())
+    if m and 'comm="waits"' in m.group(1):
+        cause = re.search(r'cause="(\w+)"', m.group(1)).group(1)
+        got[cause] = got.get(cause, 0) + float(m.group(2))
+want = {}
+for l in open(sys.argv[2]):
+    t = json.loads(l)
+    if t.get("life"):
+        continue
+    if t["cause"] in ("lock", "io") and t["metric"] != "wait-outer":
+        own = t["slept_ns"] if t.get("slept_ns") is not None else t["wall_ns"] - t["on_cpu_ns"] - t["run_delay_ns"]
+        want[t["cause"]] = want.get(t["cause"], 0) + own / 1e9
+named = calls = counted = 0
+for l in open(sys.argv[3]):
+    for m in json.loads(l).get("span_metrics", []):
+        if m["metric_id"] != "wait-pipe":
+            continue
+        assert m["declared_cause"] == "lock", m
+        named += m["declared_cause_stretches"]
+        calls += m["calls"]
+        counted += sum(c["count"] for c in m["scheduler"]["blocked"]["value"]["blocked_by"])
+bad = []
+if got.get("io", 0) >= want["io"] * 0.5:
+    bad.append(f"io {got.get('io')} s: the pipe wait ({want['io']} s) did not move")
+if got.get("lock", 0) < (want["lock"] + want["io"]) * 0.98:
+    bad.append(f"lock {got.get('lock')} s, short of the waiters' lock and pipe waits")
+if calls != int(sys.argv[4]) or named != counted or not named:
+    bad.append(f"wait-pipe: {calls} calls, {named} stretches named, {counted} in its spans")
+for x in bad:
+    print("  " + x, file=sys.stderr)
+print(f"  serve --span-cause wait-pipe=lock: blocked s {({c: round(v, 4) for c, v in got.items()})}; "
+      f"the waiters' own lock {want['lock']:.4f}, pipe {want['io']:.4f}; {named} stretches named over the windows")
+sys.exit(1 if bad else 0)
+PY
 echo "blocked: ok"

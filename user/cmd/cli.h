@@ -63,6 +63,8 @@ int cli__check_output_path(const char *cmd, const char *opt, const char *path);
 
 /* --span, --usdt-span, --usdt and --key requests per command line, and each one's strings. */
 #define CLI_MAX_SPANS 64
+/* getopt_long's code for --span-cause (attach, run, serve): no short letter. */
+#define CLI_OPT_SPAN_CAUSE 256
 #define CLI_SPAN_BUF 1024
 /*
  * One of the span options of run, attach and serve, by its getopt code:

@@ -18,9 +18,6 @@
 #include "session/session.h"
 #include "spans/spanfind.h"
 
-/* getopt_long's codes for long options without a short letter. */
-#define OPT_SPAN_CAUSE 256
-
 /* The options attach and run share, after their own. */
 #define COLLECT_COMMON_HELP                                                                 \
 	"      --debug-dir DIR   for --span in a stripped object: look for its debug\n"     \
@@ -208,7 +205,7 @@ int collect_args__parse(const char *cmd, int argc, char **argv, enum target_mode
 		{ "no-children", no_argument, NULL, 'n' },
 		{ "cgroup", required_argument, NULL, 'G' },
 		{ "max-processes", required_argument, NULL, 'm' },
-		{ "span-cause", required_argument, NULL, OPT_SPAN_CAUSE },
+		{ "span-cause", required_argument, NULL, CLI_OPT_SPAN_CAUSE },
 		{ "help", no_argument, NULL, 'h' },
 		{},
 	};
@@ -345,7 +342,7 @@ int collect_args__parse(const char *cmd, int argc, char **argv, enum target_mode
 					     a->keys, &so->nr_key_reqs, &so->max_keys))
 				return CLI_EXIT_USAGE;
 			break;
-		case OPT_SPAN_CAUSE:
+		case CLI_OPT_SPAN_CAUSE:
 			if (so->nr_cause_reqs == CMDARGS_MAX_SPANS) {
 				cli__error(cmd, "--span-cause: at most %d of them",
 					   CMDARGS_MAX_SPANS);

@@ -67,6 +67,9 @@ void cmd_serve_help(FILE *f)
 		"      --usdt OBJ:PROVIDER:NAME  count each matching USDT probe's hits\n"
 		"      --key METRIC=argN:str|int  split METRIC by one argument of its probe\n"
 		"      --max-keys N      keys per metric (default 256); more go to \"(other)\"\n"
+		"      --span-cause METRIC=CAUSE  blocked time that begins inside a span of\n"
+		"                        METRIC has CAUSE (lock, io, sleep or other), not the\n"
+		"                        system call's; needs --blocked; repeatable\n"
 		"      --max-span-series N  (group, metric, key) series the kernel keeps\n"
 		"                        (default %d); calls of more go to \"(overflow)\"\n"
 		"      --no-annotations  ignore the KHBPF_SPAN notes of the named objects\n"
@@ -113,6 +116,7 @@ int serve_args__parse(int argc, char **argv, struct serve_args *a)
 		{ "max-keys", required_argument, NULL, 'x' },
 		{ "max-span-series", required_argument, NULL, 'M' },
 		{ "no-annotations", no_argument, NULL, 'a' },
+		{ "span-cause", required_argument, NULL, CLI_OPT_SPAN_CAUSE },
 		{ "help", no_argument, NULL, 'h' },
 		{},
 	};
@@ -128,6 +132,7 @@ int serve_args__parse(int argc, char **argv, struct serve_args *a)
 	so->cgroups = a->cgroups;
 	so->span_reqs = a->reqs;
 	so->key_reqs = a->keys;
+	so->cause_reqs = a->causes;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":l:p:i:h", opts, NULL)) != -1) {
 		switch (c) {
@@ -269,6 +274,21 @@ int serve_args__parse(int argc, char **argv, struct serve_args *a)
 		case 'a':
 			so->no_annotations = true;
 			break;
+		case CLI_OPT_SPAN_CAUSE:
+			if (so->nr_cause_reqs == CMDARGS_MAX_SPANS) {
+				cli__error("serve", "--span-cause: at most %d of them",
+					   CMDARGS_MAX_SPANS);
+				return CLI_EXIT_USAGE;
+			}
+			if (cause_request__parse(optarg, &a->causes[so->nr_cause_reqs])) {
+				cli__error(
+					"serve",
+					"--span-cause '%s': expected METRIC=lock, METRIC=io, METRIC=sleep or METRIC=other (a metric in kebab-case)",
+					optarg);
+				return CLI_EXIT_USAGE;
+			}
+			so->nr_cause_reqs++;
+			break;
 		case 'h':
 			a->help = true;
 			return 0;
@@ -294,6 +314,15 @@ int serve_args__parse(int argc, char **argv, struct serve_args *a)
 	if (so->children && (!so->nr_pids || so->nr_cgroups)) {
 		cli__error("serve", "--children needs --pid (and no --cgroup): it adds the "
 				    "processes' descendants");
+		return CLI_EXIT_USAGE;
+	}
+	if (so->nr_cause_reqs && !so->blocked) {
+		cli__error("serve", "--span-cause names a cause of blocked time; add --blocked");
+		return CLI_EXIT_USAGE;
+	}
+	if (so->nr_cause_reqs && !so->nr_span_reqs) {
+		cli__error("serve", "--span-cause needs a --span or --usdt-span whose metric it "
+				    "names");
 		return CLI_EXIT_USAGE;
 	}
 	if (so->nr_key_reqs && !so->nr_span_reqs) {

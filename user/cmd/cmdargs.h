@@ -47,6 +47,7 @@ struct serve_args {
 	struct span_request reqs[CMDARGS_MAX_SPANS];
 	char req_buf[CMDARGS_MAX_SPANS][CLI_SPAN_BUF];
 	struct key_request keys[CMDARGS_MAX_SPANS];
+	struct cause_request causes[CMDARGS_MAX_SPANS]; /* --span-cause */
 	bool help;
 };
 

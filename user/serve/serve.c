@@ -343,6 +343,8 @@ int serve__run(const struct serve_opts *opts, char *errbuf, size_t errlen)
 	so.nr_span_reqs = s->o.nr_span_reqs;
 	so.key_reqs = s->o.key_reqs;
 	so.nr_key_reqs = s->o.nr_key_reqs;
+	so.cause_reqs = s->o.cause_reqs;
+	so.nr_cause_reqs = s->o.nr_cause_reqs;
 	so.max_keys = s->o.max_keys;
 	so.max_span_series = s->o.max_span_series;
 	so.no_annotations = s->o.no_annotations;

@@ -45,6 +45,8 @@ struct serve_opts {
 	size_t nr_span_reqs;
 	const struct key_request *key_reqs;
 	size_t nr_key_reqs;
+	const struct cause_request *cause_reqs; /* --span-cause */
+	size_t nr_cause_reqs;
 	uint32_t max_keys; /* keys per metric; 0 → KHBPF_DEFAULT_KEYS_PER_METRIC */
 	uint32_t max_span_series; /* (group, metric, key) series; 0 → KHBPF_DEFAULT_SPAN_SERIES */
 	bool no_annotations; /* ignore the KHBPF_SPAN notes of the named objects */

@@ -179,7 +179,8 @@ static int setup_causes(struct span_run *r, const struct span_run_opts *o)
 		return 0;
 	r->metric_cause = calloc(KHBPF_MAX_METRICS, sizeof(*r->metric_cause));
 	r->cause_stretches = calloc(KHBPF_MAX_METRICS, sizeof(*r->cause_stretches));
-	if (!r->metric_cause || !r->cause_stretches)
+	r->cause_prev = calloc(KHBPF_MAX_METRICS, sizeof(*r->cause_prev));
+	if (!r->metric_cause || !r->cause_stretches || !r->cause_prev)
 		return -ENOMEM;
 	for (i = 0; i < o->nr_cause_reqs; i++)
 		if (!span_run__metric_index(r, o->cause_reqs[i].metric, &idx))
@@ -688,6 +689,16 @@ int span_run__series_window(struct span_run *r, struct sched_collector *c)
 		sched_collector__blocked_asked(c) ? EV_GAP_UNSUPPORTED : EV_GAP_COLLECTOR_DISABLED;
 	r->wakers = false;
 	r->by_group = true;
+	if (r->causes_applied) {
+		/* What the kernel's counts of named stretches added over the window. */
+		sched_collector__span_cause_stretches(c, r->cause_stretches, KHBPF_MAX_METRICS);
+		for (i = 0; i < KHBPF_MAX_METRICS; i++) {
+			uint64_t count = r->cause_stretches[i];
+
+			r->cause_stretches[i] = count - r->cause_prev[i];
+			r->cause_prev[i] = count;
+		}
+	}
 	return unkey(r, c);
 }
 
@@ -1049,6 +1060,7 @@ void span_run__free(struct span_run *r)
 	spankeys__free(&r->keys);
 	free(r->metric_cause);
 	free(r->cause_stretches);
+	free(r->cause_prev);
 	free(r->buckets);
 	free(r->probes);
 	free(r->doc_open);

@@ -70,6 +70,7 @@ struct span_run {
 	uint8_t *metric_cause;
 	bool causes_applied; /* the collector took them (it times blocked time) */
 	uint64_t *cause_stretches; /* per metric: blocked stretches its declaration named */
+	uint64_t *cause_prev; /* serve: the kernel's counts at the last window's end */
 	/*
 	 * serve: the kernel's (group, metric) series at the last window's end,
 	 * sorted by key, so each window's aggregates are what was added since;
