@@ -122,18 +122,18 @@ static __always_inline __u32 block_cause(struct task_struct *p, unsigned int sta
 }
 
 /*
- * The cause a --span-cause declares for p's blocked stretch: that of the
- * innermost open span whose metric (*metric) has one, + 1; 0 when none does.
+ * The cause a --span-cause declares for a blocked stretch begun with the
+ * span clock ck (the thread's, which on_switch() has looked up already;
+ * NULL: no span open): that of the innermost open span whose metric
+ * (*metric) has one, + 1; 0 when none does.
  */
-static __always_inline __u32 declared_cause(struct task_struct *p, __u32 *metric)
+static __always_inline __u32 declared_cause(struct khbpf_span_clock *ck, __u32 *metric)
 {
-	struct khbpf_span_state *ss;
+	/* The clock is the first member of the thread's span state. */
+	struct khbpf_span_state *ss = (struct khbpf_span_state *)ck;
 	__u32 i, depth, m, c;
 
-	if (!span_causes_enabled)
-		return 0;
-	ss = span_state_get(p, false);
-	if (!ss)
+	if (!span_causes_enabled || !ss)
 		return 0;
 	depth = ss->depth;
 	for (i = 0; i < KHBPF_SPAN_DEPTH; i++) {
@@ -178,9 +178,10 @@ static __always_inline __u64 open_blocked_ns(struct task_struct *p,
 }
 
 /* prev leaves the CPU: its off-CPU stretch starts, blocked or preempted. */
-/* grp: prev's group (serve), as group_switch_out() found it. */
+/* grp: prev's group (serve), as group_switch_out() found it; ck: its span clock, or NULL. */
 static __always_inline void stretch_out(struct task_struct *prev, struct khbpf_task_state *st,
-					__u64 now, struct khbpf_group_acc *grp)
+					__u64 now, struct khbpf_group_acc *grp,
+					struct khbpf_span_clock *ck)
 {
 	unsigned int state = task_state_now(prev);
 	__u32 cause, metric = 0;
@@ -196,7 +197,7 @@ static __always_inline void stretch_out(struct task_struct *prev, struct khbpf_t
 		st->ep_cause = 0;
 		return;
 	}
-	cause = declared_cause(prev, &metric);
+	cause = declared_cause(ck, &metric);
 	if (cause) {
 		/* The bound where the index uses it: clang would test a copy. */
 		cause = cause_idx(cause - 1);

@@ -447,7 +447,7 @@ static __always_inline int on_switch(struct task_struct *prev, struct task_struc
 		if (blocked_enabled && prev_state != TASK_DEAD) {
 			st = state_or(st, prev);
 			if (st)
-				stretch_out(prev, st, now, grp);
+				stretch_out(prev, st, now, grp, ck_prev);
 		}
 		if (prev_state == TASK_DEAD)
 			task_states_free(prev);

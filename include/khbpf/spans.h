@@ -308,6 +308,9 @@ struct khbpf_span_agg {
 };
 
 #ifndef __BPF__
+/* blocked.bpf.h's declared_cause() finds the span state from its clock. */
+_Static_assert(__builtin_offsetof(struct khbpf_span_state, clock) == 0,
+	       "khbpf_span_clock first in khbpf_span_state");
 /* blocked.bpf.h bounds a metric index by masking with KHBPF_MAX_METRICS - 1. */
 _Static_assert((KHBPF_MAX_METRICS & (KHBPF_MAX_METRICS - 1)) == 0,
 	       "KHBPF_MAX_METRICS is a power of two");

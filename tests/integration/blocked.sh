@@ -158,8 +158,8 @@ for t in truth:
     # Blocked time schedstats does not see (hi - lo: on PREEMPT_RT a wait for
     # a sleeping spinlock, TASK_RTLOCK_WAIT, is neither a sleep nor a block to
     # update_stats_dequeue_fair()) was in whatever call the thread was then:
-    # the 6.12-rt TCG guest once had two threads wait 7.3 ms in a read of
-    # their schedstat file, `io` inside wait-sleep and wait-inner.
+    # the 6.12-rt TCG guest once had two threads blocked 7.3 ms in an `io`
+    # call inside wait-sleep and wait-inner that their own sleep time lacked.
     if b["blocked_ns"] - mine > tol + edges + (hi - lo):
         bad.append(f"{k}#{i}: blocked by {causes} beyond {t['cause']}, the edges ({edges}) "
                    f"and what schedstats did not see ({hi - lo})")
@@ -485,22 +485,35 @@ start_serve --blocked --interval 1 --cgroup "/$CG" --by process
 	fail "the workload failed under serve"
 sleep 2.5
 curl -sf "http://127.0.0.1:$PORT/metrics" >"$TMP/metrics.txt" || fail "GET /metrics"
-"$PYTHON" - "$TMP/metrics.txt" "$TMP/serve.truth" <<'PY' || fail "serve's blocked time is short of the threads' own"
-import json, re, sys
-got = {}
-for line in open(sys.argv[1]):
-    m = re.match(r'khbpf_blocked_seconds_total\{(.*)\} (\S+)$', line.strip())
-    if m and 'comm="waits"' in m.group(1):
-        cause = re.search(r'cause="(\w+)"', m.group(1)).group(1)
-        got[cause] = got.get(cause, 0) + float(m.group(2))
-want = {}
-for l in open(sys.argv[2]):
-    t = json.loads(l)
-    if t.get("life"):
-        continue
-    if t["cause"] in ("lock", "io", "sleep") and t["metric"] != "wait-outer":
-        own = t["slept_ns"] if t.get("slept_ns") is not None else t["wall_ns"] - t["on_cpu_ns"] - t["run_delay_ns"]
-        want[t["cause"]] = want.get(t["cause"], 0) + own / 1e9
+# Both serve checks read the same two things: the process's series of
+# khbpf_blocked_seconds_total, and what its waiters measured inside their spans.
+cat >"$TMP/serveblocked.py" <<'PY'
+import json, re
+def served(path):
+    got = {}
+    for line in open(path):
+        m = re.match(r'khbpf_blocked_seconds_total\{(.*)\} (\S+)$', line.strip())
+        if m and 'comm="waits"' in m.group(1):
+            cause = re.search(r'cause="(\w+)"', m.group(1)).group(1)
+            got[cause] = got.get(cause, 0) + float(m.group(2))
+    return got
+def waited(path, causes):
+    want = {}
+    for l in open(path):
+        t = json.loads(l)
+        if t.get("life"):
+            continue
+        if t["cause"] in causes and t["metric"] != "wait-outer":
+            own = t["slept_ns"] if t.get("slept_ns") is not None else t["wall_ns"] - t["on_cpu_ns"] - t["run_delay_ns"]
+            want[t["cause"]] = want.get(t["cause"], 0) + own / 1e9
+    return want
+PY
+"$PYTHON" - "$TMP/metrics.txt" "$TMP/serve.truth" "$TMP" <<'PY' || fail "serve's blocked time is short of the threads' own"
+import sys
+sys.path.insert(0, sys.argv[3])
+from serveblocked import served, waited
+got = served(sys.argv[1])
+want = waited(sys.argv[2], ("lock", "io", "sleep"))
 bad = [c for c in want if got.get(c, 0) < want[c] * 0.98]
 print(f"  serve: blocked s {({c: round(v, 4) for c, v in got.items()})}, the waiters' own at least {({c: round(v, 4) for c, v in want.items()})}")
 sys.exit(1 if bad or not want else 0)
@@ -521,22 +534,12 @@ curl -sf "http://127.0.0.1:$PORT/metrics" >"$TMP/metrics2.txt" || fail "GET /met
 kill -INT "$SERVE_PID"
 wait "$SERVE_PID" || fail "serve failed: $(cat "$TMP/serve.err")"
 SERVE_PID=""
-"$PYTHON" - "$TMP/metrics2.txt" "$TMP/serve2.truth" "$TMP/cause.ndjson" "$ROUNDS" <<'PY' || fail "serve --span-cause"
-import json, re, sys
-got = {}
-for line in open(sys.argv[1]):
-    m = re.match(r'khbpf_blocked_seconds_total\{(.*)\} (\S+)$', line.strip())
-    if m and 'comm="waits"' in m.group(1):
-        cause = re.search(r'cause="(\w+)"', m.group(1)).group(1)
-        got[cause] = got.get(cause, 0) + float(m.group(2))
-want = {}
-for l in open(sys.argv[2]):
-    t = json.loads(l)
-    if t.get("life"):
-        continue
-    if t["cause"] in ("lock", "io") and t["metric"] != "wait-outer":
-        own = t["slept_ns"] if t.get("slept_ns") is not None else t["wall_ns"] - t["on_cpu_ns"] - t["run_delay_ns"]
-        want[t["cause"]] = want.get(t["cause"], 0) + own / 1e9
+"$PYTHON" - "$TMP/metrics2.txt" "$TMP/serve2.truth" "$TMP/cause.ndjson" "$ROUNDS" "$TMP" <<'PY' || fail "serve --span-cause"
+import json, sys
+sys.path.insert(0, sys.argv[5])
+from serveblocked import served, waited
+got = served(sys.argv[1])
+want = waited(sys.argv[2], ("lock", "io"))
 named = calls = counted = 0
 for l in open(sys.argv[3]):
     for m in json.loads(l).get("span_metrics", []):

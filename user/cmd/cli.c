@@ -235,6 +235,24 @@ int cli__check_output_path(const char *cmd, const char *opt, const char *path)
 	return err;
 }
 
+int cli__span_cause_option(const char *cmd, const char *arg, struct cause_request *causes,
+			   size_t *nr)
+{
+	if (*nr == CLI_MAX_SPANS) {
+		cli__error(cmd, "--span-cause: at most %d of them", CLI_MAX_SPANS);
+		return CLI_EXIT_USAGE;
+	}
+	if (cause_request__parse(arg, &causes[*nr])) {
+		cli__error(
+			cmd,
+			"--span-cause '%s': expected METRIC=lock, METRIC=io, METRIC=sleep or METRIC=other (a metric in kebab-case)",
+			arg);
+		return CLI_EXIT_USAGE;
+	}
+	(*nr)++;
+	return 0;
+}
+
 int cli__span_option(const char *cmd, int c, const char *arg, struct span_request *reqs,
 		     char (*bufs)[CLI_SPAN_BUF], size_t *nr_reqs, struct key_request *keys,
 		     size_t *nr_keys, uint32_t *max_keys)

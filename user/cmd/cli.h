@@ -75,6 +75,12 @@ int cli__check_output_path(const char *cmd, const char *opt, const char *path);
 int cli__span_option(const char *cmd, int c, const char *arg, struct span_request *reqs,
 		     char (*bufs)[CLI_SPAN_BUF], size_t *nr_reqs, struct key_request *keys,
 		     size_t *nr_keys, uint32_t *max_keys);
+/*
+ * --span-cause METRIC=CAUSE of run, attach and serve, into causes[*nr]
+ * (at most CLI_MAX_SPANS). 0, or CLI_EXIT_USAGE after the error line.
+ */
+int cli__span_cause_option(const char *cmd, const char *arg, struct cause_request *causes,
+			   size_t *nr);
 
 int cmd_probe(int argc, char **argv);
 void cmd_probe_help(FILE *f);

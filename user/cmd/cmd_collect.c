@@ -343,19 +343,8 @@ int collect_args__parse(const char *cmd, int argc, char **argv, enum target_mode
 				return CLI_EXIT_USAGE;
 			break;
 		case CLI_OPT_SPAN_CAUSE:
-			if (so->nr_cause_reqs == CMDARGS_MAX_SPANS) {
-				cli__error(cmd, "--span-cause: at most %d of them",
-					   CMDARGS_MAX_SPANS);
+			if (cli__span_cause_option(cmd, optarg, a->causes, &so->nr_cause_reqs))
 				return CLI_EXIT_USAGE;
-			}
-			if (cause_request__parse(optarg, &a->causes[so->nr_cause_reqs])) {
-				cli__error(
-					cmd,
-					"--span-cause '%s': expected METRIC=lock, METRIC=io, METRIC=sleep or METRIC=other (a metric in kebab-case)",
-					optarg);
-				return CLI_EXIT_USAGE;
-			}
-			so->nr_cause_reqs++;
 			break;
 		case 'A':
 			so->no_annotations = true;

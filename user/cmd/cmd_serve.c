@@ -275,19 +275,8 @@ int serve_args__parse(int argc, char **argv, struct serve_args *a)
 			so->no_annotations = true;
 			break;
 		case CLI_OPT_SPAN_CAUSE:
-			if (so->nr_cause_reqs == CMDARGS_MAX_SPANS) {
-				cli__error("serve", "--span-cause: at most %d of them",
-					   CMDARGS_MAX_SPANS);
+			if (cli__span_cause_option("serve", optarg, a->causes, &so->nr_cause_reqs))
 				return CLI_EXIT_USAGE;
-			}
-			if (cause_request__parse(optarg, &a->causes[so->nr_cause_reqs])) {
-				cli__error(
-					"serve",
-					"--span-cause '%s': expected METRIC=lock, METRIC=io, METRIC=sleep or METRIC=other (a metric in kebab-case)",
-					optarg);
-				return CLI_EXIT_USAGE;
-			}
-			so->nr_cause_reqs++;
 			break;
 		case 'h':
 			a->help = true;

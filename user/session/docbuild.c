@@ -581,12 +581,6 @@ static int build_document(struct docbuild *b)
 		collector_capability__set(
 			&b->caps[0], COLLECTOR_SCHEDULER_ACTIVITY, AVAIL_AVAILABLE,
 			"kernel lacks CONFIG_SCHED_INFO: scheduler_delay_ns and timeslices are BPF-timed");
-	else if (s->use_bpf && s->stats.blocked && s->stats.blocked_regs_unread)
-		collector_capability__set(
-			&b->caps[0], COLLECTOR_SCHEDULER_ACTIVITY, AVAIL_AVAILABLE,
-			"%" PRIu64
-			" blocked stretches' system call could not be read (the task's saved registers): their cause is other",
-			s->stats.blocked_regs_unread);
 	collector_capability__set(&b->caps[1], COLLECTOR_HARDWARE_COUNTERS, s->counters_avail, "%s",
 				  s->counters_detail);
 	collector_capability__set(&b->caps[2], COLLECTOR_THREAD_UTILIZATION, AVAIL_AVAILABLE, NULL);

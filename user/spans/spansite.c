@@ -8,6 +8,7 @@
 #include "khbpf/sched.h"
 #include "khbpf/span.h"
 #include "khbpf/spans.h"
+#include "lib/evidence.h"
 #include "spans/spansite.h"
 
 void spansite__copy_str(char *dst, size_t size, const char *src)
@@ -437,29 +438,21 @@ int key_request__parse(const char *arg, struct key_request *out)
 
 int cause_request__parse(const char *arg, struct cause_request *out)
 {
-	static const struct {
-		const char *name;
-		uint32_t cause;
-	} causes[] = {
-		{ "lock", KHBPF_BLOCK_LOCK },
-		{ "io", KHBPF_BLOCK_IO },
-		{ "sleep", KHBPF_BLOCK_SLEEP },
-		{ "other", KHBPF_BLOCK_OTHER },
-	};
-	const char *eq;
-	size_t i;
+	const char *eq, *name;
+	uint32_t c;
 
 	if (!arg || !out)
 		return -EINVAL;
 	eq = strchr(arg, '=');
 	if (!eq || !spansite__metric_valid_n(arg, (size_t)(eq - arg)))
 		return -EINVAL;
-	for (i = 0; i < sizeof(causes) / sizeof(causes[0]); i++) {
-		if (strcmp(eq + 1, causes[i].name))
+	/* The document's names; fault is the kernel's to say (not in a system call). */
+	for (c = 0; (name = blocked_cause__name(c)); c++) {
+		if (c == KHBPF_BLOCK_FAULT || strcmp(eq + 1, name))
 			continue;
 		memcpy(out->metric, arg, (size_t)(eq - arg));
 		out->metric[eq - arg] = '\0';
-		out->cause = causes[i].cause;
+		out->cause = c;
 		return 0;
 	}
 	return -EINVAL;
