@@ -97,6 +97,8 @@ extern __u64 moved_base_overflow;
 extern __u64 cgroup_moves_in;
 extern __u64 cgroup_rejoins;
 extern __u64 exec_events_dropped;
+extern const volatile bool wait_folds_enabled;
+extern __u64 wait_folds_full;
 
 /* sched.bpf.c defines KHBPF_DEFINE_MAPS before including this: the maps are made there. */
 #ifdef KHBPF_DEFINE_MAPS
@@ -131,6 +133,14 @@ KHBPF_MAP struct {
 	__type(key, __u64);
 	__type(value, struct khbpf_span_state);
 } span_state_h SEC(".maps");
+
+/* The plain switch program's wait folds (khbpf_wait_fold, sched.h): one entry unless enabled. */
+KHBPF_MAP struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct khbpf_wait_fold);
+} wait_folds SEC(".maps");
 
 /* Zeroed values to create hash entries from (too large for the stack). */
 KHBPF_MAP struct {
@@ -612,13 +622,14 @@ static __always_inline void bin_wait(struct khbpf_task_bpf *b, __u64 delta)
  * arrival is one wait, binned; several (the task was not looked at in
  * between, e.g. before attach in run mode) only add up.
  */
-static __always_inline void fold_waits(const struct khbpf_task_state *st, struct khbpf_task_bpf *b,
-				       __u64 run_delay, __u64 pcount)
+static __always_inline void fold_waits_since(__u64 last_run_delay, __u64 last_pcount,
+					     struct khbpf_task_bpf *b, __u64 run_delay,
+					     __u64 pcount)
 {
-	__u64 arrivals = pcount - st->last_pcount;
-	__u64 delay = run_delay - st->last_run_delay;
+	__u64 arrivals = pcount - last_pcount;
+	__u64 delay = run_delay - last_run_delay;
 
-	if (pcount <= st->last_pcount)
+	if (pcount <= last_pcount)
 		return;
 	b->switch_ins += arrivals;
 	if (arrivals == 1) {
@@ -627,6 +638,76 @@ static __always_inline void fold_waits(const struct khbpf_task_state *st, struct
 		b->unbinned_waits += arrivals;
 		b->unbinned_ns += delay;
 	}
+}
+
+static __always_inline void fold_waits(const struct khbpf_task_state *st, struct khbpf_task_bpf *b,
+				       __u64 run_delay, __u64 pcount)
+{
+	fold_waits_since(st->last_run_delay, st->last_pcount, b, run_delay, pcount);
+}
+
+/*
+ * A wait histogram copied in a loop: unrolled, each of the programs that
+ * read a fold would hold 80 more instructions, and every program is charged
+ * its instructions in whole pages, dead ones too (kernel_memory.sh).
+ */
+static __always_inline void hist_copy(__u64 *dst, const __u64 *src)
+{
+	__u32 i;
+
+#pragma clang loop unroll(disable)
+	for (i = 0; i < KHBPF_RQ_SLOTS; i++)
+		dst[i] = src[i];
+}
+
+/*
+ * The wait fold entry of key (khbpf_wait_fold): a multiplicative hash's top
+ * bits. Their number is a constant, not a .rodata value: the switch reads
+ * no global (see khbpf_sched_switch_set).
+ */
+static __always_inline struct khbpf_wait_fold *wait_fold_at(__u64 key)
+{
+	__u32 idx = (key * 0x9e3779b97f4a7c15ULL) >> (64 - KHBPF_WAIT_FOLD_BITS);
+
+	return bpf_map_lookup_elem(&wait_folds, &idx);
+}
+
+/* st's key: where its data is, less where task_state is (a pointer difference). */
+static __always_inline __u64 wait_fold_key(const struct khbpf_task_state *st)
+{
+	return (const char *)st - (const char *)&task_state;
+}
+
+/* st's wait fold, or NULL when its waits fold in st. */
+static __always_inline struct khbpf_wait_fold *wait_fold_of(const struct khbpf_task_state *st)
+{
+	struct khbpf_wait_fold *f;
+
+	if (!wait_folds_enabled || (st->member & KHBPF_MEMBER_NOFOLD))
+		return NULL;
+	f = wait_fold_at(wait_fold_key(st));
+	return f && f->owner == wait_fold_key(st) ? f : NULL;
+}
+
+/* The plain program's fold of a wait into f: fold_waits()'s rule. */
+static __always_inline void wait_fold_add(struct khbpf_wait_fold *f, __u64 run_delay, __u64 pcount)
+{
+	__u64 arrivals = pcount - f->last_pcount;
+	__u64 delay = run_delay - f->last_run_delay;
+
+	if (pcount > f->last_pcount) {
+		f->switch_ins += arrivals;
+		if (arrivals == 1) {
+			f->wait_ns += delay;
+			f->waits++;
+			f->wait_hist[khbpf_rq_slot(delay)]++;
+		} else {
+			f->unbinned_waits += arrivals;
+			f->unbinned_ns += delay;
+		}
+	}
+	f->last_run_delay = run_delay;
+	f->last_pcount = pcount;
 }
 
 /* This CPU's reading of counter `slot`; 0 when it cannot be read. */

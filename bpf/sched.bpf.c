@@ -107,6 +107,13 @@ const volatile bool wakers_enabled = false;
  * (0: not declared), written by the loader before the spans attach.
  */
 const volatile bool span_causes_enabled = false;
+/*
+ * khbpf_sched_switch_plain_folds is loaded: each member's waits fold in
+ * `wait_folds`, and its task storage is read from the kernel's cache
+ * without the helper (task_state_cached()). The other programs that read a
+ * thread's waits (its records) look there too.
+ */
+const volatile bool wait_folds_enabled = false;
 __u8 span_metric_cause[KHBPF_MAX_METRICS] = {};
 /* serve: KHBPF_GROUP_*, and the --cgroup filters (kernfs id at its level). */
 const volatile __u32 group_by = KHBPF_GROUP_NONE;
@@ -183,6 +190,8 @@ __u64 moved_base_overflow = 0; /* moved into the cgroups: no room for the baseli
 __u64 cgroup_moves_in = 0; /* whole processes moved into the cgroups: the loader walks */
 __u64 cgroup_rejoins = 0; /* threads found in the cgroups again after they left */
 __u64 exec_events_dropped = 0; /* execs set_events had no room for: not looked at */
+/* Members whose wait fold entry another held: theirs fold in their task storage. */
+__u64 wait_folds_full = 0;
 
 /* Before thread_info.cpu (x86-64 until 5.15), the CPU is task_struct.cpu. */
 struct task_struct___pre516 {
@@ -232,7 +241,7 @@ static __always_inline bool exec_old_leader(struct task_struct *p)
 	return leader->start_time == p->start_time;
 }
 
-static __always_inline void final_switch(struct task_struct *prev, struct khbpf_task_state *st)
+static __always_inline void final_record(struct task_struct *prev, struct khbpf_task_state *st)
 {
 	bool old_leader = exec_old_leader(prev);
 	struct khbpf_thread_key key = {
@@ -243,9 +252,6 @@ static __always_inline void final_switch(struct task_struct *prev, struct khbpf_
 
 	if (set_mode)
 		proc_final_switch(prev);
-	if (!st)
-		st = task_state_get(prev, false);
-
 	__sync_fetch_and_add(&exits_ended, 1);
 	if (!r) {
 		/*
@@ -263,7 +269,7 @@ static __always_inline void final_switch(struct task_struct *prev, struct khbpf_
 			__sync_fetch_and_add(&final_unmatched, 1);
 			return;
 		}
-		fill_rec(r, prev, KHBPF_REC_EXITED | KHBPF_REC_FINAL);
+		fill_rec_folds(r, prev, KHBPF_REC_EXITED | KHBPF_REC_FINAL, false);
 		r->tid = key.tid;
 		__sync_fetch_and_add(&exits_made_at_final, 1);
 		if (spans_enabled) {
@@ -280,12 +286,86 @@ static __always_inline void final_switch(struct task_struct *prev, struct khbpf_
 	/* __schedule() counted this switch and run time before the tracepoint. */
 	read_counters(prev, &r->k);
 	if (st) {
+		/* Its wait fold is back in st (final_switch()). */
 		r->b = st->b;
 		if (kernel_queue_ts)
 			fold_waits(st, &r->b, r->k.run_delay, r->k.pcount);
 		r->flags |= KHBPF_REC_HAS_STATE;
 	}
 	r->flags |= KHBPF_REC_FINAL;
+}
+
+/*
+ * The thread's last switch: its wait fold, if it has one, goes back into
+ * its state before its record is made from that (a reader that still finds
+ * the entry looks at its owner again), and the entry is free.
+ */
+static __always_inline void wait_fold_release(struct khbpf_task_state *st)
+{
+	struct khbpf_wait_fold *f;
+
+	if (!wait_folds_enabled || !st)
+		return;
+	f = wait_fold_of(st);
+	if (!f)
+		return;
+	st->b.wait_ns = f->wait_ns;
+	st->b.waits = f->waits;
+	st->b.unbinned_ns = f->unbinned_ns;
+	st->b.unbinned_waits = f->unbinned_waits;
+	st->b.switch_ins = f->switch_ins;
+	hist_copy(st->b.wait_hist, f->wait_hist);
+	st->last_run_delay = f->last_run_delay;
+	st->last_pcount = f->last_pcount;
+	st->member |= KHBPF_MEMBER_NOFOLD;
+	asm volatile("" ::: "memory");
+	f->owner = KHBPF_FOLD_FREE;
+}
+
+/*
+ * A member's wait fold at its switch-out through the helper (its first, or
+ * its storage was not in the kernel's cache): its entry, taken now if free
+ * and filled from st; NULL when another thread holds it (counted once:
+ * the thread's waits fold in st from then on).
+ */
+static __always_inline struct khbpf_wait_fold *wait_fold_take(struct khbpf_task_state *st)
+{
+	__u64 key = wait_fold_key(st);
+	struct khbpf_wait_fold *f = wait_fold_at(key);
+
+	if (!f)
+		return NULL;
+	if (f->owner == key)
+		return f;
+	if (f->owner != KHBPF_FOLD_FREE ||
+	    __sync_val_compare_and_swap(&f->owner, KHBPF_FOLD_FREE, KHBPF_FOLD_TAKING) !=
+		    KHBPF_FOLD_FREE) {
+		st->member |= KHBPF_MEMBER_NOFOLD;
+		__sync_fetch_and_add(&wait_folds_full, 1);
+		return NULL;
+	}
+	f->last_run_delay = st->last_run_delay;
+	f->last_pcount = st->last_pcount;
+	f->wait_ns = st->b.wait_ns;
+	f->waits = st->b.waits;
+	f->unbinned_ns = st->b.unbinned_ns;
+	f->unbinned_waits = st->b.unbinned_waits;
+	f->switch_ins = st->b.switch_ins;
+	hist_copy(f->wait_hist, st->b.wait_hist);
+	asm volatile("" ::: "memory");
+	f->owner = key;
+	return f;
+}
+
+/* folds: the plain switch program's, the only one whose members have wait folds. */
+static __always_inline void final_switch(struct task_struct *prev, struct khbpf_task_state *st,
+					 bool folds)
+{
+	if (!st)
+		st = task_state_get(prev, false);
+	if (folds)
+		wait_fold_release(st);
+	final_record(prev, st);
 }
 
 /* The span clock of a target thread with open spans, or NULL. */
@@ -411,7 +491,7 @@ static __always_inline int on_switch(struct task_struct *prev, struct task_struc
 	if (switch_target(prev, &known)) {
 		st = known;
 		if (prev_state == TASK_DEAD)
-			final_switch(prev, st);
+			final_switch(prev, st, false);
 		if (group_by)
 			st = group_switch_out(prev, prev_state == TASK_DEAD, &grp);
 		if (prev_state == TASK_DEAD) {
@@ -531,8 +611,8 @@ int BPF_PROG(khbpf_sched_switch_nostate, bool preempt, struct task_struct *prev,
  * here, after one load from each task_struct, which __schedule() has just
  * touched: no helper, and no map or global variable read. Those live in
  * vmalloc'd pages, and every load of one was measured at about 14 ns on
- * this project's VM (KPTI without PCID flushes the TLB at every kernel
- * entry), where the empty program costs 50.
+ * a VM of this project's that had KPTI without PCID (the TLB flushed at
+ * every kernel entry), where the empty program costs 50.
  */
 SEC("tp_btf/sched_switch")
 int BPF_PROG(khbpf_sched_switch_set, bool preempt, struct task_struct *prev,
@@ -553,30 +633,91 @@ int BPF_PROG(khbpf_sched_switch_set_nostate, bool preempt, struct task_struct *p
 }
 
 /*
+ * ls->cache[ci] with a constant index each (the verifier takes no variable
+ * offset into a kernel struct), found in four tests.
+ */
+#define KHBPF_CACHE_2(ls, ci, n) ((ci)&1 ? (ls)->cache[(n) + 1] : (ls)->cache[(n)])
+#define KHBPF_CACHE_4(ls, ci, n) \
+	((ci)&2 ? KHBPF_CACHE_2(ls, ci, (n) + 2) : KHBPF_CACHE_2(ls, ci, n))
+#define KHBPF_CACHE_8(ls, ci, n) \
+	((ci)&4 ? KHBPF_CACHE_4(ls, ci, (n) + 4) : KHBPF_CACHE_4(ls, ci, n))
+
+/*
+ * p's task_state data as bpf_task_storage_get() would find it, read from
+ * p's local storage cache (bpf_local_storage_lookup()'s fast path) with
+ * plain loads; NULL when that cache slot holds another map's (the helper
+ * then looks, and caches it again). From a tracing program the helper is
+ * bpf_task_storage_get_recur(): a call, a per-CPU trylock and its returns;
+ * without them the plain program took 73 ns a run, not 92, on this
+ * project's VM (BENCHMARKS.md).
+ * What it reads that way is read-only to the program: the waits fold into
+ * wait_folds instead, where only the storage's address, as a key, leads.
+ */
+static __always_inline struct bpf_local_storage_data *task_state_cached(struct task_struct *p)
+{
+	struct bpf_local_storage_map *smap = (void *)&task_state;
+	struct bpf_local_storage *ls = p->bpf_storage;
+	struct bpf_local_storage_data *sd;
+	__u32 ci = smap->cache_idx;
+
+	/* The loader checked the cache has 16 slots (BPF_LOCAL_STORAGE_CACHE_SIZE). */
+	if (!ls || ci >= 16)
+		return NULL;
+	sd = ci & 8 ? KHBPF_CACHE_8(ls, ci, 8) : KHBPF_CACHE_8(ls, ci, 0);
+	return sd && sd->smap == smap ? sd : NULL;
+}
+
+/*
  * The set's switch as run and attach have it by default (the kernel's
  * sched_info, no spans, no blocked time, no groups, no cgroup set): only a
  * member's switch-out has anything to do, fold the wait that ended at its
  * last switch-in. The loader loads this program only in that
- * configuration, so it reads none of it from .rodata: a target's switch
- * then touches no vmalloc'd page at all, only the task's own storage
- * (measured: 115 ns a run with on_switch() against the empty program's
- * 52, on this project's VM, where each such page costs a TLB miss).
+ * configuration, so it reads its flags from .rodata, which the verifier
+ * turns into constants (115 ns a run with on_switch() against the empty
+ * program's 52, where each vmalloc'd page cost a TLB miss). A member's
+ * switch-out touches its task storage (its kernel cache slot, read with
+ * CO-RE loads) and its wait fold entry, one page of an array: with no
+ * helper call, 73 ns a run against 92 through bpf_task_storage_get(), on
+ * this project's VM without KPTI, where calls and returns are what cost
+ * (retpolines, the Safe RET return thunk).
  */
-static __always_inline int on_switch_plain(struct task_struct *prev, unsigned int prev_state)
+static __always_inline int on_switch_plain(struct task_struct *prev, unsigned int prev_state,
+					   bool folds)
 {
 	struct khbpf_task_state *st;
+	struct khbpf_wait_fold *f;
 	__u64 run_delay, pcount;
 
 	if (!prev->bpf_storage)
 		return 0;
+	if (folds && prev_state != TASK_DEAD) {
+		struct bpf_local_storage_data *sd = task_state_cached(prev);
+
+		if (sd) {
+			/* wait_fold_key() of the state the helper would give. */
+			__u64 key = (const char *)sd->data - (const char *)&task_state;
+
+			f = wait_fold_at(key);
+			if (f && f->owner == key) {
+				read_sched_info(prev, &run_delay, &pcount);
+				wait_fold_add(f, run_delay, pcount);
+				return 0;
+			}
+		}
+	}
 	st = bpf_task_storage_get(&task_state, prev, NULL, 0);
 	if (!st || !(st->member & KHBPF_MEMBER))
 		return 0;
 	if (prev_state == TASK_DEAD) {
-		final_switch(prev, st);
+		final_switch(prev, st, folds);
 		return 0;
 	}
 	read_sched_info(prev, &run_delay, &pcount);
+	f = folds && !(st->member & KHBPF_MEMBER_NOFOLD) ? wait_fold_take(st) : NULL;
+	if (f) {
+		wait_fold_add(f, run_delay, pcount);
+		return 0;
+	}
 	fold_waits(st, &st->b, run_delay, pcount);
 	st->last_run_delay = run_delay;
 	st->last_pcount = pcount;
@@ -587,14 +728,29 @@ SEC("tp_btf/sched_switch")
 int BPF_PROG(khbpf_sched_switch_plain, bool preempt, struct task_struct *prev,
 	     struct task_struct *next, unsigned int prev_state)
 {
-	return on_switch_plain(prev, prev_state);
+	return on_switch_plain(prev, prev_state, false);
 }
 
 SEC("tp_btf/sched_switch")
 int BPF_PROG(khbpf_sched_switch_plain_nostate, bool preempt, struct task_struct *prev,
 	     struct task_struct *next)
 {
-	return on_switch_plain(prev, task_state_now(prev));
+	return on_switch_plain(prev, task_state_now(prev), false);
+}
+
+/* With wait folds (wait_folds_enabled): the kernel's storage cache and atomics. */
+SEC("tp_btf/sched_switch")
+int BPF_PROG(khbpf_sched_switch_plain_folds, bool preempt, struct task_struct *prev,
+	     struct task_struct *next, unsigned int prev_state)
+{
+	return on_switch_plain(prev, prev_state, true);
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(khbpf_sched_switch_plain_folds_nostate, bool preempt, struct task_struct *prev,
+	     struct task_struct *next)
+{
+	return on_switch_plain(prev, task_state_now(prev), true);
 }
 
 /* Attached only without sched_info (see kernel_queue_ts). */

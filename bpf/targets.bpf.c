@@ -115,7 +115,7 @@ int BPF_PROG(khbpf_cgroup_attach_task, struct cgroup *dst, const char *path,
 		__sync_fetch_and_add(&moved_base_overflow, 1);
 		return 0;
 	}
-	fill_rec(r, task, KHBPF_REC_JOINED);
+	fill_rec_folds(r, task, KHBPF_REC_JOINED, false);
 	return 0;
 }
 

@@ -164,7 +164,7 @@ static __always_inline struct khbpf_task_state *cgroup_still_member(struct task_
 	st->member = KHBPF_MEMBER_LEFT;
 	r = exited_entry(&key);
 	if (r)
-		fill_rec(r, p, KHBPF_REC_LEFT);
+		fill_rec_folds(r, p, KHBPF_REC_LEFT, false);
 	else
 		__sync_fetch_and_add(&exited_overflow, 1);
 	pr = proc_of(p);

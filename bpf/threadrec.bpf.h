@@ -10,7 +10,56 @@
 
 #include "khbpf.bpf.h"
 
-static __always_inline void fill_rec(struct khbpf_thread_rec *r, struct task_struct *p, __u32 flags)
+/* b's waits, and the stamps they were folded to, as src holds them. */
+#define WAITS_COPY(b, src, lrd, lpc)                         \
+	do {                                                 \
+		(b)->wait_ns = (src)->wait_ns;               \
+		(b)->waits = (src)->waits;                   \
+		(b)->unbinned_ns = (src)->unbinned_ns;       \
+		(b)->unbinned_waits = (src)->unbinned_waits; \
+		(b)->switch_ins = (src)->switch_ins;         \
+		hist_copy((b)->wait_hist, (src)->wait_hist); \
+		(lrd) = (src)->last_run_delay;               \
+		(lpc) = (src)->last_pcount;                  \
+	} while (0)
+
+/*
+ * b (a copy of st->b) with st's waits folded to the counters (run_delay,
+ * pcount) read now: its wait fold's, or st's own. A fold given back (its
+ * thread's final switch, on another CPU) while it was copied went back
+ * into st first: the owner is looked at again after the copy.
+ */
+static __always_inline void state_waits(const struct khbpf_task_state *st, struct khbpf_task_bpf *b,
+					__u64 run_delay, __u64 pcount)
+{
+	struct khbpf_wait_fold *f = wait_fold_of(st);
+	__u64 lrd = st->last_run_delay, lpc = st->last_pcount;
+
+	if (f) {
+		WAITS_COPY(b, f, lrd, lpc);
+		if (f->owner != wait_fold_key(st)) {
+			b->wait_ns = st->b.wait_ns;
+			b->waits = st->b.waits;
+			b->unbinned_ns = st->b.unbinned_ns;
+			b->unbinned_waits = st->b.unbinned_waits;
+			b->switch_ins = st->b.switch_ins;
+			hist_copy(b->wait_hist, st->b.wait_hist);
+			lrd = st->last_run_delay;
+			lpc = st->last_pcount;
+		}
+	}
+	if (kernel_queue_ts)
+		fold_waits_since(lrd, lpc, b, run_delay, pcount);
+}
+
+/*
+ * folds: p may have a wait fold (it is alive, and the plain switch program
+ * may be loaded). The cgroup sets' records, and the final switch's (which
+ * has put the fold back), pass false: each inlined look at a fold is
+ * charged to every program that holds it, in whole pages (kernel_memory.sh).
+ */
+static __always_inline void fill_rec_folds(struct khbpf_thread_rec *r, struct task_struct *p,
+					   __u32 flags, bool folds)
 {
 	struct khbpf_task_state *st;
 
@@ -23,7 +72,9 @@ static __always_inline void fill_rec(struct khbpf_thread_rec *r, struct task_str
 	st = task_state_get(p, false);
 	if (st) {
 		r->b = st->b;
-		if (kernel_queue_ts)
+		if (folds)
+			state_waits(st, &r->b, r->k.run_delay, r->k.pcount);
+		else if (kernel_queue_ts)
 			fold_waits(st, &r->b, r->k.run_delay, r->k.pcount);
 		if (blocked_enabled)
 			r->b.blocked.ns[cause_idx(st->ep_cause)] += open_blocked_ns(p, st);
@@ -33,6 +84,11 @@ static __always_inline void fill_rec(struct khbpf_thread_rec *r, struct task_str
 	}
 	r->flags = flags;
 	r->pad = 0;
+}
+
+static __always_inline void fill_rec(struct khbpf_thread_rec *r, struct task_struct *p, __u32 flags)
+{
+	fill_rec_folds(r, p, flags, true);
 }
 
 /*

@@ -33,6 +33,10 @@ static void test_sched_read__role_name(void **state)
 	assert_string_equal(n, "khbpf_span_exit");
 	sched_collector__role_name("khbpf_sched_switch", n, sizeof(n));
 	assert_string_equal(n, "khbpf_sched_switch");
+	sched_collector__role_name("khbpf_sched_switch_plain_folds_nostate", n, sizeof(n));
+	assert_string_equal(n, "khbpf_sched_switch");
+	sched_collector__role_name("khbpf_sched_switch_plain_folds", n, sizeof(n));
+	assert_string_equal(n, "khbpf_sched_switch");
 	sched_collector__role_name("_nostate", n, sizeof(n));
 	assert_string_equal(n, "_nostate");
 }

@@ -314,6 +314,17 @@ static void test_sched_window__slot_bounds(void **state)
 		assert_int_equal(khbpf_rq_slot(rq_slot__lower(i)), i);
 		assert_int_equal(khbpf_rq_slot(rq_slot__upper(i)), i);
 	}
+	/* Every power of two and its neighbours, to the last slot's open end. */
+	for (i = 1; i < 64; i++) {
+		__u64 p = 1ULL << i;
+		__u32 want = i < KHBPF_RQ_SLOTS ? i : KHBPF_RQ_SLOTS - 1;
+		__u32 below = i - 1 < KHBPF_RQ_SLOTS ? i - 1 : KHBPF_RQ_SLOTS - 1;
+
+		assert_int_equal(khbpf_rq_slot(p), want);
+		assert_int_equal(khbpf_rq_slot(p + (p >> 1)), want);
+		assert_int_equal(khbpf_rq_slot(p - 1), below);
+	}
+	assert_int_equal(khbpf_rq_slot(UINT64_MAX), KHBPF_RQ_SLOTS - 1);
 }
 
 /* A tid reused by a later thread: the first of them; absent tids: where they would go. */

@@ -106,8 +106,9 @@ static void counters_close(struct sched_collector *c)
 	c->counter_fds = NULL;
 }
 
-/* Is member `name` in struct `type` of this BTF? */
-static bool btf_has_member(const struct btf *btf, const char *type, const char *name)
+/* Member `name` of struct `type` in this BTF, or NULL. */
+static const struct btf_member *btf_member(const struct btf *btf, const char *type,
+					   const char *name)
 {
 	int id = btf__find_by_name_kind(btf, type, BTF_KIND_STRUCT);
 	const struct btf_type *t = id > 0 ? btf__type_by_id(btf, id) : NULL;
@@ -116,8 +117,23 @@ static bool btf_has_member(const struct btf *btf, const char *type, const char *
 
 	for (i = 0, m = t ? btf_members(t) : NULL; t && i < btf_vlen(t); i++, m++)
 		if (!strcmp(btf__name_by_offset(btf, m->name_off), name))
-			return true;
-	return false;
+			return m;
+	return NULL;
+}
+
+static bool btf_has_member(const struct btf *btf, const char *type, const char *name)
+{
+	return btf_member(btf, type, name) != NULL;
+}
+
+/* Is member `name` of struct `type` an array of n elements? */
+static bool btf_member_is_array(const struct btf *btf, const char *type, const char *name,
+				uint32_t n)
+{
+	const struct btf_member *m = btf_member(btf, type, name);
+	const struct btf_type *t = m ? btf__type_by_id(btf, m->type) : NULL;
+
+	return t && btf_is_array(t) && btf_array(t)->nelems == n;
 }
 
 /*
@@ -125,18 +141,68 @@ static bool btf_has_member(const struct btf *btf, const char *type, const char *
  * And can a task's runqueue clock be reached, through its CFS runqueue
  * (CONFIG_FAIR_GROUP_SCHED: sched_entity.cfs_rq, cfs_rq.rq)?
  */
-static void kernel_btf_facts(bool *sched_info, bool *rq_clock)
+static void kernel_btf_facts(bool *sched_info, bool *rq_clock, bool *storage_cache)
 {
 	struct btf *btf = btf__load_vmlinux_btf();
 
 	*sched_info = false;
 	*rq_clock = false;
+	*storage_cache = false;
 	if (libbpf_get_error(btf))
 		return;
 	*sched_info = btf_has_member(btf, "task_struct", "sched_info");
 	*rq_clock = btf_has_member(btf, "sched_entity", "cfs_rq") &&
 		    btf_has_member(btf, "cfs_rq", "rq");
+	/*
+	 * The local storage cache the plain switch program reads without the
+	 * helper (sched.bpf.c, task_state_cached()): since 5.11's task storage.
+	 */
+	*storage_cache = btf_has_member(btf, "task_struct", "bpf_storage") &&
+			 btf_member_is_array(btf, "bpf_local_storage", "cache", 16) &&
+			 btf_has_member(btf, "bpf_local_storage_data", "smap") &&
+			 btf_has_member(btf, "bpf_local_storage_data", "data") &&
+			 btf_has_member(btf, "bpf_local_storage_map", "cache_idx");
 	btf__free(btf);
+}
+
+/*
+ * How many of the KHBPF_WAIT_FOLDS wait fold entries (khbpf_wait_fold) are
+ * in use: all, or the environment's KHBPF_WAIT_FOLDS (0 turns them off;
+ * tests use a few to make most threads fold in their task storage).
+ */
+static uint32_t wait_folds_wanted(void)
+{
+	const char *s = getenv("KHBPF_WAIT_FOLDS");
+	unsigned long n;
+	char *end;
+
+	if (!s)
+		return KHBPF_WAIT_FOLDS;
+	errno = 0;
+	n = strtoul(s, &end, 10);
+	if (errno || end == s || *end || n > KHBPF_WAIT_FOLDS || s[0] == '-') {
+		fprintf(stderr,
+			"khbpf: KHBPF_WAIT_FOLDS=%s is not a count from 0 to %u; using %u (unset it, or give one)\n",
+			s, KHBPF_WAIT_FOLDS, KHBPF_WAIT_FOLDS);
+		return KHBPF_WAIT_FOLDS;
+	}
+	return (uint32_t)n;
+}
+
+/* The entries past the wanted number are held from the start: no thread takes them. */
+static int wait_folds_fill(struct sched_collector *c)
+{
+	struct khbpf_wait_fold held = { .owner = KHBPF_FOLD_TAKING };
+	uint32_t i;
+	int err;
+
+	for (i = c->wait_folds; c->wait_folds && i < KHBPF_WAIT_FOLDS; i++) {
+		err = bpf_map__update_elem(c->skel->maps.wait_folds, &i, sizeof(i), &held,
+					   sizeof(held), BPF_ANY);
+		if (err)
+			return err;
+	}
+	return 0;
 }
 
 /*
@@ -258,6 +324,13 @@ static int configure_variant(struct sched_collector *c, const struct sched_colle
 	c->plain_switch = c->set_switch && c->set_mode != KHBPF_SET_CGROUP && c->sched_info &&
 			  !(opts && (opts->bpf_timed_waits || opts->spans || opts->blocked ||
 				     opts->wakers || opts->group_by));
+	/* Its wait folds are taken with a compare-and-swap (BPF_ATOMIC, as fetch-and-add). */
+	c->wait_folds =
+		c->plain_switch && c->storage_cache && v.atomic_fetch ? wait_folds_wanted() : 0;
+	skel->rodata->wait_folds_enabled = c->wait_folds > 0;
+	err = err   ?:
+		      bpf_map__set_max_entries(skel->maps.wait_folds,
+					       c->wait_folds ? KHBPF_WAIT_FOLDS : 1);
 	bpf_program__set_autoload(skel->progs.khbpf_sched_switch,
 				  !c->set_switch && v.switch_prev_state);
 	bpf_program__set_autoload(skel->progs.khbpf_sched_switch_nostate,
@@ -267,9 +340,13 @@ static int configure_variant(struct sched_collector *c, const struct sched_colle
 	bpf_program__set_autoload(skel->progs.khbpf_sched_switch_set_nostate,
 				  c->set_switch && !c->plain_switch && !v.switch_prev_state);
 	bpf_program__set_autoload(skel->progs.khbpf_sched_switch_plain,
-				  c->plain_switch && v.switch_prev_state);
+				  c->plain_switch && !c->wait_folds && v.switch_prev_state);
 	bpf_program__set_autoload(skel->progs.khbpf_sched_switch_plain_nostate,
-				  c->plain_switch && !v.switch_prev_state);
+				  c->plain_switch && !c->wait_folds && !v.switch_prev_state);
+	bpf_program__set_autoload(skel->progs.khbpf_sched_switch_plain_folds,
+				  c->wait_folds && v.switch_prev_state);
+	bpf_program__set_autoload(skel->progs.khbpf_sched_switch_plain_folds_nostate,
+				  c->wait_folds && !v.switch_prev_state);
 	if (v.task_storage) {
 		err = err ?: bpf_map__set_max_entries(skel->maps.task_state_h, 1);
 		err = err ?: bpf_map__set_max_entries(skel->maps.span_state_h, 1);
@@ -395,7 +472,7 @@ int sched_collector__open(struct sched_collector **out, const struct sched_colle
 	if (!c->set_mode && !(opts && (opts->trace_all || opts->nr_cgroups)))
 		c->set_mode = KHBPF_SET_PIDS;
 	c->skel->rodata->set_mode = c->set_mode;
-	kernel_btf_facts(&c->sched_info, &rq_clock);
+	kernel_btf_facts(&c->sched_info, &rq_clock, &c->storage_cache);
 	err = configure_variant(c, opts);
 	if (err)
 		goto cleanup;
@@ -437,9 +514,12 @@ int sched_collector__open(struct sched_collector **out, const struct sched_colle
 	}
 	if (err)
 		goto cleanup;
-	/* The kernel times every wait itself: no wakeup program needed. */
-	bpf_program__set_autoattach(c->skel->progs.khbpf_sched_wakeup, !kernel_waits);
-	bpf_program__set_autoattach(c->skel->progs.khbpf_sched_wakeup_new, !kernel_waits);
+	/*
+	 * The kernel times every wait itself: no wakeup program needed, nor
+	 * loaded (each loaded program holds its own pages: kernel_memory.sh).
+	 */
+	bpf_program__set_autoload(c->skel->progs.khbpf_sched_wakeup, !kernel_waits);
+	bpf_program__set_autoload(c->skel->progs.khbpf_sched_wakeup_new, !kernel_waits);
 	if (opts && opts->no_exit_program)
 		bpf_program__set_autoattach(c->skel->progs.khbpf_sched_process_exit, false);
 	if (opts && opts->topo && opts->topo->nr_cpu_ids)
@@ -591,6 +671,7 @@ int sched_collector__open(struct sched_collector **out, const struct sched_colle
 	}
 	err = err ?: counters_fill(c);
 	err = err ?: syscall_causes_fill(c);
+	err = err ?: wait_folds_fill(c);
 	if (err)
 		goto cleanup;
 

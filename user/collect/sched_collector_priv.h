@@ -58,6 +58,8 @@ struct sched_collector {
 	uint32_t max_processes;
 	bool set_switch; /* khbpf_sched_switch_set* (or _plain*) loaded */
 	bool plain_switch; /* khbpf_sched_switch_plain*: the default configuration's */
+	bool storage_cache; /* the kernel's BTF has the local storage cache (task_state_cached()) */
+	uint32_t wait_folds; /* wait_folds entries; 0: off (wait_folds_enabled) */
 	bool joined; /* the set's first walk was made */
 	uint64_t moves_walked; /* cgroup_moves_in at the last join */
 	uint32_t span_ringbuf_bytes; /* 0 without spans */

@@ -194,8 +194,14 @@ int sched_collector__delete_group(struct sched_collector *c, const struct khbpf_
 
 void sched_collector__role_name(const char *prog, char *out, size_t size)
 {
-	static const char *const variants[] = { "_set_nostate", "_plain_nostate", "_set",
-						"_plain",	"_nostate",	  "_nofetch" };
+	static const char *const variants[] = { "_plain_folds_nostate",
+						"_set_nostate",
+						"_plain_nostate",
+						"_plain_folds",
+						"_set",
+						"_plain",
+						"_nostate",
+						"_nofetch" };
 	size_t n = strlen(prog), i, l;
 
 	for (i = 0; i < sizeof(variants) / sizeof(variants[0]); i++) {
@@ -240,6 +246,8 @@ int sched_collector__stats(struct sched_collector *c, struct sched_collector_sta
 	out->procs_overflow = c->skel->bss->procs_overflow;
 	out->join_failures = c->skel->bss->join_failures;
 	out->forks_joined_at_wakeup = c->skel->bss->forks_joined_at_wakeup;
+	out->wait_folds_max = c->wait_folds;
+	out->wait_folds_full = c->skel->bss->wait_folds_full;
 	out->moved_base_overflow = c->skel->bss->moved_base_overflow;
 	out->cgroup_moves_in = c->skel->bss->cgroup_moves_in;
 	out->cgroup_rejoins = c->skel->bss->cgroup_rejoins;

@@ -28,7 +28,7 @@ struct docbuild {
 	uint64_t usdt_hits_without_process;
 	struct waker_row *waker_rows; /* every thread's, then the process's */
 	struct collector_capability caps[6];
-	struct named_u64 loss[56 + SCHED_PROG_MAX];
+	struct named_u64 loss[60 + SCHED_PROG_MAX];
 	char loss_names[SCHED_PROG_MAX][48];
 	size_t nr_loss;
 	struct named_u64 overhead[2 * SCHED_PROG_MAX + 4];
@@ -822,6 +822,8 @@ static int build_document(struct docbuild *b)
 	LOSS("span_exec_libraries_unsearched", s->spans->exec_libraries_unsearched);
 	LOSS("threads_not_joined", s->stats.join_failures);
 	LOSS("forks_joined_at_wakeup", s->stats.forks_joined_at_wakeup);
+	LOSS("wait_folds_max", s->stats.wait_folds_max);
+	LOSS("wait_folds_full", s->stats.wait_folds_full);
 	LOSS("threads_joined_late", s->late_joins);
 	LOSS("moved_baselines_dropped", s->stats.moved_base_overflow);
 	LOSS("cgroup_rejoins_ignored", s->stats.cgroup_rejoins);
