@@ -672,6 +672,12 @@ static __always_inline struct khbpf_wait_fold *wait_fold_at(__u64 key)
 	return bpf_map_lookup_elem(&wait_folds, &idx);
 }
 
+/* p's task key: where it is, less where task_state is (a pointer difference). */
+static __always_inline __u64 wait_fold_task(const struct task_struct *p)
+{
+	return (const char *)p - (const char *)&task_state;
+}
+
 /* st's key: where its data is, less where task_state is (a pointer difference). */
 static __always_inline __u64 wait_fold_key(const struct khbpf_task_state *st)
 {
@@ -683,7 +689,7 @@ static __always_inline struct khbpf_wait_fold *wait_fold_of(const struct khbpf_t
 {
 	struct khbpf_wait_fold *f;
 
-	if (!wait_folds_enabled || (st->member & KHBPF_MEMBER_NOFOLD))
+	if (!wait_folds_enabled || !(st->member & KHBPF_MEMBER_FOLD))
 		return NULL;
 	f = wait_fold_at(wait_fold_key(st));
 	return f && f->owner == wait_fold_key(st) ? f : NULL;

@@ -317,7 +317,7 @@ static __always_inline void wait_fold_release(struct khbpf_task_state *st)
 	hist_copy(st->b.wait_hist, f->wait_hist);
 	st->last_run_delay = f->last_run_delay;
 	st->last_pcount = f->last_pcount;
-	st->member |= KHBPF_MEMBER_NOFOLD;
+	st->member = (st->member & ~KHBPF_MEMBER_FOLD) | KHBPF_MEMBER_NOFOLD;
 	asm volatile("" ::: "memory");
 	f->owner = KHBPF_FOLD_FREE;
 }
@@ -328,22 +328,31 @@ static __always_inline void wait_fold_release(struct khbpf_task_state *st)
  * and filled from st; NULL when another thread holds it (counted once:
  * the thread's waits fold in st from then on).
  */
-static __always_inline struct khbpf_wait_fold *wait_fold_take(struct khbpf_task_state *st)
+static __always_inline struct khbpf_wait_fold *wait_fold_take(struct task_struct *p,
+							      struct khbpf_task_state *st)
 {
 	__u64 key = wait_fold_key(st);
 	struct khbpf_wait_fold *f = wait_fold_at(key);
 
 	if (!f)
 		return NULL;
-	if (f->owner == key)
+	if (f->owner == key && (st->member & KHBPF_MEMBER_FOLD)) {
+		/* Its own, found here after a non-leader's exec changed its start time. */
+		f->start_time = p->start_time;
 		return f;
-	if (f->owner != KHBPF_FOLD_FREE ||
-	    __sync_val_compare_and_swap(&f->owner, KHBPF_FOLD_FREE, KHBPF_FOLD_TAKING) !=
-		    KHBPF_FOLD_FREE) {
+	}
+	if (f->owner == key) {
+		/* A dead thread's, never given back, at this storage's address: taken over. */
+		f->owner = KHBPF_FOLD_TAKING;
+	} else if (f->owner != KHBPF_FOLD_FREE ||
+		   __sync_val_compare_and_swap(&f->owner, KHBPF_FOLD_FREE, KHBPF_FOLD_TAKING) !=
+			   KHBPF_FOLD_FREE) {
 		st->member |= KHBPF_MEMBER_NOFOLD;
 		__sync_fetch_and_add(&wait_folds_full, 1);
 		return NULL;
 	}
+	f->task = wait_fold_task(p);
+	f->start_time = p->start_time;
 	f->last_run_delay = st->last_run_delay;
 	f->last_pcount = st->last_pcount;
 	f->wait_ns = st->b.wait_ns;
@@ -352,6 +361,7 @@ static __always_inline struct khbpf_wait_fold *wait_fold_take(struct khbpf_task_
 	f->unbinned_waits = st->b.unbinned_waits;
 	f->switch_ins = st->b.switch_ins;
 	hist_copy(f->wait_hist, st->b.wait_hist);
+	st->member |= KHBPF_MEMBER_FOLD;
 	asm volatile("" ::: "memory");
 	f->owner = key;
 	return f;
@@ -633,8 +643,9 @@ int BPF_PROG(khbpf_sched_switch_set_nostate, bool preempt, struct task_struct *p
 }
 
 /*
- * ls->cache[ci] with a constant index each (the verifier takes no variable
- * offset into a kernel struct), found in four tests.
+ * ls->cache[ci], found in four tests. The verifier takes no variable offset
+ * into a kernel struct: clang makes one load at an offset that is a known
+ * constant on each path, which it accepts.
  */
 #define KHBPF_CACHE_2(ls, ci, n) ((ci)&1 ? (ls)->cache[(n) + 1] : (ls)->cache[(n)])
 #define KHBPF_CACHE_4(ls, ci, n) \
@@ -668,6 +679,25 @@ static __always_inline struct bpf_local_storage_data *task_state_cached(struct t
 }
 
 /*
+ * A final switch whose task storage the helper did not give (on kernels
+ * before 6.2 it fails while another lookup holds the CPU's busy count):
+ * the entry is freed all the same, from the storage's cached address.
+ */
+static __always_inline void wait_fold_drop(struct task_struct *prev)
+{
+	struct bpf_local_storage_data *sd = task_state_cached(prev);
+	struct khbpf_wait_fold *f;
+	__u64 key;
+
+	if (!sd)
+		return;
+	key = (const char *)sd->data - (const char *)&task_state;
+	f = wait_fold_at(key);
+	if (f && f->owner == key && f->task == wait_fold_task(prev))
+		f->owner = KHBPF_FOLD_FREE;
+}
+
+/*
  * The set's switch as run and attach have it by default (the kernel's
  * sched_info, no spans, no blocked time, no groups, no cgroup set): only a
  * member's switch-out has anything to do, fold the wait that ended at its
@@ -698,7 +728,8 @@ static __always_inline int on_switch_plain(struct task_struct *prev, unsigned in
 			__u64 key = (const char *)sd->data - (const char *)&task_state;
 
 			f = wait_fold_at(key);
-			if (f && f->owner == key) {
+			if (f && f->owner == key && f->task == wait_fold_task(prev) &&
+			    f->start_time == prev->start_time) {
 				read_sched_info(prev, &run_delay, &pcount);
 				wait_fold_add(f, run_delay, pcount);
 				return 0;
@@ -706,6 +737,8 @@ static __always_inline int on_switch_plain(struct task_struct *prev, unsigned in
 		}
 	}
 	st = bpf_task_storage_get(&task_state, prev, NULL, 0);
+	if (folds && !st && prev_state == TASK_DEAD)
+		wait_fold_drop(prev);
 	if (!st || !(st->member & KHBPF_MEMBER))
 		return 0;
 	if (prev_state == TASK_DEAD) {
@@ -713,7 +746,7 @@ static __always_inline int on_switch_plain(struct task_struct *prev, unsigned in
 		return 0;
 	}
 	read_sched_info(prev, &run_delay, &pcount);
-	f = folds && !(st->member & KHBPF_MEMBER_NOFOLD) ? wait_fold_take(st) : NULL;
+	f = folds && !(st->member & KHBPF_MEMBER_NOFOLD) ? wait_fold_take(prev, st) : NULL;
 	if (f) {
 		wait_fold_add(f, run_delay, pcount);
 		return 0;

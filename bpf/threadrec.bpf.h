@@ -37,7 +37,13 @@ static __always_inline void state_waits(const struct khbpf_task_state *st, struc
 
 	if (f) {
 		WAITS_COPY(b, f, lrd, lpc);
-		if (f->owner != wait_fold_key(st)) {
+		/*
+		 * Every load above before the owner's second look (x86-64 keeps
+		 * loads in order; the release and the take publish the owner
+		 * last, as join_done() does the member flag).
+		 */
+		asm volatile("" ::: "memory");
+		if (*(volatile __u64 *)&f->owner != wait_fold_key(st)) {
 			b->wait_ns = st->b.wait_ns;
 			b->waits = st->b.waits;
 			b->unbinned_ns = st->b.unbinned_ns;

@@ -184,7 +184,10 @@ struct khbpf_task_state {
  * difference of two pointers, unique while the storage lives. The thread
  * takes the entry at its first switch-out if it is free and gives it back
  * at its final one; a thread whose entry another holds folds in its task
- * storage (KHBPF_MEMBER_NOFOLD, loss.wait_folds_full).
+ * storage (KHBPF_MEMBER_NOFOLD, loss.wait_folds_full). The switch also
+ * checks the task and its start time: an entry a dead thread never gave
+ * back (its final switch found no storage) is not a later thread's whose
+ * storage took the same address; that thread takes it over.
  */
 #define KHBPF_WAIT_FOLD_BITS 10
 #define KHBPF_WAIT_FOLDS (1U << KHBPF_WAIT_FOLD_BITS)
@@ -192,6 +195,8 @@ struct khbpf_task_state {
 #define KHBPF_FOLD_TAKING 1 /* never a key: both addresses are 8-aligned */
 struct khbpf_wait_fold {
 	__u64 owner; /* the owner's key, or KHBPF_FOLD_* */
+	__u64 task; /* the owner's task_struct address less task_state's */
+	__u64 start_time; /* the owner's (updated at a non-leader's exec) */
 	__u64 last_run_delay;
 	__u64 last_pcount;
 	__u64 wait_ns;
@@ -275,7 +280,7 @@ struct khbpf_thread_rec {
 #ifndef __BPF__
 _Static_assert(sizeof(struct khbpf_cpu_topo) == 16, "khbpf_cpu_topo layout");
 _Static_assert(sizeof(struct khbpf_task_counters) == 48, "khbpf_task_counters layout");
-_Static_assert(sizeof(struct khbpf_wait_fold) == 8 * (8 + KHBPF_RQ_SLOTS),
+_Static_assert(sizeof(struct khbpf_wait_fold) == 8 * (10 + KHBPF_RQ_SLOTS),
 	       "khbpf_wait_fold layout");
 _Static_assert(sizeof(struct khbpf_blocked) == 16 * KHBPF_BLOCK_CAUSES, "khbpf_blocked layout");
 _Static_assert(sizeof(struct khbpf_task_bpf) == 8 * (6 + KHBPF_MIG_CLASSES + KHBPF_RQ_SLOTS + 2) +

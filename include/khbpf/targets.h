@@ -36,6 +36,7 @@
 #define KHBPF_MEMBER_REJOIN 0x4 /* ... and was found in them again (counted once) */
 #define KHBPF_MEMBER_SPANS 0x8 /* has span state: its switches keep its span clock */
 #define KHBPF_MEMBER_NOFOLD 0x10 /* its wait fold entry was another's: its waits fold here */
+#define KHBPF_MEMBER_FOLD 0x20 /* its waits fold in its wait fold entry (khbpf_wait_fold) */
 
 /* Default bound of processes in the set over a window (--max-processes). */
 #define KHBPF_DEFAULT_MAX_PROCESSES 8192

@@ -17,8 +17,10 @@ if grep -q recursion_misses /sys/kernel/btf/vmlinux; then MISSES=recorded; else 
 # Round 2 leaves one wait fold entry of 1024 for threads to take (the
 # default switch program's, sched.bpf.c): nearly every thread's waits fold
 # through the task storage helper instead, and must come out the same.
+# The folds need task storage and the verifier's atomics (docs/scheduler.md).
 STORAGE=$("$KHBPF" probe --json | "$PYTHON" -c 'import json, sys
-print(next(f["use"] for f in json.load(sys.stdin)["kernel_features"] if f["name"] == "task-storage"))') ||
+f = {f["name"]: f for f in json.load(sys.stdin)["kernel_features"]}
+print("used" if f["task-storage"]["use"] == "used" and f["atomic-fetch"]["present"]["value"] else "no")') ||
 	fail "khbpf probe --json"
 for round in 1 2; do
 	rm -rf "$TMP/final" "$TMP/pid"

@@ -244,7 +244,7 @@ struct sched_collector_stats {
 	uint64_t cgroup_rejoins; /* threads that left the cgroups and were found in them again */
 	uint64_t exec_events_dropped; /* execs the loader was not told of (ring buffer full) */
 	uint64_t wait_folds_max; /* wait folds the plain switch program had; 0: none */
-	uint64_t wait_folds_full; /* members that joined with no wait fold free (not a loss) */
+	uint64_t wait_folds_full; /* members whose wait fold entry was held when they took it */
 	bool set_switch; /* the set's sched_switch program (no helper for non-targets) */
 	/* Groups (serve). */
 	uint64_t groups_made;
