@@ -672,6 +672,20 @@ static __always_inline struct khbpf_wait_fold *wait_fold_at(__u64 key)
 	return bpf_map_lookup_elem(&wait_folds, &idx);
 }
 
+/*
+ * The fields a wait fold holds, copied between a khbpf_task_bpf and a
+ * khbpf_wait_fold (same names in both), either way.
+ */
+#define WAIT_FIELDS_COPY(dst, src)                             \
+	do {                                                   \
+		(dst)->wait_ns = (src)->wait_ns;               \
+		(dst)->waits = (src)->waits;                   \
+		(dst)->unbinned_ns = (src)->unbinned_ns;       \
+		(dst)->unbinned_waits = (src)->unbinned_waits; \
+		(dst)->switch_ins = (src)->switch_ins;         \
+		hist_copy((dst)->wait_hist, (src)->wait_hist); \
+	} while (0)
+
 /* p's task key: where it is, less where task_state is (a pointer difference). */
 static __always_inline __u64 wait_fold_task(const struct task_struct *p)
 {

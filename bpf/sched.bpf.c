@@ -309,12 +309,7 @@ static __always_inline void wait_fold_release(struct khbpf_task_state *st)
 	f = wait_fold_of(st);
 	if (!f)
 		return;
-	st->b.wait_ns = f->wait_ns;
-	st->b.waits = f->waits;
-	st->b.unbinned_ns = f->unbinned_ns;
-	st->b.unbinned_waits = f->unbinned_waits;
-	st->b.switch_ins = f->switch_ins;
-	hist_copy(st->b.wait_hist, f->wait_hist);
+	WAIT_FIELDS_COPY(&st->b, f);
 	st->last_run_delay = f->last_run_delay;
 	st->last_pcount = f->last_pcount;
 	st->member = (st->member & ~KHBPF_MEMBER_FOLD) | KHBPF_MEMBER_NOFOLD;
@@ -355,12 +350,7 @@ static __always_inline struct khbpf_wait_fold *wait_fold_take(struct task_struct
 	f->start_time = p->start_time;
 	f->last_run_delay = st->last_run_delay;
 	f->last_pcount = st->last_pcount;
-	f->wait_ns = st->b.wait_ns;
-	f->waits = st->b.waits;
-	f->unbinned_ns = st->b.unbinned_ns;
-	f->unbinned_waits = st->b.unbinned_waits;
-	f->switch_ins = st->b.switch_ins;
-	hist_copy(f->wait_hist, st->b.wait_hist);
+	WAIT_FIELDS_COPY(f, &st->b);
 	st->member |= KHBPF_MEMBER_FOLD;
 	asm volatile("" ::: "memory");
 	f->owner = key;

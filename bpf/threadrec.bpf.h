@@ -10,19 +10,6 @@
 
 #include "khbpf.bpf.h"
 
-/* b's waits, and the stamps they were folded to, as src holds them. */
-#define WAITS_COPY(b, src, lrd, lpc)                         \
-	do {                                                 \
-		(b)->wait_ns = (src)->wait_ns;               \
-		(b)->waits = (src)->waits;                   \
-		(b)->unbinned_ns = (src)->unbinned_ns;       \
-		(b)->unbinned_waits = (src)->unbinned_waits; \
-		(b)->switch_ins = (src)->switch_ins;         \
-		hist_copy((b)->wait_hist, (src)->wait_hist); \
-		(lrd) = (src)->last_run_delay;               \
-		(lpc) = (src)->last_pcount;                  \
-	} while (0)
-
 /*
  * b (a copy of st->b) with st's waits folded to the counters (run_delay,
  * pcount) read now: its wait fold's, or st's own. A fold given back (its
@@ -36,7 +23,9 @@ static __always_inline void state_waits(const struct khbpf_task_state *st, struc
 	__u64 lrd = st->last_run_delay, lpc = st->last_pcount;
 
 	if (f) {
-		WAITS_COPY(b, f, lrd, lpc);
+		WAIT_FIELDS_COPY(b, f);
+		lrd = f->last_run_delay;
+		lpc = f->last_pcount;
 		/*
 		 * Every load above before the owner's second look (x86-64 keeps
 		 * loads in order; the release and the take publish the owner
@@ -44,12 +33,7 @@ static __always_inline void state_waits(const struct khbpf_task_state *st, struc
 		 */
 		asm volatile("" ::: "memory");
 		if (*(volatile __u64 *)&f->owner != wait_fold_key(st)) {
-			b->wait_ns = st->b.wait_ns;
-			b->waits = st->b.waits;
-			b->unbinned_ns = st->b.unbinned_ns;
-			b->unbinned_waits = st->b.unbinned_waits;
-			b->switch_ins = st->b.switch_ins;
-			hist_copy(b->wait_hist, st->b.wait_hist);
+			WAIT_FIELDS_COPY(b, &st->b);
 			lrd = st->last_run_delay;
 			lpc = st->last_pcount;
 		}
