@@ -911,6 +911,20 @@ int BPF_PROG(khbpf_sched_process_exit, struct task_struct *p)
 	return 0;
 }
 
+/* Before ns_common.ns_id (6.18), a mount namespace's own never-reused sequence number. */
+struct mnt_namespace___seq {
+	__u64 seq;
+} __attribute__((preserve_access_index));
+
+static __always_inline __u64 mnt_ns_id(struct mnt_namespace *ns)
+{
+	if (bpf_core_field_exists(ns->ns.ns_id))
+		return BPF_CORE_READ(ns, ns.ns_id);
+	if (bpf_core_field_exists(((struct mnt_namespace___seq *)ns)->seq))
+		return BPF_CORE_READ((struct mnt_namespace___seq *)ns, seq);
+	return 0;
+}
+
 /*
  * exec from a thread other than the leader: the kernel ends the leader and
  * gives the exec'ing thread its id and start time, so one identity covers
@@ -946,7 +960,8 @@ int BPF_PROG(khbpf_sched_process_exec, struct task_struct *p, pid_t old_pid,
 			return 0;
 		}
 		e->pid = p->tgid;
-		e->pad = 0;
+		e->mnt_ns = BPF_CORE_READ(p, nsproxy, mnt_ns, ns.inum);
+		e->mnt_ns_id = mnt_ns_id(BPF_CORE_READ(p, nsproxy, mnt_ns));
 		e->start_time = r->start_time;
 		e->ns = bpf_ktime_get_ns();
 		__builtin_memcpy(e->path, r->exec_path, sizeof(e->path));

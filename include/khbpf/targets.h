@@ -83,15 +83,26 @@ struct khbpf_proc_rec {
  */
 struct khbpf_exec_event {
 	__u32 pid;
-	__u32 pad;
+	/*
+	 * Its mount namespace's nsfs inode at the exec: whether it is a
+	 * container's is known even when the process is gone before user space
+	 * reads the event (its /proc/PID/ns/mnt is gone with it).
+	 */
+	__u32 mnt_ns;
 	__u64 start_time; /* the process's (its leader's) */
+	/*
+	 * That namespace's id, never reused while the kernel runs (nsfs
+	 * inodes are): ns_common.ns_id, or mnt_namespace.seq before it; 0 when
+	 * neither is in the kernel's BTF.
+	 */
+	__u64 mnt_ns_id;
 	__u64 ns; /* bpf_ktime_get_ns() at the exec */
 	char path[KHBPF_EXEC_PATH_MAX]; /* the file name given to execve() */
 };
 #define KHBPF_SET_EVENTS_BYTES (64 * 1024)
 
 #ifndef __BPF__
-_Static_assert(sizeof(struct khbpf_exec_event) == 24 + KHBPF_EXEC_PATH_MAX,
+_Static_assert(sizeof(struct khbpf_exec_event) == 32 + KHBPF_EXEC_PATH_MAX,
 	       "khbpf_exec_event layout");
 _Static_assert(sizeof(struct khbpf_proc_key) == 16, "khbpf_proc_key layout");
 _Static_assert(sizeof(struct khbpf_proc_rec) == 80 + KHBPF_EXEC_PATH_MAX, "khbpf_proc_rec layout");

@@ -716,6 +716,21 @@ static int find_libc(struct dl_phdr_info *info, size_t size, void *data)
  * maps list, before uselib, its library, a text file mapped executable and a
  * deleted file. Every path opened must go through the root.
  */
+/* A site keeps the file it was read from (spanexec.c knows it again by that). */
+static void assert_site_file(const struct span_site *s, const char *path)
+{
+	struct stat st;
+
+	if (!path) {
+		assert_int_equal(s->file_ino, 0);
+		assert_int_equal(s->file_dev, 0);
+		return;
+	}
+	assert_int_equal(stat(path, &st), 0);
+	assert_int_equal(s->file_ino, st.st_ino);
+	assert_int_equal(s->file_dev, st.st_dev);
+}
+
 static void test_spanfind__discover_fixture_root(void **state)
 {
 	char *root = tree_new("spanfind-root"), maps[5 * PATH_MAX], path[PATH_MAX];
@@ -777,6 +792,10 @@ static void test_spanfind__discover_fixture_root(void **state)
 	assert_string_equal(sites[5].symbol, "use_global");
 	assert_string_equal(sites[5].metric, "uses");
 	assert_int_equal(sites[5].offset, sites[3].offset);
+	assert_site_file(&sites[0], lib);
+	assert_site_file(&sites[1], NULL);
+	for (size_t i = 2; i < 6; i++)
+		assert_site_file(&sites[i], exe);
 	spanfind__free(sites, n);
 	tree_free(root);
 }

@@ -68,6 +68,8 @@ int elf_file__open(struct elf_file *f, const char *path, const char *object, cha
 		snprintf(reason, size, "cannot stat %s: %s", object, strerror(-err));
 		goto err_close;
 	}
+	f->dev = st.st_dev;
+	f->ino = st.st_ino;
 	if (!S_ISREG(st.st_mode)) {
 		err = S_ISDIR(st.st_mode) ? -EISDIR : -ENOEXEC;
 		snprintf(reason, size, "%s is not a regular file", object);

@@ -27,6 +27,7 @@ struct fsym {
 
 struct elf_file {
 	int fd;
+	uint64_t dev, ino; /* the file opened (fstat) */
 	Elf *elf;
 	unsigned char data; /* EI_DATA, for the notes' payload */
 	bool has_symtab;

@@ -63,8 +63,12 @@ static int grow_sites(struct span_run *r, size_t n)
 	return 0;
 }
 
-/* What the process runs: its executable (a script's interpreter), else the path it exec'd. */
-static bool exe_of(const struct khbpf_exec_event *e, char *exe, size_t size)
+/*
+ * What the process runs: its executable (a script's interpreter), else the
+ * path it exec'd. A container's process has that path in its own root,
+ * which is gone with it: no fallback there.
+ */
+static bool exe_of(const struct khbpf_exec_event *e, bool foreign, char *exe, size_t size)
 {
 	char link[64];
 	ssize_t n;
@@ -75,38 +79,27 @@ static bool exe_of(const struct khbpf_exec_event *e, char *exe, size_t size)
 		exe[n] = '\0';
 		return true;
 	}
-	if (e->path[0] != '/')
+	if (foreign || e->path[0] != '/')
 		return false;
 	snprintf(exe, size, "%s", e->path);
 	return true;
 }
 
-/* Whether process pid is in another mount namespace than khbpf's. */
-static bool other_mount_ns(uint32_t pid)
-{
-	char path[64];
-	struct stat a, b;
-
-	snprintf(path, sizeof(path), "/proc/%u/ns/mnt", pid);
-	return !stat(path, &a) && !stat("/proc/self/ns/mnt", &b) &&
-	       (a.st_ino != b.st_ino || a.st_dev != b.st_dev);
-}
-
-/* A site already attached: the same file (opened as root + object), offset, metric and role. */
+/*
+ * A site already attached: the same file (as read when it was found, not
+ * by its path now: a container's root is gone with its processes), offset,
+ * metric and role.
+ */
 static bool site_attached(const struct span_run *r, const struct span_site *s)
 {
-	struct stat a, b;
 	size_t i;
 
-	if (stat(s->open_path, &a))
-		return false;
-	for (i = 0; i < r->nr_sites; i++) {
+	for (i = 0; s->file_ino && i < r->nr_sites; i++) {
 		const struct span_site *t = &r->sites[i];
 
-		if (t->err || t->offset != s->offset || t->kind != s->kind ||
-		    strcmp(t->metric, s->metric) || stat(t->open_path, &b))
-			continue;
-		if (a.st_ino == b.st_ino && a.st_dev == b.st_dev)
+		if (!t->err && t->offset == s->offset && t->kind == s->kind &&
+		    t->file_ino == s->file_ino && t->file_dev == s->file_dev &&
+		    !strcmp(t->metric, s->metric))
 			return true;
 	}
 	return false;
@@ -115,7 +108,7 @@ static bool site_attached(const struct span_run *r, const struct span_site *s)
 void span_run__on_exec(void *ctx, const struct khbpf_exec_event *e)
 {
 	struct span_run *r = ctx;
-	char exe[PATH_MAX], **objects = NULL, **fresh, reason[256], root[64];
+	char exe[PATH_MAX], key[PATH_MAX + 64], **objects = NULL, **fresh, reason[256], root[64];
 	bool foreign;
 	struct span_site *found = NULL;
 	struct sched_span_site *v;
@@ -123,25 +116,37 @@ void span_run__on_exec(void *ctx, const struct khbpf_exec_event *e)
 	uint64_t now;
 	int err;
 
-	if (!r->coll || !exe_of(e, exe, sizeof(exe))) {
-		r->exec_search_errors++;
-		return;
-	}
-	if (was_searched(r, exe))
-		return;
 	/*
 	 * A process of another mount namespace (a container) sees other files
 	 * at these paths: its executable is read through /proc/PID/root, and
 	 * the libraries its own loader would map are not known here (the
 	 * host's loader would resolve the host's): they are not searched,
 	 * counted in span_exec_libraries_unsearched. Requests naming an
-	 * absolute OBJECT are resolved in its root all the same.
+	 * absolute OBJECT are resolved in its root all the same. Which
+	 * namespace is the one the exec ran in (the event's), not /proc's
+	 * now: the process may be gone.
 	 */
-	foreign = other_mount_ns(e->pid);
+	foreign = e->mnt_ns != r->mnt_ns;
+	if (foreign)
+		r->exec_libraries_unsearched++;
+	if (!r->coll || !exe_of(e, foreign, exe, sizeof(exe))) {
+		r->exec_search_errors++;
+		return;
+	}
+	/*
+	 * Another root's path names another file, and its absolute OBJECTs
+	 * are its own: searched once per namespace (by its id: an nsfs inode
+	 * number is reused once its namespace is gone) and path; at every exec
+	 * where the kernel's BTF has no such id.
+	 */
 	if (foreign) {
 		snprintf(root, sizeof(root), "/proc/%u/root", e->pid);
-		r->exec_libraries_unsearched++;
-	} else if (spanfind__needed_objects(exe, &objects, &nr_objects, reason, sizeof(reason))) {
+		snprintf(key, sizeof(key), "mnt:%llu:%s", (unsigned long long)e->mnt_ns_id, exe);
+	}
+	if (foreign ? e->mnt_ns_id && was_searched(r, key) : was_searched(r, exe))
+		return;
+	if (!foreign &&
+	    spanfind__needed_objects(exe, &objects, &nr_objects, reason, sizeof(reason))) {
 		/* The executable first: a --span without an object names a function of it. */
 		nr_objects = 0;
 	}
@@ -156,7 +161,9 @@ void span_run__on_exec(void *ctx, const struct khbpf_exec_event *e)
 			fresh[nr_fresh++] = objects[i];
 	err = spanfind__discover_list(foreign ? root : "/", fresh, nr_fresh, r->reqs, r->nr_reqs,
 				      &r->find, &found, &nr_found);
-	for (i = 0; i < nr_fresh; i++)
+	if (!foreign || e->mnt_ns_id)
+		span_run__searched(r, foreign ? key : exe);
+	for (i = 1; i < nr_fresh; i++)
 		span_run__searched(r, fresh[i]);
 	free(fresh);
 	spanfind__free_objects(objects, nr_objects);

@@ -38,9 +38,27 @@ static ssize_t main_object(const char *root, pid_t pid, char **objects, size_t n
 	return -1;
 }
 
+/*
+ * The sites found in f from vec's first on keep which file it is: a site
+ * found again at a later exec is known by it, not by its path then (a
+ * container's root is gone with its processes).
+ */
+static void sites_of_file(struct site_vec *vec, size_t first, const struct elf_file *f)
+{
+	size_t i;
+
+	for (i = first; i < vec->n; i++) {
+		if (vec->v[i].err)
+			continue;
+		vec->v[i].file_dev = f->dev;
+		vec->v[i].file_ino = f->ino;
+	}
+}
+
 static int annotations_of(struct site_vec *vec, const char *root, pid_t pid, const char *object)
 {
 	char open_path[PATH_MAX], reason[256];
+	size_t first = vec->n;
 	struct elf_file f;
 	int err;
 
@@ -63,6 +81,7 @@ static int annotations_of(struct site_vec *vec, const char *root, pid_t pid, con
 	err = elf_file__load_syms(&f);
 	if (!err)
 		err = spanelf__notes_scan(vec, &f, object, open_path);
+	sites_of_file(vec, first, &f);
 	elf_file__close(&f);
 	return err;
 }
@@ -99,6 +118,7 @@ static int request_in(struct site_vec *vec, const char *root, pid_t pid, const c
 		      struct request_result *res)
 {
 	char reason[256];
+	size_t first = vec->n;
 	struct elf_file f;
 	int err;
 
@@ -124,6 +144,7 @@ static int request_in(struct site_vec *vec, const char *root, pid_t pid, const c
 		elf_file__close(&f);
 		err = spanusdt__scan(vec, object, res->open_path, req, &res->matched, reason,
 				     sizeof(reason));
+		sites_of_file(vec, first, &f);
 		if (err && err != -ENOMEM)
 			err = site_vec__push_file_error(vec, object, res->open_path, req->symbol,
 							req->metric, false, err, reason);
@@ -143,6 +164,7 @@ static int request_in(struct site_vec *vec, const char *root, pid_t pid, const c
 		err = spanelf__symbols_scan(vec, &f, object, res->open_path, req->symbol,
 					    req->metric, &res->matched);
 	res->has_symtab = f.has_symtab;
+	sites_of_file(vec, first, &f);
 	elf_file__close(&f);
 	return err;
 }

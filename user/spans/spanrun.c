@@ -211,10 +211,14 @@ static int apply_causes(struct span_run *r, struct sched_collector *c)
 
 int span_run__discover(struct span_run *r, const struct span_run_opts *o)
 {
+	struct stat ns;
 	size_t i;
 	int err;
 
 	memset(r, 0, sizeof(*r));
+	if (stat("/proc/self/ns/mnt", &ns))
+		return -errno;
+	r->mnt_ns = (uint32_t)ns.st_ino;
 	r->reqs = o->reqs;
 	r->nr_reqs = o->nr_reqs;
 	r->find.no_annotations = o->no_annotations;

@@ -64,6 +64,7 @@ struct span_run {
 	uint64_t execs_late; /* execs whose binary's sites were attached after them */
 	uint64_t exec_search_errors; /* execs whose executable could not be read */
 	uint64_t exec_libraries_unsearched; /* execs in another mount namespace: the exe only */
+	uint32_t mnt_ns; /* khbpf's own mount namespace (its nsfs inode), against execs' */
 
 	struct span_keys keys; /* --key (spankeys.h) */
 	/* --span-cause: each metric's declared cause + 1 (KHBPF_MAX_METRICS), or NULL. */

@@ -84,6 +84,8 @@ struct span_site {
 	char args[256];
 	/* A USDT semaphore's file offset, the uprobe's ref_ctr_offset; 0: none. */
 	uint64_t ref_ctr_offset;
+	/* The file read (fstat of open_path when found); 0 0 for a site that has err. */
+	uint64_t file_dev, file_ino;
 	enum span_site_kind kind;
 	/* --key: the slot of its keyed argument's spec (spankeys.c), 1-based; 0: none. */
 	uint32_t key_slot;
