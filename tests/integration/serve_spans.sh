@@ -23,7 +23,7 @@
 #     postmaster's backends are counted as the first ones were.
 #  5. Each window's document (--ndjson) carries the span metrics: over the
 #     windows, the query calls add up to what /metrics says.
-#  And a query in progress (pg_sleep) is in khbpf_span_open for its key, as
+#  And a query in progress (waiting for a lock) is in khbpf_span_open for its key, as
 #  old as it can be by the clocks around it, and gone once it returns.
 # Every process, the cluster, serve and Prometheus are stopped on every path.
 # khbpf-test: plain-only
@@ -43,7 +43,7 @@ CGROOT=$(awk '$9 == "cgroup2" && $4 == "/" { print $5; exit }' /proc/self/mounti
 CG="khbpf-spans-$$"
 
 AS=(setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all)
-PM="" SERVE="" PROM="" BENCH="" PYP=""
+PM="" SERVE="" PROM="" BENCH="" PYP="" HOLDER="" SLEEPQ=""
 chmod 0755 "$TMP"
 mkdir -p "$TMP/sock" "$TMP/pg"
 chown 65534:65534 "$TMP/sock" "$TMP/pg"
@@ -63,6 +63,9 @@ cleanup() {
 	local rc=$?
 	[ -n "$BENCH" ] && kill "$BENCH" 2>/dev/null
 	[ -n "$PYP" ] && kill "$PYP" 2>/dev/null
+	exec 8>&- 2>/dev/null # the holder's input, if open: it ends
+	[ -n "$HOLDER" ] && kill "$HOLDER" 2>/dev/null
+	[ -n "$SLEEPQ" ] && kill "$SLEEPQ" 2>/dev/null
 	stop_pm
 	[ -n "$PROM" ] && kill "$PROM" 2>/dev/null
 	[ -n "$SERVE" ] && kill "$SERVE" 2>/dev/null
@@ -292,22 +295,37 @@ print(f"  p99 {p99 * 1e6:.0f} us; pgbench {min(lat)}..{max(lat)} us (bucket boun
 PY
 
 # 3b. A query in progress: khbpf_span_open is 1 for its key while it runs,
-# its age at least the time since it was seen running in pg_stat_activity
+# its age at least the time since it was seen waiting in pg_stat_activity
 # (it began before) and at most the time since psql was started (it began
-# after); once it returns, no query of CG is open.
-SLEEP_SQL="SELECT pg_sleep(3)"
+# after); once it returns, no query of CG is open. It waits for an advisory
+# lock a holder session has, given back only after the scrape: in progress
+# however slow the machine (a pg_sleep(3) had ended before a scrape under
+# TCG with both guests and the fresh root's install running beside it).
+SLEEP_SQL="SELECT pg_advisory_lock(4242)"
+mkfifo "$TMP/holder.in"
+"${PSQL[@]}" <"$TMP/holder.in" >"$TMP/holder.out" 2>&1 &
+HOLDER=$!
+exec 8>"$TMP/holder.in"
+echo "SELECT pg_advisory_lock(4242), 'held';" >&8
+for _ in $(seq 200); do grep -q 'held' "$TMP/holder.out" && break; sleep 0.05; done
+grep -q 'held' "$TMP/holder.out" || fail "the holder did not take the lock: $(cat "$TMP/holder.out")"
 launched=$(date +%s%N)
 "${PSQL[@]}" -c "$SLEEP_SQL" >/dev/null 2>&1 &
 SLEEPQ=$!
-for _ in $(seq 100); do
-	[ "$(psql_ -c "SELECT count(*) FROM pg_stat_activity WHERE state = 'active' AND query = '$SLEEP_SQL'")" = 1 ] && break
+for _ in $(seq 200); do
+	[ "$(psql_ -c "SELECT count(*) FROM pg_stat_activity WHERE state = 'active' AND wait_event_type = 'Lock' AND query = '$SLEEP_SQL'")" = 1 ] && break
 	sleep 0.05
 done
 seen=$(date +%s%N)
 sleep 1
 curl -sf "http://127.0.0.1:$PORT/metrics" >"$TMP/open.prom" || fail "GET /metrics"
 scraped=$(date +%s%N)
+echo "SELECT pg_advisory_unlock(4242);" >&8
+exec 8>&- # EOF: the holder's psql ends
+wait "$HOLDER" || fail "the holder failed: $(cat "$TMP/holder.out")"
+HOLDER=""
 wait "$SLEEPQ" || fail "psql $SLEEP_SQL"
+SLEEPQ=""
 curl -sf "http://127.0.0.1:$PORT/metrics" >"$TMP/closed.prom" || fail "GET /metrics"
 "$PYTHON" - "$TMP/open.prom" "$TMP/closed.prom" "/$CG" "$SLEEP_SQL" "$launched" "$seen" "$scraped" <<'PY' || fail "the query in progress is not khbpf_span_open's"
 import re, sys

@@ -516,17 +516,10 @@ int sched_collector__open(struct sched_collector **out, const struct sched_colle
 		goto cleanup;
 	/*
 	 * The kernel times every wait itself: no wakeup program needed, nor
-	 * loaded by run and attach (each loaded program holds its own pages:
-	 * kernel_memory.sh). serve still loads them: without them its open
-	 * span series were missing in the 7.2 guest (serve_spans.sh, twice),
-	 * for a reason not found yet.
+	 * loaded (each loaded program holds its own pages: kernel_memory.sh).
 	 */
-	bpf_program__set_autoload(c->skel->progs.khbpf_sched_wakeup,
-				  !kernel_waits || (opts && opts->group_by));
-	bpf_program__set_autoload(c->skel->progs.khbpf_sched_wakeup_new,
-				  !kernel_waits || (opts && opts->group_by));
-	bpf_program__set_autoattach(c->skel->progs.khbpf_sched_wakeup, !kernel_waits);
-	bpf_program__set_autoattach(c->skel->progs.khbpf_sched_wakeup_new, !kernel_waits);
+	bpf_program__set_autoload(c->skel->progs.khbpf_sched_wakeup, !kernel_waits);
+	bpf_program__set_autoload(c->skel->progs.khbpf_sched_wakeup_new, !kernel_waits);
 	if (opts && opts->no_exit_program)
 		bpf_program__set_autoattach(c->skel->progs.khbpf_sched_process_exit, false);
 	if (opts && opts->topo && opts->topo->nr_cpu_ids)
