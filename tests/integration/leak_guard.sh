@@ -15,10 +15,13 @@ cg_root=$(awk '$3 == "cgroup2" {print $2; exit}' /proc/self/mounts)
 [ -n "$cg_root" ] || cg_root=$(awk '$3 == "cgroup" {print $2; exit}' /proc/self/mounts)
 [ -n "$cg_root" ] || fail "no cgroup file system is mounted"
 
-# 1. A script that leaves one of each behind.
+# 1. A script that leaves one of each behind. Its sleep's argument is this
+# test's own (300 s and a fraction: $$), so no other `sleep 300` on the host
+# is taken for it.
+SLEEPER="sleep 300.$$"
 mkdir "$TMP/mnt"
 cat >"$TMP/leaky.sh" <<EOF
-setsid sleep 300 </dev/null >/dev/null 2>&1 &
+setsid $SLEEPER </dev/null >/dev/null 2>&1 &
 mount -t tmpfs -o size=64k tmpfs "$TMP/mnt"
 mkdir "$cg_root/khbpf-leak-test.$$"
 exit 0
@@ -28,10 +31,10 @@ rc=$?
 [ "$rc" -ne 0 ] || fail "the guard passed a script that leaked: $(cat "$TMP/guard.err")"
 [ "$GUARD_LEFT" = " processes mounts cgroups" ] ||
 	fail "the guard found '$GUARD_LEFT', expected processes, mounts and cgroups: $(cat "$TMP/guard.err")"
-grep -q 'sleep 300' "$TMP/guard.err" || fail "the guard does not name the process: $(cat "$TMP/guard.err")"
+grep -qF "$SLEEPER" "$TMP/guard.err" || fail "the guard does not name the process: $(cat "$TMP/guard.err")"
 ! mountpoint -q "$TMP/mnt" || fail "the guard left the tmpfs mounted"
 [ ! -d "$cg_root/khbpf-leak-test.$$" ] || fail "the guard left the cgroup"
-! pgrep -f '^sleep 300$' >/dev/null || fail "the guard left sleep 300 running"
+! pgrep -fx "$SLEEPER" >/dev/null || fail "the guard left $SLEEPER running"
 
 # 2. Real tests failed on purpose half way.
 # fail_half_way TEST CHECKPOINT: it must fail there, and leave nothing.
