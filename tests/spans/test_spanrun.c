@@ -15,9 +15,14 @@
 #include <string.h>
 #include <cmocka.h>
 #include <json-c/json.h>
+#include <limits.h>
+#include <unistd.h>
+#include <sys/stat.h>
 
 #include "document/evjson.h"
+#include "spans/spansite.h"
 #include "spans/spanrun.h"
+#include "testutil.h"
 
 #define START_MONO 1000000ULL
 
@@ -163,6 +168,66 @@ static void expect_same_records(bool counters, enum ev_gap hw_reason)
 	free(want);
 }
 
+/* A function of this binary for the --span request below. */
+__attribute__((noinline, used)) int spanrun_fixture_target(int x);
+__attribute__((noinline, used)) int spanrun_fixture_target(int x)
+{
+	return x + 1;
+}
+
+/*
+ * Process 90 of a fixture root maps this test binary. In khbpf's mount
+ * namespace, the objects its sites were found in are searched already
+ * (an exec of them later is not searched again); in another (a container:
+ * its ns/mnt another file), none is, since the same path there names
+ * another file on the host.
+ */
+static void discover_in_namespace(bool container)
+{
+	char *root = tree_new("spanrun-ns"), exe[PATH_MAX], maps[2 * PATH_MAX], path[PATH_MAX];
+	const struct span_request req = { .symbol = "spanrun_fixture_target", .metric = "target" };
+	struct span_run_opts o = { .sz = sizeof(o), .pid = 90, .reqs = &req, .nr_reqs = 1 };
+	struct span_run r;
+	ssize_t n;
+
+	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	assert_true(n > 0);
+	exe[n] = '\0';
+	snprintf(maps, sizeof(maps), "00400000-00401000 r-xp 00000000 08:01 1 %s\n", exe);
+	tree_put(root, "proc/90/maps", maps);
+	snprintf(path, sizeof(path), "%s/proc/90/root", root);
+	assert_int_equal(symlink("/", path), 0);
+	snprintf(path, sizeof(path), "%s/proc/90/exe", root);
+	assert_int_equal(symlink(exe, path), 0);
+	if (container) {
+		tree_put(root, "proc/90/ns/mnt", "");
+	} else {
+		tree_put(root, "proc/90/ns", NULL);
+		snprintf(path, sizeof(path), "%s/proc/90/ns/mnt", root);
+		assert_int_equal(symlink("/proc/self/ns/mnt", path), 0);
+	}
+	o.root = root;
+	assert_int_equal(span_run__discover(&r, &o), 0);
+	assert_int_equal(r.nr_sites, 1);
+	assert_int_equal(r.sites[0].err, 0);
+	assert_string_equal(r.sites[0].object, exe);
+	if (container) {
+		assert_int_equal(r.nr_searched, 0);
+	} else {
+		assert_int_equal(r.nr_searched, 1);
+		assert_string_equal(r.searched[0], exe);
+	}
+	span_run__free(&r);
+	tree_free(root);
+}
+
+static void test_spanrun__searched_in_own_namespace(void **state)
+{
+	(void)state;
+	discover_in_namespace(false);
+	discover_in_namespace(true);
+}
+
 static void test_spanrun__records_as_converted_whole(void **state)
 {
 	(void)state;
@@ -175,6 +240,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_spanrun__records_as_converted_whole),
+		cmocka_unit_test(test_spanrun__searched_in_own_namespace),
 	};
 
 	return cmocka_run_group_tests_name("spanrun", tests, NULL, NULL);

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include "collect/sched_window.h"
+#include "lib/fsutil.h"
 #include "spans/spanrun.h"
 #include "spans/spankeys.h"
 
@@ -209,9 +210,26 @@ static int apply_causes(struct span_run *r, struct sched_collector *c)
 	return 0;
 }
 
+/* Whether a target process is in another mount namespace than khbpf's (r->mnt_ns). */
+static bool targets_foreign(const struct span_run *r, const struct span_run_opts *o)
+{
+	const pid_t *pids = o->nr_pids ? o->pids : &o->pid;
+	size_t i, n = o->nr_pids ? o->nr_pids : 1;
+	char path[PATH_MAX];
+	struct stat st;
+
+	for (i = 0; i < n; i++)
+		if (fsutil__path(path, sizeof(path), o->root, "/proc/%d/ns/mnt", (int)pids[i]) >=
+			    0 &&
+		    !stat(path, &st) && st.st_ino != r->mnt_ns)
+			return true;
+	return false;
+}
+
 int span_run__discover(struct span_run *r, const struct span_run_opts *o)
 {
 	struct stat ns;
+	bool foreign;
 	size_t i;
 	int err;
 
@@ -252,7 +270,14 @@ int span_run__discover(struct span_run *r, const struct span_run_opts *o)
 		return -ENOMEM;
 	if (o->exe && span_run__searched(r, o->exe))
 		return -ENOMEM;
-	for (i = 0; i < r->nr_sites; i++)
+	/*
+	 * A container's objects are other files than the host's at the same
+	 * paths: not marked searched by path (a later exec on the host of one
+	 * of those paths is searched; one in the container is searched by its
+	 * namespace, and what it finds again is known by its file).
+	 */
+	foreign = !o->host && !o->exe && targets_foreign(r, o);
+	for (i = 0; !foreign && i < r->nr_sites; i++)
 		if (span_run__searched(r, r->sites[i].object))
 			return -ENOMEM;
 	for (i = 0; i < r->nr_sites; i++) {
