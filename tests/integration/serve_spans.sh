@@ -63,7 +63,7 @@ cleanup() {
 	local rc=$?
 	[ -n "$BENCH" ] && kill "$BENCH" 2>/dev/null
 	[ -n "$PYP" ] && kill "$PYP" 2>/dev/null
-	exec 8>&- 2>/dev/null # the holder's input, if open: it ends
+	exec 8>&- # the holder's input, if open: it ends
 	[ -n "$HOLDER" ] && kill "$HOLDER" 2>/dev/null
 	[ -n "$SLEEPQ" ] && kill "$SLEEPQ" 2>/dev/null
 	stop_pm
@@ -310,7 +310,7 @@ echo "SELECT pg_advisory_lock(4242), 'held';" >&8
 for _ in $(seq 200); do grep -q 'held' "$TMP/holder.out" && break; sleep 0.05; done
 grep -q 'held' "$TMP/holder.out" || fail "the holder did not take the lock: $(cat "$TMP/holder.out")"
 launched=$(date +%s%N)
-"${PSQL[@]}" -c "$SLEEP_SQL" >/dev/null 2>&1 &
+"${PSQL[@]}" -c "$SLEEP_SQL" >/dev/null 2>&1 8>&- &
 SLEEPQ=$!
 for _ in $(seq 200); do
 	[ "$(psql_ -c "SELECT count(*) FROM pg_stat_activity WHERE state = 'active' AND wait_event_type = 'Lock' AND query = '$SLEEP_SQL'")" = 1 ] && break

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
+#include <linux/magic.h>
 #include <unistd.h>
 
 #include "khbpf/span.h"
@@ -47,6 +49,7 @@ int elf_file__open(struct elf_file *f, const char *path, const char *object, cha
 		   size_t size)
 {
 	GElf_Ehdr eh;
+	struct statfs sfs;
 	struct stat st;
 	int err;
 
@@ -70,6 +73,9 @@ int elf_file__open(struct elf_file *f, const char *path, const char *object, cha
 	}
 	f->dev = st.st_dev;
 	f->ino = st.st_ino;
+	f->size = (uint64_t)st.st_size;
+	f->mtime_ns = (uint64_t)st.st_mtim.tv_sec * 1000000000u + (uint64_t)st.st_mtim.tv_nsec;
+	f->overlay = !fstatfs(f->fd, &sfs) && sfs.f_type == OVERLAYFS_SUPER_MAGIC;
 	if (!S_ISREG(st.st_mode)) {
 		err = S_ISDIR(st.st_mode) ? -EISDIR : -ENOEXEC;
 		snprintf(reason, size, "%s is not a regular file", object);

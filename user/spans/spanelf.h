@@ -27,7 +27,9 @@ struct fsym {
 
 struct elf_file {
 	int fd;
-	uint64_t dev, ino; /* the file opened (fstat) */
+	/* The file opened (fstat, fstatfs): spansite.h's span_site file_*. */
+	uint64_t dev, ino, size, mtime_ns;
+	bool overlay;
 	Elf *elf;
 	unsigned char data; /* EI_DATA, for the notes' payload */
 	bool has_symtab;

@@ -8,6 +8,7 @@
  * before that are not measured: each such exec is counted.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,10 +66,9 @@ static int grow_sites(struct span_run *r, size_t n)
 
 /*
  * What the process runs: its executable (a script's interpreter), else the
- * path it exec'd. A container's process has that path in its own root,
- * which is gone with it: no fallback there.
+ * path it exec'd when absolute (in its root: a container's is held open).
  */
-static bool exe_of(const struct khbpf_exec_event *e, bool foreign, char *exe, size_t size)
+static bool exe_of(const struct khbpf_exec_event *e, char *exe, size_t size)
 {
 	char link[64];
 	ssize_t n;
@@ -79,26 +79,37 @@ static bool exe_of(const struct khbpf_exec_event *e, bool foreign, char *exe, si
 		exe[n] = '\0';
 		return true;
 	}
-	if (foreign || e->path[0] != '/')
+	if (e->path[0] != '/')
 		return false;
 	snprintf(exe, size, "%s", e->path);
 	return true;
 }
 
 /*
- * A site already attached: the same file (as read when it was found, not
- * by its path now: a container's root is gone with its processes), offset,
- * metric and role.
+ * Whether two sites' files are one: the same device and inode as read
+ * when each was found (not by path now: a container's root is gone with
+ * its processes); or, both on overlayfs, the same inode below, size and
+ * modification time (each overlay mount is a device of its own).
  */
+static bool same_file(const struct span_site *a, const struct span_site *b)
+{
+	if (!a->file_ino || a->file_ino != b->file_ino)
+		return false;
+	if (a->file_dev == b->file_dev)
+		return true;
+	return a->file_overlay && b->file_overlay && a->file_size == b->file_size &&
+	       a->file_mtime_ns == b->file_mtime_ns;
+}
+
+/* A site already attached: the same file, offset, metric and role. */
 static bool site_attached(const struct span_run *r, const struct span_site *s)
 {
 	size_t i;
 
-	for (i = 0; s->file_ino && i < r->nr_sites; i++) {
+	for (i = 0; i < r->nr_sites; i++) {
 		const struct span_site *t = &r->sites[i];
 
-		if (!t->err && t->offset == s->offset && t->kind == s->kind &&
-		    t->file_ino == s->file_ino && t->file_dev == s->file_dev &&
+		if (!t->err && t->offset == s->offset && t->kind == s->kind && same_file(t, s) &&
 		    !strcmp(t->metric, s->metric))
 			return true;
 	}
@@ -114,7 +125,7 @@ void span_run__on_exec(void *ctx, const struct khbpf_exec_event *e)
 	struct sched_span_site *v;
 	size_t nr_objects = 0, nr_fresh = 0, nr_found = 0, i, n = 0, nv = 0, first;
 	uint64_t now;
-	int err;
+	int err, rootfd = -1;
 
 	/*
 	 * A process of another mount namespace (a container) sees other files
@@ -129,9 +140,27 @@ void span_run__on_exec(void *ctx, const struct khbpf_exec_event *e)
 	foreign = e->mnt_ns != r->mnt_ns;
 	if (foreign)
 		r->exec_libraries_unsearched++;
-	if (!r->coll || !exe_of(e, foreign, exe, sizeof(exe))) {
+	if (!r->coll) {
 		r->exec_search_errors++;
 		return;
+	}
+	/*
+	 * A container's root is held open for the search: its process may end
+	 * meanwhile, and its files are read all the same. One already gone
+	 * took its root with it: its executable is unreadable.
+	 */
+	if (foreign) {
+		snprintf(root, sizeof(root), "/proc/%u/root", e->pid);
+		rootfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (rootfd < 0) {
+			r->exec_search_errors++;
+			return;
+		}
+		snprintf(root, sizeof(root), "/proc/self/fd/%d", rootfd);
+	}
+	if (!exe_of(e, exe, sizeof(exe))) {
+		r->exec_search_errors++;
+		goto out;
 	}
 	/*
 	 * Another root's path names another file, and its absolute OBJECTs
@@ -139,12 +168,10 @@ void span_run__on_exec(void *ctx, const struct khbpf_exec_event *e)
 	 * number is reused once its namespace is gone) and path; at every exec
 	 * where the kernel's BTF has no such id.
 	 */
-	if (foreign) {
-		snprintf(root, sizeof(root), "/proc/%u/root", e->pid);
+	if (foreign)
 		snprintf(key, sizeof(key), "mnt:%llu:%s", (unsigned long long)e->mnt_ns_id, exe);
-	}
 	if (foreign ? e->mnt_ns_id && was_searched(r, key) : was_searched(r, exe))
-		return;
+		goto out;
 	if (!foreign &&
 	    spanfind__needed_objects(exe, &objects, &nr_objects, reason, sizeof(reason))) {
 		/* The executable first: a --span without an object names a function of it. */
@@ -153,7 +180,7 @@ void span_run__on_exec(void *ctx, const struct khbpf_exec_event *e)
 	fresh = calloc(nr_objects + 1, sizeof(*fresh));
 	if (!fresh) {
 		spanfind__free_objects(objects, nr_objects);
-		return;
+		goto out;
 	}
 	fresh[nr_fresh++] = exe;
 	for (i = 0; i < nr_objects; i++)
@@ -179,12 +206,12 @@ void span_run__on_exec(void *ctx, const struct khbpf_exec_event *e)
 	}
 	if (err || !n || grow_sites(r, n)) {
 		spanfind__free(found, nr_found);
-		return;
+		goto out;
 	}
 	v = calloc(n, sizeof(*v));
 	if (!v) {
 		spanfind__free(found, nr_found);
-		return;
+		goto out;
 	}
 	first = r->nr_sites;
 	for (i = 0, n = 0; i < nr_found; i++) {
@@ -224,4 +251,7 @@ void span_run__on_exec(void *ctx, const struct khbpf_exec_event *e)
 	if (err > 0)
 		r->execs_late++;
 	free(v);
+out:
+	if (rootfd >= 0)
+		close(rootfd);
 }

@@ -52,6 +52,9 @@ static void sites_of_file(struct site_vec *vec, size_t first, const struct elf_f
 			continue;
 		vec->v[i].file_dev = f->dev;
 		vec->v[i].file_ino = f->ino;
+		vec->v[i].file_size = f->size;
+		vec->v[i].file_mtime_ns = f->mtime_ns;
+		vec->v[i].file_overlay = f->overlay;
 	}
 }
 

@@ -84,8 +84,14 @@ struct span_site {
 	char args[256];
 	/* A USDT semaphore's file offset, the uprobe's ref_ctr_offset; 0: none. */
 	uint64_t ref_ctr_offset;
-	/* The file read (fstat of open_path when found); 0 0 for a site that has err. */
-	uint64_t file_dev, file_ino;
+	/*
+	 * The file read (fstat of open_path when found); all 0 for a site
+	 * that has err. On overlayfs st_dev is the overlay mount's, st_ino the
+	 * file's below it, where uprobes go (d_real_inode()): two containers'
+	 * overlays of one image show one file under two devices.
+	 */
+	uint64_t file_dev, file_ino, file_size, file_mtime_ns;
+	bool file_overlay;
 	enum span_site_kind kind;
 	/* --key: the slot of its keyed argument's spec (spankeys.c), 1-based; 0: none. */
 	uint32_t key_slot;
