@@ -954,14 +954,16 @@ int BPF_PROG(khbpf_sched_process_exec, struct task_struct *p, pid_t old_pid,
 	r->flags |= KHBPF_PROC_EXECED;
 	if (span_follow_exec) {
 		struct khbpf_exec_event *e = bpf_ringbuf_reserve(&set_events, sizeof(*e), 0);
+		struct mnt_namespace *mns;
 
 		if (!e) {
 			__sync_fetch_and_add(&exec_events_dropped, 1);
 			return 0;
 		}
 		e->pid = p->tgid;
-		e->mnt_ns = BPF_CORE_READ(p, nsproxy, mnt_ns, ns.inum);
-		e->mnt_ns_id = mnt_ns_id(BPF_CORE_READ(p, nsproxy, mnt_ns));
+		mns = BPF_CORE_READ(p, nsproxy, mnt_ns);
+		e->mnt_ns = BPF_CORE_READ(mns, ns.inum);
+		e->mnt_ns_id = mnt_ns_id(mns);
 		e->start_time = r->start_time;
 		e->ns = bpf_ktime_get_ns();
 		__builtin_memcpy(e->path, r->exec_path, sizeof(e->path));

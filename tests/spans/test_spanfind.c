@@ -722,18 +722,18 @@ static void assert_site_file(const struct span_site *s, const char *path)
 	struct stat st;
 
 	if (!path) {
-		assert_int_equal(s->file_ino, 0);
-		assert_int_equal(s->file_dev, 0);
-		assert_int_equal(s->file_size, 0);
+		assert_int_equal(s->file.ino, 0);
+		assert_int_equal(s->file.dev, 0);
+		assert_int_equal(s->file.size, 0);
 		return;
 	}
 	assert_int_equal(stat(path, &st), 0);
-	assert_int_equal(s->file_ino, st.st_ino);
-	assert_int_equal(s->file_dev, st.st_dev);
-	assert_int_equal(s->file_size, st.st_size);
-	assert_int_equal(s->file_mtime_ns,
+	assert_int_equal(s->file.ino, st.st_ino);
+	assert_int_equal(s->file.dev, st.st_dev);
+	assert_int_equal(s->file.size, st.st_size);
+	assert_int_equal(s->file.mtime_ns,
 			 (uint64_t)st.st_mtim.tv_sec * 1000000000u + (uint64_t)st.st_mtim.tv_nsec);
-	assert_false(s->file_overlay);
+	assert_false(s->file.overlay);
 }
 
 static void test_spanfind__discover_fixture_root(void **state)

@@ -71,11 +71,14 @@ int elf_file__open(struct elf_file *f, const char *path, const char *object, cha
 		snprintf(reason, size, "cannot stat %s: %s", object, strerror(-err));
 		goto err_close;
 	}
-	f->dev = st.st_dev;
-	f->ino = st.st_ino;
-	f->size = (uint64_t)st.st_size;
-	f->mtime_ns = (uint64_t)st.st_mtim.tv_sec * 1000000000u + (uint64_t)st.st_mtim.tv_nsec;
-	f->overlay = !fstatfs(f->fd, &sfs) && sfs.f_type == OVERLAYFS_SUPER_MAGIC;
+	f->id = (struct span_file_id){
+		.dev = st.st_dev,
+		.ino = st.st_ino,
+		.size = (uint64_t)st.st_size,
+		.mtime_ns =
+			(uint64_t)st.st_mtim.tv_sec * 1000000000u + (uint64_t)st.st_mtim.tv_nsec,
+		.overlay = !fstatfs(f->fd, &sfs) && sfs.f_type == OVERLAYFS_SUPER_MAGIC,
+	};
 	if (!S_ISREG(st.st_mode)) {
 		err = S_ISDIR(st.st_mode) ? -EISDIR : -ENOEXEC;
 		snprintf(reason, size, "%s is not a regular file", object);

@@ -27,9 +27,7 @@ struct fsym {
 
 struct elf_file {
 	int fd;
-	/* The file opened (fstat, fstatfs): spansite.h's span_site file_*. */
-	uint64_t dev, ino, size, mtime_ns;
-	bool overlay;
+	struct span_file_id id; /* the file opened */
 	Elf *elf;
 	unsigned char data; /* EI_DATA, for the notes' payload */
 	bool has_symtab;

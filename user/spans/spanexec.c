@@ -91,14 +91,13 @@ static bool exe_of(const struct khbpf_exec_event *e, char *exe, size_t size)
  * its processes); or, both on overlayfs, the same inode below, size and
  * modification time (each overlay mount is a device of its own).
  */
-static bool same_file(const struct span_site *a, const struct span_site *b)
+static bool same_file(const struct span_file_id *a, const struct span_file_id *b)
 {
-	if (!a->file_ino || a->file_ino != b->file_ino)
+	if (!a->ino || a->ino != b->ino)
 		return false;
-	if (a->file_dev == b->file_dev)
+	if (a->dev == b->dev)
 		return true;
-	return a->file_overlay && b->file_overlay && a->file_size == b->file_size &&
-	       a->file_mtime_ns == b->file_mtime_ns;
+	return a->overlay && b->overlay && a->size == b->size && a->mtime_ns == b->mtime_ns;
 }
 
 /* A site already attached: the same file, offset, metric and role. */
@@ -109,8 +108,8 @@ static bool site_attached(const struct span_run *r, const struct span_site *s)
 	for (i = 0; i < r->nr_sites; i++) {
 		const struct span_site *t = &r->sites[i];
 
-		if (!t->err && t->offset == s->offset && t->kind == s->kind && same_file(t, s) &&
-		    !strcmp(t->metric, s->metric))
+		if (!t->err && t->offset == s->offset && t->kind == s->kind &&
+		    same_file(&t->file, &s->file) && !strcmp(t->metric, s->metric))
 			return true;
 	}
 	return false;

@@ -47,15 +47,9 @@ static void sites_of_file(struct site_vec *vec, size_t first, const struct elf_f
 {
 	size_t i;
 
-	for (i = first; i < vec->n; i++) {
-		if (vec->v[i].err)
-			continue;
-		vec->v[i].file_dev = f->dev;
-		vec->v[i].file_ino = f->ino;
-		vec->v[i].file_size = f->size;
-		vec->v[i].file_mtime_ns = f->mtime_ns;
-		vec->v[i].file_overlay = f->overlay;
-	}
+	for (i = first; i < vec->n; i++)
+		if (!vec->v[i].err)
+			vec->v[i].file = f->id;
 }
 
 static int annotations_of(struct site_vec *vec, const char *root, pid_t pid, const char *object)

@@ -61,6 +61,17 @@ struct cause_request {
  */
 int cause_request__parse(const char *arg, struct cause_request *out);
 
+/*
+ * Which file an object is, as fstat and fstatfs said when it was opened.
+ * On overlayfs st_dev is the overlay mount's, st_ino the file's below it,
+ * where uprobes go (d_real_inode()): two containers' overlays of one
+ * image show one file under two devices.
+ */
+struct span_file_id {
+	uint64_t dev, ino, size, mtime_ns;
+	bool overlay;
+};
+
 struct span_site {
 	/* Path as the target sees it (from /proc/PID/maps), e.g. /usr/lib/x.so. */
 	char object[PATH_MAX];
@@ -84,14 +95,8 @@ struct span_site {
 	char args[256];
 	/* A USDT semaphore's file offset, the uprobe's ref_ctr_offset; 0: none. */
 	uint64_t ref_ctr_offset;
-	/*
-	 * The file read (fstat of open_path when found); all 0 for a site
-	 * that has err. On overlayfs st_dev is the overlay mount's, st_ino the
-	 * file's below it, where uprobes go (d_real_inode()): two containers'
-	 * overlays of one image show one file under two devices.
-	 */
-	uint64_t file_dev, file_ino, file_size, file_mtime_ns;
-	bool file_overlay;
+	/* The file read when found (span_file_id); all 0 for a site that has err. */
+	struct span_file_id file;
 	enum span_site_kind kind;
 	/* --key: the slot of its keyed argument's spec (spankeys.c), 1-based; 0: none. */
 	uint32_t key_slot;
