@@ -119,6 +119,14 @@ int BPF_PROG(khbpf_cgroup_attach_task, struct cgroup *dst, const char *path,
 	return 0;
 }
 
+/*
+ * A process the walk passes over, as a kernel that hides a task from BPF
+ * does (tests only: KHBPF_TEST_HIDE_TGID, sched_collector.c), so that the
+ * loader's guard against a set that joined no one can be shown to work on
+ * any kernel.
+ */
+const volatile __u32 walk_hidden_tgid = 0;
+
 /* The process p was forked from (its parent now) is in the set. */
 static __always_inline bool parent_in_set(struct task_struct *p)
 {
@@ -146,6 +154,8 @@ int khbpf_iter_join(struct bpf_iter__task *ctx)
 	__u32 how = KHBPF_PROC_WALKED;
 
 	if (!task || !task->pid || !set_mode || member_state(task))
+		return 0;
+	if (walk_hidden_tgid && task->tgid == walk_hidden_tgid)
 		return 0;
 	if (set_mode == KHBPF_SET_CGROUP) {
 		if (!in_cgroup_filter(task))

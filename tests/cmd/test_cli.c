@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <cmocka.h>
 
 #include "cmd/cli.h"
@@ -48,10 +49,33 @@ static void test_cli__parse_bytes(void **state)
 	}
 }
 
+/* --cgroup: the one spelling of the cgroup, or a usage error. */
+static void test_cli__cgroup_option(void **state)
+{
+	static char buf[CLI_CGROUP_PATH_MAX];
+	static char longer[CLI_CGROUP_PATH_MAX + 2];
+
+	(void)state;
+	assert_int_equal(cli__cgroup_option("attach", "/relt/.", buf), 0);
+	assert_string_equal(buf, "/relt");
+	assert_int_equal(cli__cgroup_option("attach", "/relt/./", buf), 0);
+	assert_string_equal(buf, "/relt");
+	assert_int_equal(cli__cgroup_option("serve", "//system.slice//x.service/", buf), 0);
+	assert_string_equal(buf, "/system.slice/x.service");
+	assert_int_equal(cli__cgroup_option("serve", "/.", buf), 0);
+	assert_string_equal(buf, "/");
+	assert_int_equal(cli__cgroup_option("attach", "/..", buf), CLI_EXIT_USAGE);
+	assert_int_equal(cli__cgroup_option("attach", "relt", buf), CLI_EXIT_USAGE);
+	memset(longer, 'a', sizeof(longer) - 1);
+	longer[0] = '/';
+	assert_int_equal(cli__cgroup_option("attach", longer, buf), CLI_EXIT_USAGE);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_cli__parse_bytes),
+		cmocka_unit_test(test_cli__cgroup_option),
 	};
 
 	return cmocka_run_group_tests_name("cli", tests, NULL, NULL);

@@ -79,6 +79,11 @@ static void test_cgroup__v2_names(void **state)
 	assert_int_equal(cgroup__v2_id(mnt, "/nope", &id, &level), -ENOENT);
 	assert_int_equal(cgroup__v2_id(mnt, "a", &id, &level), -EINVAL);
 	assert_int_equal(cgroup__v2_id(mnt, "/a/../c", &id, &level), -EINVAL);
+	/* Spellings of /a that are not its one: each would have counted another depth. */
+	assert_int_equal(cgroup__v2_id(mnt, "/a/.", &id, &level), -EINVAL);
+	assert_int_equal(cgroup__v2_id(mnt, "/a/", &id, &level), -EINVAL);
+	assert_int_equal(cgroup__v2_id(mnt, "//a", &id, &level), -EINVAL);
+	assert_int_equal(cgroup__v2_id(mnt, "/a/..", &id, &level), -EINVAL);
 
 	assert_int_equal(cgroup_names__scan(mnt, 100, &v, &nr, &dropped), 0);
 	assert_int_equal(nr, 4); /* /, /a, /a/b, /c */
@@ -127,6 +132,42 @@ static void test_cgroup__v2_names(void **state)
 		 "24 1 0:22 / /sys/fs/cgroup/cpu rw - cgroup cgroup rw\n");
 	assert_int_equal(cgroup__v2_mount(dir, mnt, sizeof(mnt)), -ENOENT);
 	tree_free(dir);
+}
+
+static void expect_normal(const char *in, int err, const char *want)
+{
+	char buf[256];
+
+	snprintf(buf, sizeof(buf), "%s", in);
+	assert_int_equal(cgroup__normalize_path(buf), err);
+	if (!err)
+		assert_string_equal(buf, want);
+}
+
+static void test_cgroup__normalize_path(void **state)
+{
+	(void)state;
+	expect_normal("/a", 0, "/a");
+	expect_normal("/a/.", 0, "/a");
+	expect_normal("/a/", 0, "/a");
+	expect_normal("/a/./", 0, "/a");
+	expect_normal("//a//b//", 0, "/a/b");
+	expect_normal("/./a", 0, "/a");
+	expect_normal("/a/../a", 0, "/a");
+	expect_normal("/a/b/..", 0, "/a");
+	expect_normal("/a/b/../../c", 0, "/c");
+	expect_normal("/a/..", 0, "/");
+	expect_normal("/", 0, "/");
+	expect_normal("/.", 0, "/");
+	expect_normal("///", 0, "/");
+	/* Names that only begin with dots are names. */
+	expect_normal("/.a/..b/...", 0, "/.a/..b/...");
+	expect_normal("/..", -ERANGE, NULL);
+	expect_normal("/a/../..", -ERANGE, NULL);
+	expect_normal("/a/../../a", -ERANGE, NULL);
+	expect_normal("a", -EINVAL, NULL);
+	expect_normal("", -EINVAL, NULL);
+	expect_normal("./a", -EINVAL, NULL);
 }
 
 static void test_cgroup__mode(void **state)
@@ -382,6 +423,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_cgroup__mode),
 		cmocka_unit_test(test_cgroup__v2_names),
+		cmocka_unit_test(test_cgroup__normalize_path),
 		cmocka_unit_test(test_cgroup__v1_quota),
 		cmocka_unit_test(test_cgroup__v1_parent_limits_child),
 		cmocka_unit_test(test_cgroup__v1_unbounded),

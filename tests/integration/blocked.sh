@@ -474,12 +474,14 @@ SERVE_PID=""
 cleanup_serve() {
 	local rc=$?
 	[ -z "$SERVE_PID" ] || kill -INT "$SERVE_PID" 2>/dev/null
+	unhold_cgroup "$CGROOT/$CG"
 	wait 2>/dev/null
 	rmdir "$CGROOT/$CG" 2>/dev/null
 	restore_schedstats
 	keep_failed "$rc"
 }
 trap cleanup_serve EXIT
+hold_cgroup "$CGROOT/$CG" # serve refuses a cgroup with no process in it
 start_serve --blocked --interval 1 --cgroup "/$CG" --by process
 (echo "$BASHPID" >"$CGROOT/$CG/cgroup.procs" && exec "$W" --rounds "$ROUNDS") >"$TMP/serve.truth" ||
 	fail "the workload failed under serve"

@@ -45,6 +45,32 @@ checkpoint() {
 	[ "${KHBPF_TEST_FAIL_AT:-}" != "$1" ] || fail "failing on purpose at '$1' (KHBPF_TEST_FAIL_AT)"
 }
 
+# hold_cgroup DIR: a process asleep in DIR/khbpf-hold, a cgroup of its own
+# below DIR, for `serve --cgroup DIR` started before the workload: serve
+# refuses a cgroup with no process in it. Below DIR, it is in none of DIR's
+# own groups; asleep from before serve starts, it switches in no window, so
+# it has no series. unhold_cgroup DIR stops it and removes DIR/khbpf-hold
+# (before DIR itself can be removed).
+HOLD_PID=
+hold_cgroup() {
+	mkdir "$1/khbpf-hold" || fail "cannot make cgroup $1/khbpf-hold"
+	sh -c 'echo $$ >"$1/khbpf-hold/cgroup.procs" && exec sleep 3600' sh "$1" &
+	HOLD_PID=$!
+	for _ in $(seq 200); do
+		grep -qx "$HOLD_PID" "$1/khbpf-hold/cgroup.procs" 2>/dev/null &&
+			[ "$(cat /proc/"$HOLD_PID"/comm 2>/dev/null)" = sleep ] &&
+			[ "$(sed 's/.*) //' /proc/"$HOLD_PID"/stat 2>/dev/null | cut -d' ' -f1)" = S ] &&
+			return 0
+		sleep 0.05
+	done
+	fail "the holder of $1 did not fall asleep there"
+}
+unhold_cgroup() {
+	[ -z "$HOLD_PID" ] || { kill "$HOLD_PID" 2>/dev/null; wait "$HOLD_PID" 2>/dev/null; }
+	HOLD_PID=
+	[ ! -d "$1/khbpf-hold" ] || rmdir "$1/khbpf-hold" 2>/dev/null
+}
+
 # In CI a test that needs root/BPF must run; elsewhere skip with the reason.
 require_root() {
 	[ "$(id -u)" -eq 0 ] && return 0

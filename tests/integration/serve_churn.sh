@@ -18,10 +18,11 @@ CGROOT=$(awk '$9 == "cgroup2" && $4 == "/" { print $5; exit }' /proc/self/mounti
 CG="khbpf-it-churn-$$"
 mkdir "$CGROOT/$CG" || fail "cannot make cgroup $CGROOT/$CG"
 # Everything started in the background is stopped, or `wait` would wait on it.
-trap 'rc=$?; for p in $SERVE_PID $LOOP; do kill "$p" 2>/dev/null; done; wait 2>/dev/null; rmdir "$CGROOT/$CG" 2>/dev/null; keep_failed $rc' EXIT
+trap 'rc=$?; for p in $SERVE_PID $LOOP; do kill "$p" 2>/dev/null; done; unhold_cgroup "$CGROOT/$CG"; wait 2>/dev/null; rmdir "$CGROOT/$CG" 2>/dev/null; keep_failed $rc' EXIT
 PORT=$("$PYTHON" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 URL="http://127.0.0.1:$PORT"
 
+hold_cgroup "$CGROOT/$CG" # serve refuses a cgroup with no process in it
 : >"$TMP/serve.err" # fresh: wait_for must not read a line of an earlier start
 "$KHBPF" serve --listen "127.0.0.1:$PORT" --by process --top 5 --max-groups 64 \
 	--interval 0.5 --max-age 2 --cgroup "/$CG" 2>"$TMP/serve.err" &

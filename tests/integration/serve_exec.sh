@@ -15,12 +15,14 @@ cleanup() {
 	exec 8>&- 2>/dev/null
 	[ -z "$P" ] || kill "$P" 2>/dev/null
 	[ -z "$SERVE_PID" ] || kill -INT "$SERVE_PID" 2>/dev/null
+	unhold_cgroup "$CGROOT/$CG"
 	wait 2>/dev/null
 	rmdir "$CGROOT/$CG" 2>/dev/null
 	keep_failed "$rc"
 }
 trap cleanup EXIT
 mkdir "$CGROOT/$CG" || fail "cannot make cgroup $CGROOT/$CG"
+hold_cgroup "$CGROOT/$CG" # serve refuses a cgroup with no process in it
 start_serve --interval 1 --cgroup "/$CG" --by process
 
 # The process: a bash subshell joins the cgroup, sleeps 0.3 s (a builtin

@@ -24,6 +24,7 @@ cleanup() {
 	[ -n "$PROM_PID" ] && kill "$PROM_PID" 2>/dev/null
 	[ -n "$SERVE_PID" ] && kill "$SERVE_PID" 2>/dev/null
 	[ -n "$SERVE2_PID" ] && kill "$SERVE2_PID" 2>/dev/null
+	unhold_cgroup "$CGROOT/$CG"
 	wait 2>/dev/null
 	rmdir "$CGROOT/$CG" 2>/dev/null
 	keep_failed "$rc"
@@ -48,7 +49,9 @@ for _ in $(seq 100); do
 done
 curl -sf "http://127.0.0.1:$PORT/healthz" | grep -q '^ok' || fail "no /healthz"
 
-# A second instance sees only the test's cgroup, per process.
+# A second instance sees only the test's cgroup, per process (a holder below
+# it: serve refuses a cgroup with no process in it).
+hold_cgroup "$CGROOT/$CG"
 "$KHBPF" serve --listen "127.0.0.1:$PORT2" --interval 1 --cgroup "/$CG" --by process --top 3 \
 	2>"$TMP/serve2.err" &
 SERVE2_PID=$!

@@ -69,6 +69,7 @@ cleanup() {
 	stop_pm
 	[ -n "$PROM" ] && kill "$PROM" 2>/dev/null
 	[ -n "$SERVE" ] && kill "$SERVE" 2>/dev/null
+	unhold_cgroup "$CGROOT/$CG"
 	wait 2>/dev/null
 	# Processes the cgroup still holds (none unless the cluster outlived its stop).
 	for p in $(cat "$CGROOT/$CG/cgroup.procs" 2>/dev/null); do kill -KILL "$p" 2>/dev/null; done
@@ -84,7 +85,9 @@ for _ in range(2):
     s = socket.socket(); s.bind(("127.0.0.1", 0)); ps.append(s)
 print(*[s.getsockname()[1] for s in ps])')
 
-# serve first: the cluster does not exist yet.
+# serve first: the cluster does not exist yet (a holder below CG: serve
+# refuses a cgroup with no process in it).
+hold_cgroup "$CGROOT/$CG"
 "$KHBPF" serve --listen "127.0.0.1:$PORT" --interval 1 --cgroup "/$CG" \
 	--usdt-span "$PG:postgresql:query__start,query__done=query" --key query=arg0:str \
 	--usdt "$PG:postgresql:transaction__start" \

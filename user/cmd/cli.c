@@ -11,6 +11,7 @@
 #include <json-c/json.h>
 
 #include "cmd/cli.h"
+#include "host/cgroup.h"
 #include "lib/fsutil.h"
 #include "document/evjson.h"
 #include "lib/jsonstream.h"
@@ -304,5 +305,33 @@ int cli__span_option(const char *cmd, int c, const char *arg, struct span_reques
 		return CLI_EXIT_USAGE;
 	}
 	(*nr_reqs)++;
+	return 0;
+}
+
+int cli__cgroup_option(const char *cmd, const char *arg, char *buf)
+{
+	int err;
+
+	if (arg[0] != '/') {
+		cli__error(cmd,
+			   "--cgroup '%s': give the path from the cgroup v2 root, e.g. "
+			   "/system.slice/nginx.service",
+			   arg);
+		return CLI_EXIT_USAGE;
+	}
+	if (strlen(arg) >= CLI_CGROUP_PATH_MAX) {
+		cli__error(cmd, "--cgroup: a path of %zu bytes; cgroup paths are shorter than %d",
+			   strlen(arg), CLI_CGROUP_PATH_MAX);
+		return CLI_EXIT_USAGE;
+	}
+	strcpy(buf, arg);
+	err = cgroup__normalize_path(buf);
+	if (err) {
+		cli__error(cmd,
+			   "--cgroup '%s': '..' goes above the cgroup v2 root; give the path from "
+			   "that root, e.g. /system.slice/nginx.service",
+			   arg);
+		return CLI_EXIT_USAGE;
+	}
 	return 0;
 }

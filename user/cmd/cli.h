@@ -81,6 +81,14 @@ int cli__span_option(const char *cmd, int c, const char *arg, struct span_reques
  */
 int cli__span_cause_option(const char *cmd, const char *arg, struct cause_request *causes,
 			   size_t *nr);
+/* Room for one --cgroup path, normalized. */
+#define CLI_CGROUP_PATH_MAX 4096
+/*
+ * --cgroup PATH of attach and serve, normalized into buf (at least
+ * CLI_CGROUP_PATH_MAX): "/a/." and "/a/" name /a, as the kernel resolves
+ * them. 0, or CLI_EXIT_USAGE after the error line.
+ */
+int cli__cgroup_option(const char *cmd, const char *arg, char *buf);
 
 int cmd_probe(int argc, char **argv);
 void cmd_probe_help(FILE *f);

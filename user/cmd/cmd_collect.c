@@ -259,14 +259,10 @@ int collect_args__parse(const char *cmd, int argc, char **argv, enum target_mode
 					   KHBPF_MAX_CGROUP_FILTERS);
 				return CLI_EXIT_USAGE;
 			}
-			if (optarg[0] != '/') {
-				cli__error(
-					cmd,
-					"--cgroup '%s': give the path from the cgroup v2 root, e.g. /system.slice/nginx.service",
-					optarg);
+			if (cli__cgroup_option(cmd, optarg, a->cgroup_buf[so->nr_cgroup_paths]))
 				return CLI_EXIT_USAGE;
-			}
-			a->cgroups[so->nr_cgroup_paths++] = optarg;
+			a->cgroups[so->nr_cgroup_paths] = a->cgroup_buf[so->nr_cgroup_paths];
+			so->nr_cgroup_paths++;
 			break;
 		case 'n':
 			if (mode != TARGET_MODE_RUN)

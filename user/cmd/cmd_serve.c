@@ -188,14 +188,10 @@ int serve_args__parse(int argc, char **argv, struct serve_args *a)
 					   KHBPF_MAX_CGROUP_FILTERS);
 				return CLI_EXIT_USAGE;
 			}
-			if (optarg[0] != '/') {
-				cli__error("serve",
-					   "--cgroup '%s': give the path from the cgroup v2 root, "
-					   "e.g. /system.slice",
-					   optarg);
+			if (cli__cgroup_option("serve", optarg, a->cgroup_buf[so->nr_cgroups]))
 				return CLI_EXIT_USAGE;
-			}
-			a->cgroups[so->nr_cgroups++] = optarg;
+			a->cgroups[so->nr_cgroups] = a->cgroup_buf[so->nr_cgroups];
+			so->nr_cgroups++;
 			break;
 		case 'i':
 		case 'A':

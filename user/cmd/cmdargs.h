@@ -24,7 +24,8 @@ _Static_assert(CMDARGS_MAX_PIDS <= KHBPF_MAX_TARGETS, "serve --pid beyond the ke
 struct collect_args {
 	struct session_opts so; /* so.span_reqs, pids, cgroup_paths point at reqs, pids, cgroups */
 	pid_t pids[CMDARGS_MAX_PIDS];
-	const char *cgroups[KHBPF_MAX_CGROUP_FILTERS];
+	const char *cgroups[KHBPF_MAX_CGROUP_FILTERS]; /* into cgroup_buf */
+	char cgroup_buf[KHBPF_MAX_CGROUP_FILTERS][CLI_CGROUP_PATH_MAX]; /* normalized */
 	struct span_request reqs[CMDARGS_MAX_SPANS];
 	const char *debug_dirs[CMDARGS_MAX_DEBUG_DIRS]; /* --debug-dir, as given */
 	/* A request's strings: --usdt-span takes twice its length and a metric. */
@@ -43,7 +44,8 @@ struct collect_args {
 struct serve_args {
 	struct serve_opts so; /* so.pids, cgroups, span_reqs, key_reqs point at the arrays below */
 	pid_t pids[CMDARGS_MAX_PIDS];
-	const char *cgroups[KHBPF_MAX_CGROUP_FILTERS];
+	const char *cgroups[KHBPF_MAX_CGROUP_FILTERS]; /* into cgroup_buf */
+	char cgroup_buf[KHBPF_MAX_CGROUP_FILTERS][CLI_CGROUP_PATH_MAX]; /* normalized */
 	struct span_request reqs[CMDARGS_MAX_SPANS];
 	char req_buf[CMDARGS_MAX_SPANS][CLI_SPAN_BUF];
 	struct key_request keys[CMDARGS_MAX_SPANS];

@@ -52,6 +52,25 @@ int proctarget__state(const char *root, pid_t pid, char *state, unsigned long *f
 	return err;
 }
 
+int proctarget__start_ticks(const char *root, pid_t pid, uint64_t *ticks, bool *alive)
+{
+	unsigned long long t;
+	char buf[1024], *p, state;
+	int err = proc_stat_read(root, pid, buf, sizeof(buf), &p);
+
+	/* After ") ": fields 3..22 of proc(5), starttime the last of them. */
+	if (!err &&
+	    sscanf(p + 1,
+		   " %c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu",
+		   &state, &t) != 2)
+		err = -EINVAL;
+	if (err)
+		return err;
+	*ticks = t;
+	*alive = state != 'Z' && state != 'X';
+	return 0;
+}
+
 #define PF_KTHREAD 0x00200000UL
 
 int proctarget__child_faults(const char *root, pid_t pid, uint64_t *faults)

@@ -7,6 +7,7 @@
 #ifndef KHBPF_PROCTARGET_H
 #define KHBPF_PROCTARGET_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -16,6 +17,12 @@
 
 /* State letter and flags of /proc/PID/stat; -ESRCH when there is no such process. */
 int proctarget__state(const char *root, pid_t pid, char *state, unsigned long *flags);
+/*
+ * pid's start time (/proc/PID/stat's starttime, clock ticks after boot)
+ * and whether it is alive (not a zombie): a process told apart from a
+ * later one given the same pid. -ESRCH when there is no such process.
+ */
+int proctarget__start_ticks(const char *root, pid_t pid, uint64_t *ticks, bool *alive);
 /* cminflt + cmajflt of /proc/PID/stat: page faults of the children pid waited for. */
 int proctarget__child_faults(const char *root, pid_t pid, uint64_t *faults);
 /* The process CPU clock of pid (clock_getcpuclockid(3)): every thread, dead ones too. */

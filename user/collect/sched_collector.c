@@ -189,6 +189,28 @@ static uint32_t wait_folds_wanted(void)
 	return (uint32_t)n;
 }
 
+/*
+ * KHBPF_TEST_HIDE_TGID=PID: the start's walk passes over that process, as
+ * a kernel that hides it from BPF would (targets.bpf.c); for tests of the
+ * guards against a set that joined no one (tests/integration/target_guard.sh).
+ */
+static uint32_t walk_hidden_tgid(void)
+{
+	const char *s = getenv("KHBPF_TEST_HIDE_TGID");
+	unsigned long n;
+	char *end;
+
+	if (!s)
+		return 0;
+	errno = 0;
+	n = strtoul(s, &end, 10);
+	if (errno || end == s || *end || !n || n > UINT32_MAX || s[0] == '-') {
+		fprintf(stderr, "khbpf: KHBPF_TEST_HIDE_TGID=%s is not a process id; ignored\n", s);
+		return 0;
+	}
+	return (uint32_t)n;
+}
+
 /* The entries past the wanted number are held from the start: no thread takes them. */
 static int wait_folds_fill(struct sched_collector *c)
 {
@@ -315,6 +337,7 @@ static int configure_variant(struct sched_collector *c, const struct sched_colle
 	}
 	if (libbpf_num_possible_cpus() > 0)
 		skel->rodata->nr_slot_cpus = (uint32_t)libbpf_num_possible_cpus();
+	skel->rodata->walk_hidden_tgid = walk_hidden_tgid();
 	/*
 	 * A set kept in task storage has its own sched_switch program, which
 	 * ends a non-target's switch before touching any map (sched.bpf.c).

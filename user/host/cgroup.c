@@ -483,6 +483,60 @@ int cgroup__v2_mount(const char *root, char *out, size_t size)
 	return err < 0 ? err : 0;
 }
 
+int cgroup__normalize_path(char *path)
+{
+	char *out = path, *in = path;
+	size_t n;
+
+	if (path[0] != '/')
+		return -EINVAL;
+	/* out holds "" or "/a/b" so far; in walks the components. */
+	for (;;) {
+		while (*in == '/')
+			in++;
+		if (!*in)
+			break;
+		n = strcspn(in, "/");
+		if (n == 1 && in[0] == '.') {
+			/* the cgroup itself */
+		} else if (n == 2 && in[0] == '.' && in[1] == '.') {
+			if (out == path)
+				return -ERANGE;
+			while (*--out != '/')
+				;
+		} else {
+			*out++ = '/';
+			memmove(out, in, n);
+			out += n;
+		}
+		in += n;
+	}
+	if (out == path)
+		*out++ = '/';
+	*out = '\0';
+	return 0;
+}
+
+/* Normalized: no empty, "." or ".." component, no trailing '/' but the root's. */
+static bool path_is_normal(const char *path)
+{
+	const char *p = path;
+	size_t n;
+
+	if (path[0] != '/')
+		return false;
+	if (!path[1])
+		return true;
+	while (*p == '/') {
+		p++;
+		n = strcspn(p, "/");
+		if (!n || (n == 1 && p[0] == '.') || (n == 2 && p[0] == '.' && p[1] == '.'))
+			return false;
+		p += n;
+	}
+	return true;
+}
+
 int cgroup__v2_id(const char *mount, const char *path, uint64_t *id, uint32_t *level)
 {
 	char full[PATH_MAX];
@@ -490,7 +544,8 @@ int cgroup__v2_id(const char *mount, const char *path, uint64_t *id, uint32_t *l
 	struct stat st;
 	uint32_t depth = 0;
 
-	if (path[0] != '/' || strstr(path, "/../") || strstr(path, "/./"))
+	/* The depth is counted from the spelling: "/a/." would be taken for depth 2. */
+	if (!path_is_normal(path))
 		return -EINVAL;
 	if (snprintf(full, sizeof(full), "%s%s", mount, path) >= (int)sizeof(full))
 		return -ENAMETOOLONG;
@@ -498,10 +553,8 @@ int cgroup__v2_id(const char *mount, const char *path, uint64_t *id, uint32_t *l
 		return -errno;
 	if (!S_ISDIR(st.st_mode))
 		return -ENOTDIR;
-	for (p = path; *p; p++) {
-		if (*p == '/' && p[1] && p[1] != '/')
-			depth++;
-	}
+	for (p = path; *p; p++)
+		depth += *p == '/' && p[1];
 	*id = (uint64_t)st.st_ino;
 	*level = depth;
 	return 0;

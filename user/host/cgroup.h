@@ -49,8 +49,18 @@ int cgroup__cpu_quota(const char *root, pid_t pid, struct sev_u64 *out, char *cg
 int cgroup__v2_mount(const char *root, char *out, size_t size);
 
 /*
- * A cgroup v2 path ("/system.slice/x.service") → the kernel's id for it (the
- * directory's inode: kernfs node id on 64-bit) and its depth below the root.
+ * A cgroup v2 path as given by a user, made the one spelling of the cgroup
+ * it names, in place (never longer): repeated '/' and "." components
+ * dropped, ".." a step up, no trailing '/' ("/" stays "/"). So "/a/.",
+ * "/a/" and "//a" are "/a", whose depth is then its components. -EINVAL
+ * unless it starts with '/'; -ERANGE when ".." would go above the root.
+ */
+int cgroup__normalize_path(char *path);
+
+/*
+ * A normalized cgroup v2 path ("/system.slice/x.service") → the kernel's id
+ * for it (the directory's inode: kernfs node id on 64-bit) and its depth
+ * below the root. -EINVAL for a path that is not normalized.
  */
 int cgroup__v2_id(const char *mount, const char *path, uint64_t *id, uint32_t *level);
 

@@ -21,6 +21,7 @@
 #include "serve/promtext.h"
 #include "collect/sched_window.h"
 #include "serve/serve.h"
+#include "serve/serve_filters.h"
 #include "serve/serve_groups.h"
 #include "serve/serve_metrics.h"
 #include "serve/serve_spans.h"
@@ -36,6 +37,7 @@ struct serve {
 	struct session *sess;
 	struct sched_collector *coll;
 	struct serve_groups *groups;
+	struct serve_filters *filters; /* --pid, --cgroup; NULL without */
 	struct serve_spans *spans; /* NULL without span requests */
 	struct cglabels *labels; /* --labels; NULL: none */
 	struct httpd *http;
@@ -66,6 +68,7 @@ static int handle_metrics(void *ctx, const struct httpd_request *req, struct htt
 		.labels = s->labels,
 		.root = s->o.root,
 		.doc = s->doc_obj,
+		.filters = s->filters,
 		.windows = s->windows,
 		.window_errors = s->window_errors,
 	};
@@ -151,6 +154,7 @@ static int end_window(struct serve *s)
 	s->doc_len = len;
 	s->doc_obj = doc;
 	s->windows++;
+	serve_filters__update(s->filters, s->windows);
 	/* One line per window, whole: a failed write leaves no partial line. */
 	if (s->ndjson_fd >= 0)
 		return output__append(s->ndjson_fd, s->doc, s->doc_len);
@@ -353,6 +357,24 @@ int serve__run(const struct serve_opts *opts, char *errbuf, size_t errlen)
 	if (err)
 		goto cleanup;
 	s->coll = session__collector(s->sess);
+	if (s->o.nr_pids || s->o.nr_cgroups) {
+		struct serve_filters_opts fo = {
+			.sz = sizeof(fo),
+			.root = s->o.root,
+			.cg_mount = s->cg_mount,
+			.pids = s->o.pids,
+			.nr_pids = s->o.nr_pids,
+			.children = s->o.children,
+			.coll = s->coll,
+			.cgroups = s->o.cgroups,
+			.nr_cgroups = s->o.nr_cgroups,
+			.log = s->o.log,
+		};
+
+		err = serve_filters__new(&s->filters, &fo, errbuf, errlen);
+		if (err)
+			goto cleanup;
+	}
 	gso.group_by = s->o.group_by;
 	gso.top = s->o.top;
 	gso.max_groups = s->o.max_groups;
@@ -426,6 +448,7 @@ cleanup:
 	free(s->doc);
 	json_object_put(s->doc_obj);
 	serve_spans__free(s->spans);
+	serve_filters__free(s->filters);
 	serve_groups__free(s->groups);
 	cglabels__free(s->labels);
 	free(s);

@@ -11,6 +11,7 @@
 #include "host/cpufreq.h"
 #include "serve/promtext.h"
 #include "serve/serve_groups.h"
+#include "serve/serve_filters.h"
 #include "serve/serve_metrics.h"
 #include "serve/serve_pressure.h"
 #include "serve/serve_spans.h"
@@ -691,6 +692,7 @@ int serve_metrics__render(struct promtext *p, const struct serve_metrics_src *sr
 	err = err ?: render_spans(src, p);
 	err = err ?: render_open_spans(src, p);
 	err = err ?: render_self(src, p);
+	err = err ?: serve_filters__render(src->filters, p);
 	err = err ?: serve_metrics__gaps(p, src->doc);
 	err = err ?: render_frequency(src, p);
 	return err ?: serve_pressure__render(p, src);

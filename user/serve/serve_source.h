@@ -11,6 +11,7 @@
 struct cglabels;
 struct json_object;
 struct sched_collector;
+struct serve_filters;
 struct serve_groups;
 struct serve_spans;
 
@@ -24,6 +25,7 @@ struct serve_metrics_src {
 	const struct cglabels *labels; /* cgroup: labels from each path (--labels), or NULL */
 	const char *root; /* procfs/sysfs root; NULL → "/" */
 	struct json_object *doc; /* the last window's document; NULL before one */
+	const struct serve_filters *filters; /* --pid/--cgroup; NULL: none */
 	uint64_t windows, window_errors;
 };
 

@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "lib/fsutil.h"
 #include "host/cgroup.h"
 #include "collect/privs.h"
 #include "collect/proctarget.h"
@@ -388,6 +389,116 @@ static int check_attach_targets(struct session *s, char *errbuf, size_t errlen)
 	return 0;
 }
 
+/* Threads /proc lists for pid now (0: none, or it is gone). */
+static size_t proc_threads(const char *root, pid_t pid)
+{
+	char path[64];
+	struct dirent *d;
+	size_t n = 0;
+	DIR *dir;
+
+	if (fsutil__path(path, sizeof(path), root, "/proc/%d/task", (int)pid) < 0)
+		return 0;
+	dir = opendir(path);
+	while (dir && (d = readdir(dir)))
+		n += d->d_name[0] != '.';
+	if (dir)
+		closedir(dir);
+	return n;
+}
+
+/*
+ * Every --pid is a member once the start's walk is done. One that is not
+ * was either gone by then, or is alive and hidden from BPF: a kernel can
+ * keep a task out of its task iterator and its tracepoints (this CI's
+ * hypervisor agent at pid 1 is: neither iter/task nor sched_switch shows
+ * its threads). Either way nothing of it would be measured, and its
+ * totals would read as zeros: refuse before the window, saying which.
+ */
+int session__check_roots(struct session *s, char *errbuf, size_t errlen)
+{
+	const struct thread_table *t = &s->base;
+	size_t i, j, n;
+	char state;
+	unsigned long flags;
+
+	if (!s->use_bpf || !s->set_mode)
+		return 0;
+	if (s->set_mode == KHBPF_SET_CGROUP) {
+		if (!t->nr)
+			session__logf(
+				s,
+				"khbpf: --cgroup %s%s: no task in it now; the window counts those that join, and is an error if none does\n",
+				s->opts.cgroup_paths[0],
+				s->opts.nr_cgroup_paths > 1 ? " (nor in the others)" : "");
+		return 0;
+	}
+	for (i = 0; i < s->opts.nr_pids; i++) {
+		pid_t pid = s->opts.pids[i];
+
+		for (j = 0; j < t->nr && t->recs[j].tgid != (uint32_t)pid; j++)
+			;
+		if (j < t->nr)
+			continue;
+		n = proc_threads(s->root, pid);
+		if (proctarget__state(s->root, pid, &state, &flags) || state == 'Z' ||
+		    state == 'X' || !n)
+			return session__errf(
+				errbuf, errlen, -ESRCH,
+				"--pid %d exited before its threads could be read; nothing was measured",
+				(int)pid);
+		if (s->opts.mode == TARGET_MODE_SERVE)
+			return session__errf(
+				errbuf, errlen, -ENOENT,
+				"--pid %d: BPF's walk of the host's tasks did not find it, though /proc lists %zu thread%s of it (the kernel hides it from BPF); nothing of it would be exported: serve needs BPF, attach --no-bpf reads /proc instead",
+				(int)pid, n, n == 1 ? "" : "s");
+		return session__errf(
+			errbuf, errlen, -ENOENT,
+			"--pid %d: BPF's walk of the host's tasks did not find it, though /proc lists %zu thread%s of it (the kernel hides it from BPF); nothing would be measured: pass --no-bpf to read /proc/%d/task instead",
+			(int)pid, n, n == 1 ? "" : "s", (int)pid);
+	}
+	return 0;
+}
+
+/*
+ * The window's set never had a member: its totals would be zeros that
+ * measured nothing. An error, saying what was asked and what was found.
+ */
+static int check_set_had_members(struct session *s, char *errbuf, size_t errlen)
+{
+	char dir[PATH_MAX + 256];
+	pid_t *pids = NULL;
+	size_t nr = 0, i;
+	double secs = (double)(s->end_mono - s->start_mono) / 1e9;
+
+	if (!s->use_bpf || !s->set_mode || s->pwin.nr || s->win.nr_threads)
+		return 0;
+	if (s->set_mode != KHBPF_SET_CGROUP)
+		return session__errf(
+			errbuf, errlen, -ENOENT,
+			"pid %d: BPF saw no thread of the set in the %.1f s window; nothing was measured, so no document was written",
+			(int)s->pid, secs);
+	for (i = 0; i < s->opts.nr_cgroup_paths && !nr; i++) {
+		snprintf(dir, sizeof(dir), "%s%s", s->cg_mount, s->opts.cgroup_paths[i]);
+		free(pids);
+		pids = NULL;
+		if (proctarget__cgroup_pids(dir, 1, &pids, &nr, 0))
+			nr = 0;
+	}
+	free(pids);
+	if (nr)
+		return session__errf(
+			errbuf, errlen, -ENOENT,
+			"--cgroup %s%s: BPF saw none of its tasks in the %.1f s window, though it holds processes now (the kernel hides them from BPF); nothing was measured, so no document was written: pass --no-bpf to read /proc instead",
+			s->opts.cgroup_paths[0],
+			s->opts.nr_cgroup_paths > 1 ? " (and the others)" : "", secs);
+	return session__errf(
+		errbuf, errlen, -ENOENT,
+		"--cgroup %s%s: no task was in it during the %.1f s window; nothing was measured, so no document was written",
+		s->opts.cgroup_paths[0], s->opts.nr_cgroup_paths > 1 ? " (nor in the others)" : "",
+		secs);
+}
+
 int session__run(struct session **out, const struct session_opts *opts, char *errbuf, size_t errlen)
 {
 	struct runner_opts ro = { .sz = sizeof(ro), .argv = opts->argv, .as_root = opts->as_root };
@@ -441,6 +552,9 @@ int session__run(struct session **out, const struct session_opts *opts, char *er
 					    strerror(-err));
 			goto cleanup;
 		}
+		err = session__check_roots(s, errbuf, errlen);
+		if (err)
+			goto cleanup;
 		err = session__census(&s->census[0], &s->base, NULL, 0);
 		session__open_counters(s, &s->base);
 	} else {
@@ -477,14 +591,19 @@ int session__run(struct session **out, const struct session_opts *opts, char *er
 	err = session__drop_privileges(s, errbuf, errlen);
 	if (err)
 		goto cleanup;
-	session__logf(s, "khbpf: watching %s%d%s (%s)%s\n",
-		      s->set_mode == KHBPF_SET_CGROUP ? "the cgroup of pid " : "pid ", (int)s->pid,
-		      s->set_mode == KHBPF_SET_CGROUP ? " and every task in its cgroups" :
-		      s->set_mode == KHBPF_SET_TREE   ? " and every process it starts" :
-		      opts->nr_pids > 1		      ? " and the other --pid processes" :
-							"",
-		      s->use_bpf ? "BPF" : "/proc fallback",
-		      opts->duration_ns ? "" : "; Ctrl-C ends the window");
+	if (s->set_mode == KHBPF_SET_CGROUP)
+		session__logf(s, "khbpf: watching every task in cgroup %s%s (%s)%s\n",
+			      opts->cgroup_paths[0],
+			      opts->nr_cgroup_paths > 1 ? " and the other --cgroup ones" : "",
+			      s->use_bpf ? "BPF" : "/proc fallback",
+			      opts->duration_ns ? "" : "; Ctrl-C ends the window");
+	else
+		session__logf(s, "khbpf: watching pid %d%s (%s)%s\n", (int)s->pid,
+			      s->set_mode == KHBPF_SET_TREE ? " and every process it starts" :
+			      opts->nr_pids > 1		    ? " and the other --pid processes" :
+							      "",
+			      s->use_bpf ? "BPF" : "/proc fallback",
+			      opts->duration_ns ? "" : "; Ctrl-C ends the window");
 
 	err = wait_loop(s);
 	if (err) {
@@ -504,6 +623,9 @@ int session__run(struct session **out, const struct session_opts *opts, char *er
 				    strerror(-err));
 		goto cleanup;
 	}
+	err = check_set_had_members(s, errbuf, errlen);
+	if (err)
+		goto cleanup;
 	/* The command has exited: reap it. Otherwise it runs on; see session__finish. */
 	if (opts->mode == TARGET_MODE_RUN && s->end_reason == END_REASON_TARGET_EXIT &&
 	    wait4(s->pid, &s->wait_status, 0, &s->fb.ru) == s->pid) {

@@ -72,7 +72,8 @@ int session__serve_open(struct session **out, const struct session_opts *opts, c
 			size_t errlen)
 {
 	struct session *s;
-	int err;
+	size_t i;
+	int err = 0;
 
 	*out = NULL;
 	s = session__alloc(opts);
@@ -85,6 +86,11 @@ int session__serve_open(struct session **out, const struct session_opts *opts, c
 	/* Affinity and cgroup quota of the one process, else of init: the host's. */
 	s->pid = opts->nr_pids == 1 ? opts->pids[0] : 1;
 	err = session__setup_signals(s, errbuf, errlen);
+	if (err)
+		goto cleanup;
+	/* A filter that matches nothing would export nothing: refused, as attach's. */
+	for (i = 0; i < opts->nr_pids && !err; i++)
+		err = proctarget__check_attach(s->root, opts->pids[i], errbuf, errlen);
 	if (err)
 		goto cleanup;
 	host_topology__read(&s->topo, s->root);
@@ -108,6 +114,9 @@ int session__serve_open(struct session **out, const struct session_opts *opts, c
 				    strerror(-err));
 		goto cleanup;
 	}
+	err = session__check_roots(s, errbuf, errlen);
+	if (err)
+		goto cleanup;
 	err = session__census(&s->census[0], &s->base, NULL, 0);
 	if (err) {
 		err = session__errf(errbuf, errlen, err, "out of memory");

@@ -113,4 +113,11 @@ static inline uint64_t clock_ns(clockid_t id)
 void session__logf(const struct session *s, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
+/*
+ * After the start's walk: every --pid joined the set (else -ESRCH, gone
+ * by then, or -ENOENT, alive but hidden from BPF, with one line in
+ * errbuf); a cgroup set that joined no one is said so on the log.
+ */
+int session__check_roots(struct session *s, char *errbuf, size_t errlen);
+
 #endif /* KHBPF_SESSION_STATE_H */
