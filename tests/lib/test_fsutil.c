@@ -12,7 +12,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -75,6 +78,48 @@ static void test_fsutil__read_file(void **state)
 					   sizeof(buf)),
 			 10);
 	assert_string_equal(buf, "4-7,12-15\n");
+	tree_free(dir);
+}
+
+/* Each kind of file at once, never waiting: a FIFO with no writer included. */
+static void test_fsutil__open_regular(void **state)
+{
+	char *dir = tree_new("openreg"), path[PATH_MAX], buf[8];
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct stat st;
+	int fd, sock;
+
+	(void)state;
+	tree_put(dir, "doc.json", "{}");
+	snprintf(path, sizeof(path), "%s/doc.json", dir);
+	fd = fsutil__open_regular(path, &st);
+	assert_true(fd >= 0);
+	assert_true(S_ISREG(st.st_mode));
+	/* Blocking again: a read of a regular file is an ordinary read. */
+	assert_int_equal(fcntl(fd, F_GETFL) & O_NONBLOCK, 0);
+	assert_int_equal(read(fd, buf, sizeof(buf)), 2);
+	close(fd);
+
+	snprintf(path, sizeof(path), "%s/fifo", dir);
+	assert_int_equal(mkfifo(path, 0600), 0);
+	assert_int_equal(fsutil__open_regular(path, &st), -EINVAL);
+	assert_string_equal(fsutil__file_kind(st.st_mode), "a FIFO (named pipe)");
+
+	assert_int_equal(fsutil__open_regular(dir, &st), -EISDIR);
+	assert_string_equal(fsutil__file_kind(st.st_mode), "a directory");
+	assert_int_equal(fsutil__open_regular("/dev/null", &st), -EINVAL);
+	assert_string_equal(fsutil__file_kind(st.st_mode), "a character device");
+
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/sock", dir);
+	sock = socket(AF_UNIX, SOCK_STREAM, 0);
+	assert_true(sock >= 0);
+	assert_int_equal(bind(sock, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(fsutil__open_regular(sa.sun_path, &st), -EINVAL);
+	assert_string_equal(fsutil__file_kind(st.st_mode), "a socket");
+	close(sock);
+
+	snprintf(path, sizeof(path), "%s/missing", dir);
+	assert_int_equal(fsutil__open_regular(path, &st), -ENOENT);
 	tree_free(dir);
 }
 
@@ -330,6 +375,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_fsutil__path),
 		cmocka_unit_test(test_fsutil__read_file),
+		cmocka_unit_test(test_fsutil__open_regular),
 		cmocka_unit_test(test_fsutil__parse_u64),
 		cmocka_unit_test(test_fsutil__parse_s64),
 		cmocka_unit_test(test_fsutil__read_u64),

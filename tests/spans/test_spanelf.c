@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <setjmp.h>
 #include <cmocka.h>
+#include <sys/stat.h>
 
 #include <errno.h>
 #include <fcntl.h>
@@ -119,7 +120,13 @@ static void test_spanelf__open_errors(void **state)
 	assert_int_equal(f.fd, -1);
 	snprintf(path, sizeof(path), "%s/dir", root);
 	assert_int_equal(elf_file__open(&f, path, "/lib/d", reason, sizeof(reason)), -EISDIR);
-	assert_string_equal(reason, "/lib/d is not a regular file");
+	assert_string_equal(reason, "/lib/d is a directory, not a regular file");
+	/* A FIFO with no writer: refused at once, not waited on (issue 39). */
+	snprintf(path, sizeof(path), "%s/fifo", root);
+	assert_int_equal(mkfifo(path, 0600), 0);
+	assert_int_equal(elf_file__open(&f, path, "/lib/f.so", reason, sizeof(reason)), -ENOEXEC);
+	assert_string_equal(reason, "/lib/f.so is a FIFO (named pipe), not a regular file");
+	assert_int_equal(f.fd, -1);
 	snprintf(path, sizeof(path), "%s/gone", root);
 	assert_int_equal(elf_file__open(&f, path, "/lib/g.so (deleted)", reason, sizeof(reason)),
 			 -ENOENT);

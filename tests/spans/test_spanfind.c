@@ -569,7 +569,7 @@ static void test_spanfind__not_elf(void **state)
 	expect_file_error(path, -ENOENT, reason);
 
 	fx_path(path, "gcc");
-	xsnprintf(reason, sizeof(reason), "%s is not a regular file", path);
+	xsnprintf(reason, sizeof(reason), "%s is a directory, not a regular file", path);
 	expect_file_error(path, -EISDIR, reason);
 
 	fx_path(path, "tiny32.o");

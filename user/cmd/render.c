@@ -10,6 +10,7 @@
 #include <json-c/json.h>
 
 #include "cmd/cli.h"
+#include "lib/fsutil.h"
 #include "lib/jsonstream.h"
 #include "lib/output.h"
 #include "cmd/render.h"
@@ -268,14 +269,16 @@ static int outputs_fd(const struct report_doc *doc, int in_fd, const struct rend
 int render__file_outputs(const struct report_doc *doc, const char *path,
 			 const struct render_opts *o)
 {
+	struct stat st;
 	int fd, ret;
 
 	if (!o->keyhog)
 		return render__outputs(doc, o);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = fsutil__open_regular(path, &st);
 	if (fd < 0) {
 		cli__error(o->cmd, "'%s': cannot open it again for --keyhog: %s", path,
-			   strerror(errno));
+			   fd == -EISDIR || fd == -EINVAL ? fsutil__file_kind(st.st_mode) :
+							    strerror(-fd));
 		return CLI_EXIT_FAILURE;
 	}
 	ret = outputs_fd(doc, fd, o);

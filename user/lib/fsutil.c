@@ -57,6 +57,56 @@ too_long:
 	return -ENAMETOOLONG;
 }
 
+int fsutil__open_regular(const char *path, struct stat *st)
+{
+	int fd, err;
+
+	memset(st, 0, sizeof(*st));
+	fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	if (fd < 0) {
+		err = -errno;
+		/* A socket cannot be opened at all (ENXIO): say what it is. */
+		if (err == -ENXIO && !stat(path, st) && !S_ISREG(st->st_mode))
+			return -EINVAL;
+		return err;
+	}
+	if (fstat(fd, st)) {
+		err = -errno;
+		goto fail;
+	}
+	if (!S_ISREG(st->st_mode)) {
+		err = S_ISDIR(st->st_mode) ? -EISDIR : -EINVAL;
+		goto fail;
+	}
+	if (fcntl(fd, F_SETFL, 0)) {
+		err = -errno;
+		goto fail;
+	}
+	return fd;
+fail:
+	close(fd);
+	return err;
+}
+
+const char *fsutil__file_kind(mode_t mode)
+{
+	switch (mode & S_IFMT) {
+	case S_IFREG:
+		return "a regular file";
+	case S_IFDIR:
+		return "a directory";
+	case S_IFIFO:
+		return "a FIFO (named pipe)";
+	case S_IFCHR:
+		return "a character device";
+	case S_IFBLK:
+		return "a block device";
+	case S_IFSOCK:
+		return "a socket";
+	}
+	return "not a regular file";
+}
+
 static ssize_t read_retry(int fd, void *buf, size_t len)
 {
 	ssize_t n;

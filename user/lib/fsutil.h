@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include "lib/evidence.h"
@@ -21,6 +22,19 @@
  */
 int fsutil__path(char *out, size_t size, const char *root, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
+
+/*
+ * Opens path, a file a user named (a document, an object to probe, a
+ * debug file), to read, without waiting: a FIFO with no writer, or a
+ * device, would hold open() or the first read forever, past every
+ * signal. O_NONBLOCK for the open, then fstat into *st: anything but a
+ * regular file is closed again and refused, -EISDIR for a directory and
+ * -EINVAL otherwise, with *st saying what it was (fsutil__file_kind). The
+ * fd returned reads as usual (O_NONBLOCK is cleared), O_CLOEXEC.
+ */
+int fsutil__open_regular(const char *path, struct stat *st);
+/* "a FIFO (named pipe)", "a directory", ... for a message: what st_mode is. */
+const char *fsutil__file_kind(mode_t mode);
 
 /*
  * Reads the whole file root + path into buf and NUL-terminates it. Returns

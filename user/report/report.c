@@ -11,6 +11,7 @@
 #include <unistd.h>
 #include <json-c/json.h>
 
+#include "lib/fsutil.h"
 #include "lib/jscan.h"
 #include "report/report.h"
 #include "report/report_loader.h"
@@ -280,23 +281,20 @@ int report_doc__load_file_opts(const char *path, struct report_doc **doc,
 	int fd, ret;
 
 	*doc = NULL;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* Never waits: a FIFO is refused, not read (it is read again and again, by pread). */
+	fd = fsutil__open_regular(path, &st);
+	if (fd == -EISDIR || fd == -EINVAL) {
+		snprintf(err, errlen,
+			 "cannot be read: it is %s, not a regular file; give a document file",
+			 fsutil__file_kind(st.st_mode));
+		return fd;
+	}
 	if (fd < 0) {
-		ret = -errno;
-		snprintf(err, errlen, "cannot be read: %s", strerror(-ret));
-		return ret;
+		snprintf(err, errlen, "cannot be read: %s", strerror(-fd));
+		return fd;
 	}
-	if (fstat(fd, &st)) {
-		ret = -errno;
-		snprintf(err, errlen, "cannot be read: %s", strerror(-ret));
-	} else if (!S_ISREG(st.st_mode)) {
-		ret = S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
-		snprintf(err, errlen, "cannot be read: %s",
-			 ret == -EISDIR ? strerror(EISDIR) : "not a regular file");
-	} else {
-		/* Read a piece at a time, each pass to the end: never whole in memory. */
-		ret = report_doc__load_fd(fd, doc, opts, err, errlen);
-	}
+	/* Read a piece at a time, each pass to the end: never whole in memory. */
+	ret = report_doc__load_fd(fd, doc, opts, err, errlen);
 	close(fd);
 	return ret;
 }

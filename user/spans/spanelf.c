@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "khbpf/span.h"
+#include "lib/fsutil.h"
 #include "spans/spanelf.h"
 
 #define NOTE_SECTION ".note.khbpf"
@@ -59,17 +60,21 @@ int elf_file__open(struct elf_file *f, const char *path, const char *object, cha
 		snprintf(reason, size, "libelf is unusable: %s", elf_errmsg(-1));
 		return -EINVAL;
 	}
-	f->fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* Never waits: a FIFO named as an object is refused, not read. */
+	f->fd = fsutil__open_regular(path, &st);
+	if (f->fd == -EISDIR || f->fd == -EINVAL) {
+		err = f->fd == -EISDIR ? -EISDIR : -ENOEXEC;
+		f->fd = -1;
+		snprintf(reason, size, "%s is %s, not a regular file", object,
+			 fsutil__file_kind(st.st_mode));
+		return err;
+	}
 	if (f->fd < 0) {
-		err = -errno;
+		err = f->fd;
+		f->fd = -1;
 		snprintf(reason, size, "cannot open %s: %s%s", object, strerror(-err),
 			 ends_with(object, " (deleted)") ? " (deleted after it was mapped)" : "");
 		return err;
-	}
-	if (fstat(f->fd, &st)) {
-		err = -errno;
-		snprintf(reason, size, "cannot stat %s: %s", object, strerror(-err));
-		goto err_close;
 	}
 	f->id = (struct span_file_id){
 		.dev = st.st_dev,
@@ -79,11 +84,6 @@ int elf_file__open(struct elf_file *f, const char *path, const char *object, cha
 			(uint64_t)st.st_mtim.tv_sec * 1000000000u + (uint64_t)st.st_mtim.tv_nsec,
 		.overlay = !fstatfs(f->fd, &sfs) && sfs.f_type == OVERLAYFS_SUPER_MAGIC,
 	};
-	if (!S_ISREG(st.st_mode)) {
-		err = S_ISDIR(st.st_mode) ? -EISDIR : -ENOEXEC;
-		snprintf(reason, size, "%s is not a regular file", object);
-		goto err_close;
-	}
 	f->elf = elf_begin(f->fd, ELF_C_READ_MMAP, NULL);
 	if (!f->elf) {
 		err = -EINVAL;

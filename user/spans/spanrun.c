@@ -120,10 +120,16 @@ static int discover_host(struct span_run *r, const struct span_run_opts *o)
 				 i + 1);
 			err = -EINVAL;
 		} else if (strchr(obj, '/')) {
-			if (obj[0] != '/' || stat(obj, &st) || !S_ISREG(st.st_mode)) {
+			if (obj[0] != '/' || stat(obj, &st)) {
 				snprintf(o->reason, o->reason_size,
 					 "OBJ '%.200s': no such file; give an absolute path", obj);
 				err = -ENOENT;
+			} else if (!S_ISREG(st.st_mode)) {
+				snprintf(
+					o->reason, o->reason_size,
+					"OBJ '%.200s' is %s, not a regular file; give an ELF object",
+					obj, fsutil__file_kind(st.st_mode));
+				err = -EINVAL;
 			} else {
 				snprintf(paths[i], PATH_MAX, "%s", obj);
 			}
