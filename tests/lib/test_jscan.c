@@ -221,6 +221,149 @@ static void test_jscan__pieces(void **state)
 	free(doc);
 }
 
+/* Every value, key, object and array of what a skip went over, however deep. */
+static void test_jscan__counts(void **state)
+{
+	const char *doc = "{\"a\": [1, {\"b\": null}, [], \"s\"], \"c\": {}} [7]";
+	struct jscan_counts n;
+	struct jscan *s;
+
+	(void)state;
+	assert_int_equal(jscan__from_mem(doc, strlen(doc), &s), 0);
+	jscan__counts(s, &n);
+	assert_int_equal(n.values + n.keys + n.objects + n.arrays, 0);
+	assert_int_equal(jscan__skip_value(s), 0);
+	jscan__counts(s, &n);
+	assert_int_equal(n.values, 8); /* the root, a, 1, {b}, null, [], "s", c */
+	assert_int_equal(n.keys, 3);
+	assert_int_equal(n.objects, 3);
+	assert_int_equal(n.arrays, 2);
+	/* A key read on its own counts too; the counts only grow. */
+	jscan__seek(s, 0);
+	jscan__take(s);
+	assert_int_equal(jscan__key(s, NULL, 0), 1);
+	jscan__counts(s, &n);
+	assert_int_equal(n.keys, 4);
+	jscan__free(s);
+}
+
+/* The offset of the first integer literal out of 64 bits text holds, or -1. */
+static int64_t range_at(const char *text, size_t len)
+{
+	struct jscan *s;
+	uint64_t at;
+
+	assert_int_equal(jscan__from_mem(text, len, &s), 0);
+	assert_int_equal(jscan__skip_value(s), 0);
+	at = jscan__range_at(s);
+	jscan__free(s);
+	return at == UINT64_MAX ? -1 : (int64_t)at;
+}
+
+static int64_t range_of(const char *text)
+{
+	return range_at(text, strlen(text));
+}
+
+static void test_jscan__int_range(void **state)
+{
+	size_t n = 100000, len, i;
+	char *big, *p;
+	struct jscan *s;
+	int fd;
+
+	(void)state;
+	/* The bounds themselves are json-c's; one past them is not. */
+	assert_int_equal(range_of("[18446744073709551615, -9223372036854775808]"), -1);
+	assert_int_equal(range_of("[1, 18446744073709551616]"), 4);
+	assert_int_equal(range_of("[-9223372036854775809]"), 1);
+	assert_int_equal(range_of("{\"a\": 99999999999999999999}"), 6);
+	assert_int_equal(range_of("[9999999999999999999, -999999999999999999]"), -1);
+	/* Leading zeros (json-c takes "-01" and "00") are not digits of the value. */
+	assert_int_equal(
+		range_of(
+			"[-0000000000000000000000000001, 000000000000000000000018446744073709551615]"),
+		-1);
+	assert_int_equal(range_of("[000000000000000000000018446744073709551616]"), 1);
+	/* Not integer literals: json-c's doubles, literals, what it refuses. */
+	assert_int_equal(range_of("[18446744073709551616.0, 1e999, 184467440737095516160e-1]"), -1);
+	assert_int_equal(range_of("[-18446744073709551616x, --18446744073709551616, NaN]"), -1);
+	/* The first one counts; a scalar at the end of the text too. */
+	assert_int_equal(range_of("[1, 18446744073709551617, -9223372036854775809]"), 4);
+	assert_int_equal(range_of("18446744073709551616"), 0);
+
+	/* 100000 digits, in memory and across a file's pieces: found, and fast. */
+	len = n + JSCAN_READ_SIZE;
+	big = malloc(len + 16);
+	assert_non_null(big);
+	p = big;
+	*p++ = '[';
+	memset(p, ' ', JSCAN_READ_SIZE - 1000);
+	p += JSCAN_READ_SIZE - 1000;
+	for (i = 0; i < n; i++)
+		*p++ = (char)('1' + i % 9);
+	*p++ = ']';
+	len = (size_t)(p - big);
+	assert_int_equal(range_at(big, len), JSCAN_READ_SIZE - 999);
+	fd = file_of(big, len);
+	assert_int_equal(jscan__from_fd(fd, &s), 0);
+	assert_int_equal(jscan__skip_value(s), 0);
+	assert_int_equal(jscan__range_at(s), JSCAN_READ_SIZE - 999);
+	jscan__free(s);
+	close(fd);
+	/* ... and one that turns out a double far past the piece is none. */
+	p[-1] = 'e';
+	*p++ = '1';
+	*p++ = ']';
+	len = (size_t)(p - big);
+	fd = file_of(big, len);
+	assert_int_equal(jscan__from_fd(fd, &s), 0);
+	assert_int_equal(jscan__skip_value(s), 0);
+	assert_int_equal(jscan__range_at(s), UINT64_MAX);
+	jscan__free(s);
+	close(fd);
+	free(big);
+}
+
+static void test_jscan__path_and_scalar(void **state)
+{
+	const char *doc =
+		"{\"threads\": [{\"tid\": 1}, {\"tid\": 18446744073709551616, \"x\": [[0, 5]]}],"
+		" \"window\": {\"wall_ns\": 2},"
+		" \"a-key-of-more-than-sixty-four-bytes-which-a-path-cuts-short-here-xyz\": 3}";
+	char path[128], num[8];
+	struct jscan *s;
+
+	(void)state;
+	assert_int_equal(jscan__from_mem(doc, strlen(doc), &s), 0);
+	assert_int_equal(
+		jscan__path_at(s, (uint64_t)(strstr(doc, "1844") - doc), path, sizeof(path)), 0);
+	assert_string_equal(path, "threads[1].tid");
+	assert_int_equal(
+		jscan__path_at(s, (uint64_t)(strstr(doc, "5]]") - doc), path, sizeof(path)), 0);
+	assert_string_equal(path, "threads[1].x[0][1]");
+	assert_int_equal(jscan__path_at(s, (uint64_t)(strstr(doc, "2}") - doc), path, sizeof(path)),
+			 0);
+	assert_string_equal(path, "window.wall_ns");
+	assert_int_equal(jscan__path_at(s, (uint64_t)(strstr(doc, "3}") - doc), path, sizeof(path)),
+			 0);
+	assert_string_equal(path,
+			    "a-key-of-more-than-sixty-four-bytes-which-a-path-cuts-short-here...");
+	assert_int_equal(jscan__path_at(s, 0, path, sizeof(path)), 0);
+	assert_string_equal(path, "");
+	/* Cut to the room given. */
+	assert_int_equal(jscan__path_at(s, (uint64_t)(strstr(doc, "5]]") - doc), path, 10), 0);
+	assert_string_equal(path, "threads[1");
+
+	/* A scalar's bytes, cut to fit, with its whole length. */
+	jscan__seek(s, (uint64_t)(strstr(doc, "1844") - doc));
+	assert_int_equal(jscan__scalar(s, num, sizeof(num)), 20);
+	assert_string_equal(num, "1844674");
+	assert_int_equal(jscan__peek(s), ',');
+	assert_int_equal(jscan__scalar(s, num, sizeof(num)), -EINVAL);
+	jscan__free(s);
+}
+
 static void test_jscan__line_col(void **state)
 {
 	const char *doc = "{\n  \"a\": 1,\n\n  \"b\": x}";
@@ -254,9 +397,14 @@ static void test_jscan__line_col(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_jscan__values),	cmocka_unit_test(test_jscan__malformed),
-		cmocka_unit_test(test_jscan__keys),	cmocka_unit_test(test_jscan__pieces),
+		cmocka_unit_test(test_jscan__values),
+		cmocka_unit_test(test_jscan__malformed),
+		cmocka_unit_test(test_jscan__keys),
+		cmocka_unit_test(test_jscan__pieces),
 		cmocka_unit_test(test_jscan__line_col),
+		cmocka_unit_test(test_jscan__counts),
+		cmocka_unit_test(test_jscan__int_range),
+		cmocka_unit_test(test_jscan__path_and_scalar),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -66,14 +66,16 @@ static char *slurp_path(const char *path)
 	return buf;
 }
 
-/* text's rendering, parsed; *ret the renderer's return (NULL tree unless 0) */
-static struct json_object *render(const char *text, int *ret, char *err, size_t errlen)
+/* text's rendering within opts' bounds, parsed; *ret the renderer's return (NULL tree unless 0) */
+static struct json_object *render_opts(const char *text, const struct report_load_opts *opts,
+				       int *ret, char *err, size_t errlen)
 {
 	int in = file_of(text), out = file_of("");
 	struct json_object *o = NULL;
 	char *rendered;
 
-	*ret = report__keyhog(in, out, err, errlen);
+	*ret = opts ? report__keyhog_opts(in, out, opts, err, errlen) :
+		      report__keyhog(in, out, err, errlen);
 	if (!*ret) {
 		rendered = slurp_fd(out);
 		o = json_tokener_parse(rendered);
@@ -83,6 +85,11 @@ static struct json_object *render(const char *text, int *ret, char *err, size_t 
 	close(in);
 	close(out);
 	return o;
+}
+
+static struct json_object *render(const char *text, int *ret, char *err, size_t errlen)
+{
+	return render_opts(text, NULL, ret, err, errlen);
 }
 
 static struct json_object *at(struct json_object *o, const char *path)
@@ -278,6 +285,85 @@ static void test_report_keyhog__bad_input(void **state)
 	free(text);
 }
 
+/* "name": [{}, {}, ... n of them], then */
+static char *empty_objects(const char *name, size_t n, const char *then)
+{
+	char *buf = malloc(strlen(name) + strlen(then) + 4 * n + 16), *p = buf;
+	size_t i;
+
+	assert_non_null(buf);
+	p += sprintf(p, "\"%s\": [", name);
+	for (i = 0; i < n; i++)
+		p += sprintf(p, "%s{}", i ? ", " : "");
+	sprintf(p, "], %s", then);
+	return buf;
+}
+
+/* The rendering reads as the report does: within its bounds, integers as written or not at all. */
+static void test_report_keyhog__bounds(void **state)
+{
+	struct report_load_opts o = { .sz = sizeof(o),
+				      .outline_max = 1 << 20,
+				      .element_max = 64 << 10 };
+	char *text = slurp_path(FIXTURES "/sched.json"), *bad, *junk, err[512] = "";
+	struct json_object *kh;
+	int ret;
+
+	(void)state;
+	/* Not an object: refused at its first byte, whatever follows. */
+	kh = render("[{\"schema\": \"khbpf-evidence\"}, ", &ret, err, sizeof(err));
+	assert_null(kh);
+	assert_int_equal(ret, -EPROTO);
+	assert_non_null(strstr(err, "not a khbpf evidence document"));
+	/* Past 64 bits: refused with the path, not written clamped. */
+	bad = replace_all(text, "\"wall_ns\": ", "\"wall_ns\": 18446744073709551616, \"was\": ");
+	kh = render(bad, &ret, err, sizeof(err));
+	assert_null(kh);
+	assert_int_equal(ret, -EPROTO);
+	assert_string_equal(err, "window.wall_ns: 18446744073709551616 is out of range "
+				 "(at most 18446744073709551615)");
+	free(bad);
+	bad = replace_all(text, "\"thread_id\": 30113", "\"thread_id\": -9223372036854775809");
+	kh = render(bad, &ret, err, sizeof(err));
+	assert_int_equal(ret, -EPROTO);
+	assert_string_equal(err, "threads[1].thread_id: -9223372036854775809 is out of range "
+				 "(at least -9223372036854775808)");
+	free(bad);
+	/* 2^64-1 is written as it is. */
+	bad = replace_all(text, "\"wall_ns\": 310708302", "\"wall_ns\": 18446744073709551615");
+	kh = render(bad, &ret, err, sizeof(err));
+	assert_int_equal(ret, 0);
+	assert_true(json_object_get_uint64(at(kh, "window.wall_ns")) == UINT64_MAX);
+	json_object_put(kh);
+	free(bad);
+
+	/* The fixture fits small bounds; a member of 3000 empty objects does not. */
+	kh = render_opts(text, &o, &ret, err, sizeof(err));
+	assert_int_equal(ret, 0);
+	json_object_put(kh);
+	junk = empty_objects("junk", 3000, "\"collectors\": ");
+	bad = replace_all(text, "\"collectors\": ", junk);
+	free(junk);
+	kh = render_opts(bad, &o, &ret, err, sizeof(err));
+	assert_null(kh);
+	assert_int_equal(ret, -EFBIG);
+	assert_string_equal(err, "is too large to read: its junk member is over the 1 MiB bound on "
+				 "memory for the document outside its threads and span records");
+	free(bad);
+	/* ... and 200 in one thread are over 64 KiB. */
+	junk = empty_objects("junk", 200, "\"thread_id\": 30111");
+	bad = replace_all(text, "\"thread_id\": 30111", junk);
+	free(junk);
+	kh = render_opts(bad, &o, &ret, err, sizeof(err));
+	assert_null(kh);
+	assert_int_equal(ret, -EFBIG);
+	assert_string_equal(err,
+			    "is too large to read: threads[0] is over the 65536 bytes bound on "
+			    "memory for one thread or span record");
+	free(bad);
+	free(text);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -285,6 +371,7 @@ int main(void)
 		cmocka_unit_test(test_report_keyhog__no_crate_names),
 		cmocka_unit_test(test_report_keyhog__crate_names_kept),
 		cmocka_unit_test(test_report_keyhog__bad_input),
+		cmocka_unit_test(test_report_keyhog__bounds),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

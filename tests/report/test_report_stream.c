@@ -13,7 +13,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <malloc.h>
 #include <unistd.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <cmocka.h>
 #include <json-c/json.h>
 
@@ -183,13 +186,10 @@ enum how { WHOLE, STREAM_MEM, STREAM_FILE, NR_HOW };
 static const char *const how_name[NR_HOW] = { "whole", "streamed from memory",
 					      "streamed from a file" };
 
-/* Load text one way; the error as "ret: message" into msg when it fails. */
-static int load(const char *text, enum how how, bool summary, struct report_doc **d, char *msg,
-		size_t msglen)
+/* Load text one way with opts; the error as "ret: message" into msg when it fails. */
+static int load_opts(const char *text, enum how how, struct report_load_opts o,
+		     struct report_doc **d, char *msg, size_t msglen)
 {
-	struct report_load_opts o = { .sz = sizeof(o),
-				      .span_summary = summary,
-				      .whole = how == WHOLE };
 	char err[512] = "";
 	size_t len = strlen(text);
 	int ret, fd;
@@ -205,6 +205,16 @@ static int load(const char *text, enum how how, bool summary, struct report_doc 
 	if (ret)
 		assert_null(*d);
 	return ret;
+}
+
+static int load(const char *text, enum how how, bool summary, struct report_doc **d, char *msg,
+		size_t msglen)
+{
+	struct report_load_opts o = { .sz = sizeof(o),
+				      .span_summary = summary,
+				      .whole = how == WHOLE };
+
+	return load_opts(text, how, o, d, msg, msglen);
 }
 
 static char *text_of(const struct report_doc *d)
@@ -468,8 +478,241 @@ static void test_report_stream__malformed(void **state)
 	/* A JSON null is a value like any other. */
 	same_failure("null \n", -EPROTO, "not a JSON object");
 	same_failure("null", -EINVAL, "ends in the middle");
+	same_failure(" x", -EINVAL, "unexpected character at line 1, column 2");
+	/* An array is not read past its first byte: of any size, it is not a document. */
+	same_failure(" [1, }", -EPROTO, "not a JSON object");
 	bad = edit(doc, NULL, "\n  \"threads\": [", "\n  \"threads\": [null, ");
 	same_failure(bad, -EPROTO, "threads[0]: expected an object");
+	free(bad);
+	free(doc);
+}
+
+/*
+ * Integers past 64 bits, which json-c clamps without a word, are refused
+ * with their path wherever they are, read whole or a piece at a time.
+ */
+static void test_report_stream__out_of_range(void **state)
+{
+	char *doc, *bad, *two, *digits;
+	size_t n = 100000;
+
+	(void)state;
+	doc = make_doc(300, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED, ",\n    ");
+	/* 2^64 in a streamed element and in the outline. */
+	bad = edit(doc, "\n  \"threads\": [", "\"thread_id\": 2128",
+		   "\"thread_id\": 18446744073709551616");
+	same_failure(bad, -EPROTO,
+		     "threads[0].thread_id: 18446744073709551616 is out of range "
+		     "(at most 18446744073709551615)");
+	free(bad);
+	bad = edit(doc, NULL, "\"wall_ns\": ", "\"wall_ns\": 18446744073709551616, \"was\": ");
+	same_failure(bad, -EPROTO,
+		     "window.wall_ns: 18446744073709551616 is out of range "
+		     "(at most 18446744073709551615)");
+	free(bad);
+	/* Below -2^63; -2^63 itself is json-c's, and the field says what is wrong with it. */
+	bad = edit(doc, NULL, "\"wall_ns\": ", "\"wall_ns\": -9223372036854775809, \"was\": ");
+	same_failure(bad, -EPROTO,
+		     "window.wall_ns: -9223372036854775809 is out of range "
+		     "(at least -9223372036854775808)");
+	free(bad);
+	bad = edit(doc, NULL, "\"wall_ns\": ", "\"wall_ns\": -9223372036854775808, \"was\": ");
+	same_failure(bad, -EPROTO, "window.wall_ns: expected an unsigned integer");
+	free(bad);
+	/* 100000 digits in a span record: named by its count. */
+	digits = malloc(n + 64);
+	assert_non_null(digits);
+	strcpy(digits, "\"start_ns\": ");
+	memset(digits + 12, '9', n);
+	strcpy(digits + 12 + n, ", \"was\": ");
+	bad = edit(doc, "\"span_id\": 200,", "\"start_ns\": ", digits);
+	same_failure(bad, -EPROTO,
+		     "events.spans[199].start_ns: an integer of 100000 digits is out of range "
+		     "(at most 18446744073709551615)");
+	/* Not JSON still comes first. */
+	two = edit(bad, "\"span_id\": 250,", "\"start_ns\": ", "\"start_ns\": x");
+	same_failure(two, -EINVAL, "unexpected character");
+	free(two);
+	free(bad);
+	free(digits);
+	/* In a member khbpf does not read: json-c's value would not be the document's. */
+	bad = edit(doc, NULL, "\"schema_version\"",
+		   "\"x\": [0, 18446744073709551616], \"schema_version\"");
+	same_failure(bad, -EPROTO, "x[1]: 18446744073709551616 is out of range");
+	free(bad);
+	/* The bounds themselves are read as they are; leading zeros are no digits. */
+	bad = edit(
+		doc, NULL, "\"wall_ns\": ",
+		"\"wall_ns\": 18446744073709551615, \"x\": -000000000000000000000000001, \"was\": ");
+	check_same(bad);
+	free(bad);
+	free(doc);
+}
+
+/* Read a piece at a time within the bounds given, from memory and from a file: want, with part. */
+static void bounded(const char *text, uint64_t outline_max, uint64_t element_max, int want,
+		    const char *part)
+{
+	struct report_load_opts o = { .sz = sizeof(o),
+				      .outline_max = outline_max,
+				      .element_max = element_max };
+	char mem[600], file[600];
+	struct report_doc *d = NULL;
+
+	if (load_opts(text, STREAM_MEM, o, &d, mem, sizeof(mem)) != want || !strstr(mem, part))
+		fail_msg("memory: '%s', want %d '%s'", mem, want, part);
+	report_doc__free(d);
+	d = NULL;
+	load_opts(text, STREAM_FILE, o, &d, file, sizeof(file));
+	if (strcmp(mem, file))
+		fail_msg("file: '%s', memory: '%s'", file, mem);
+	report_doc__free(d);
+}
+
+/* "name": [{}, {}, ... n of them], "then": (a member of the document's to follow) */
+static char *junk_member(const char *name, size_t n, const char *then)
+{
+	size_t len = strlen(name) + strlen(then) + 4 * n + 32, i;
+	char *buf = malloc(len), *p = buf;
+
+	assert_non_null(buf);
+	p += sprintf(p, "\"%s\": [", name);
+	for (i = 0; i < n; i++)
+		p += sprintf(p, "%s{}", i ? ", " : "");
+	sprintf(p, "], \"%s\": ", then);
+	return buf;
+}
+
+/*
+ * What json-c would build of a document is bounded before it is built:
+ * a member that takes the outline past its bound, or an element past its
+ * own, is refused there, whatever follows.
+ */
+static void test_report_stream__bounds(void **state)
+{
+	const char *outline_over = "is too large to read: its collectors member is over the 1 MiB "
+				   "bound on memory for the document outside its threads and span "
+				   "records";
+	const char *element_over = "is too large to read: events.spans[5] is over the 65536 bytes "
+				   "bound on memory for one thread or span record";
+	char *doc, *bad, *two, *junk;
+
+	(void)state;
+	doc = make_doc(300, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED, ",\n    ");
+	bounded(doc, 1 << 20, 64 << 10, 0, "");
+	/* 3000 empty objects: about 2.4 MB of json-c's, 12 KB of text. */
+	junk = junk_member("collectors", 3000, "old_collectors");
+	bad = edit(doc, NULL, "\"collectors\": ", junk);
+	free(junk);
+	bounded(bad, 1 << 20, 64 << 10, -EFBIG, outline_over);
+	/* Refused as it is crossed: what follows is never read. */
+	two = edit(bad, "\"span_id\": 250,", "\"start_ns\": ", "\"start_ns\": x");
+	bounded(two, 1 << 20, 64 << 10, -EFBIG, outline_over);
+	free(two);
+	/* The default bound has room for it. */
+	bounded(bad, 0, 0, -EPROTO, "collectors[0].collector is missing");
+	free(bad);
+
+	/* One span record of 200 empty objects: over 64 KiB, not over the default 16 MiB. */
+	junk = junk_member("junk", 200, "start_ns");
+	bad = edit(doc, "\"span_id\": 6,", "\"start_ns\": ", junk);
+	free(junk);
+	bounded(bad, 1 << 20, 64 << 10, -EFBIG, element_over);
+	bounded(bad, 0, 0, 0, "");
+	/* Met by the strict pass that follows a field found wrong elsewhere too. */
+	two = edit(bad, "\n  \"threads\": [", "\"thread_id\": 2128", "\"thread_id\": -1");
+	bounded(two, 1 << 20, 64 << 10, -EFBIG, element_over);
+	bounded(two, 0, 0, -EPROTO, "threads[0].thread_id: expected an unsigned integer");
+	free(two);
+	free(bad);
+	free(doc);
+}
+
+#if defined(__SANITIZE_ADDRESS__)
+#define UNDER_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define UNDER_ASAN 1
+#endif
+#endif
+
+/* The address space the process has now, in bytes. */
+static uint64_t vm_size(void)
+{
+	unsigned long long pages = 0;
+	FILE *f = fopen("/proc/self/statm", "r");
+
+	if (f) {
+		if (fscanf(f, "%llu", &pages) != 1)
+			pages = 0;
+		fclose(f);
+	}
+	return (uint64_t)pages * (uint64_t)sysconf(_SC_PAGESIZE);
+}
+
+/*
+ * In a child, under a limit of the address space 64 MiB past what it has:
+ * a document whose tree json-c cannot allocate, more empty objects than
+ * the heap has room for (the test's earlier ones left some), the bounds
+ * set out of the way. json-c 0.16 then stops as if the tree had ended; the
+ * loader says out of memory, not that the text is not JSON. 0 when it did,
+ * each way.
+ */
+static int load_out_of_memory(const char *doc)
+{
+	struct report_load_opts o = { .sz = sizeof(o), .outline_max = (uint64_t)1 << 40 };
+	struct mallinfo2 mi = mallinfo2();
+	struct report_doc *d = NULL;
+	struct rlimit lim;
+	char err[512], *junk, *bad;
+	int how, ret, fd;
+
+	/* About 790 bytes an empty object. */
+	junk = junk_member("collectors", (mi.fordblks + (256 << 20)) / 700, "old_collectors");
+	bad = edit(doc, NULL, "\"collectors\": ", junk);
+	fd = file_of(bad, strlen(bad));
+	lim.rlim_cur = lim.rlim_max = vm_size() + (64 << 20);
+	if (setrlimit(RLIMIT_AS, &lim))
+		return 2;
+	for (how = STREAM_MEM; how < NR_HOW; how++) {
+		err[0] = '\0';
+		ret = how == STREAM_FILE ? report_doc__load_fd(fd, &d, &o, err, sizeof(err)) :
+					   report_doc__load_string_opts(bad, strlen(bad), &d, &o,
+									err, sizeof(err));
+		if (ret != -ENOMEM || !strstr(err, "out of memory") || strstr(err, "JSON") || d) {
+			fprintf(stderr, "%s: %d: %s\n", how_name[how], ret, err);
+			return 1;
+		}
+	}
+	close(fd);
+	free(bad);
+	free(junk);
+	return 0;
+}
+
+static void test_report_stream__out_of_memory(void **state)
+{
+	char *doc, *bad, *junk;
+	int status;
+	pid_t pid;
+
+	(void)state;
+#ifdef UNDER_ASAN
+	skip(); /* its allocator reserves far more than any limit would leave */
+#endif
+	doc = make_doc(10, JSON_C_TO_STRING_SPACED, ", ");
+	pid = fork();
+	assert_true(pid >= 0);
+	if (!pid)
+		_exit(load_out_of_memory(doc));
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	/* With the room, such text is JSON, and its first fault a field. */
+	junk = junk_member("collectors", 1000, "old_collectors");
+	bad = edit(doc, NULL, "\"collectors\": ", junk);
+	bounded(bad, 0, 0, -EPROTO, "collectors[0].collector is missing");
+	free(junk);
 	free(bad);
 	free(doc);
 }
@@ -519,6 +762,9 @@ int main(void)
 		cmocka_unit_test(test_report_stream__same_as_whole),
 		cmocka_unit_test(test_report_stream__malformed),
 		cmocka_unit_test(test_report_stream__odd_keys),
+		cmocka_unit_test(test_report_stream__out_of_range),
+		cmocka_unit_test(test_report_stream__bounds),
+		cmocka_unit_test(test_report_stream__out_of_memory),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -8,7 +8,10 @@
  * (strings, nesting, separators); the values are left to the parser.
  *
  * A tap sees every byte the cursor consumes, in order, with its offset:
- * that is how the bytes outside the large arrays reach json-c.
+ * that is how the bytes outside the large arrays reach json-c. The cursor
+ * counts the values it goes over, so that a reader can bound what json-c
+ * would build of them before it builds it, and notes integer literals
+ * beyond 64 bits, which json-c would clamp without a word.
  */
 #ifndef KHBPF_JSCAN_H
 #define KHBPF_JSCAN_H
@@ -23,6 +26,15 @@
 #define JSCAN_READ_SIZE (256u << 10)
 
 struct jscan;
+
+/* What the cursor went over: every value (nested ones too), member key, object and array. */
+struct jscan_counts {
+	uint64_t values, keys, objects, arrays;
+};
+
+/* The integer literals json-c holds: -2^63 to 2^64-1. */
+#define JSCAN_INT_MIN "-9223372036854775808"
+#define JSCAN_INT_MAX "18446744073709551615"
 
 /* Gets the bytes consumed from off on; a negative return stops the cursor with it. */
 typedef int (*jscan_tap_fn)(void *ctx, uint64_t off, const char *p, size_t n);
@@ -59,6 +71,27 @@ int jscan__skip_value(struct jscan *s);
 int jscan__key(struct jscan *s, char *buf, size_t cap);
 /* Consume everything up to the end (so the tap sees it). 0 or -errno. */
 int jscan__drain(struct jscan *s);
+/*
+ * The number or literal at the cursor after any whitespace: its bytes into
+ * buf, cut to fit, NUL-terminated. Its length; -EINVAL when there is none.
+ */
+int64_t jscan__scalar(struct jscan *s, char *buf, size_t cap);
+
+/* The counts of everything the cursor went over so far, passes over the same bytes included. */
+void jscan__counts(const struct jscan *s, struct jscan_counts *out);
+/*
+ * The offset of the first integer literal (digits, a '-' before them) out
+ * of JSCAN_INT_MIN..JSCAN_INT_MAX that any pass went over; UINT64_MAX when
+ * none was.
+ */
+uint64_t jscan__range_at(const struct jscan *s);
+/*
+ * Where the innermost value holding offset off is, from the value at the
+ * start: members as "a.b" (raw bytes, a key cut at 64 with "..."),
+ * elements as "[3]"; "" for the value at the start. 0, -EINVAL (not well
+ * formed up to off), -errno; the cursor is left anywhere.
+ */
+int jscan__path_at(struct jscan *s, uint64_t off, char *buf, size_t cap);
 
 /* From here on every byte consumed goes to fn (one tap at a time). */
 void jscan__tap(struct jscan *s, jscan_tap_fn fn, void *ctx);

@@ -34,6 +34,11 @@ static void line_col(const char *text, size_t off, size_t *line, size_t *col)
 	}
 }
 
+static bool blank(char c)
+{
+	return c == ' ' || c == '\t' || c == '\r' || c == '\n';
+}
+
 static int parse_json(const char *text, size_t len, struct json_object **root, char *err,
 		      size_t errlen)
 {
@@ -53,6 +58,13 @@ static int parse_json(const char *text, size_t len, struct json_object **root, c
 		return -ENOMEM;
 	}
 	json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
+	/* As the loader reads it: an array is not read past its first byte. */
+	for (end = 0; end < len && blank(text[end]); end++)
+		;
+	if (end < len && text[end] == '[') {
+		json_tokener_free(tok);
+		return 0;
+	}
 	*root = json_tokener_parse_ex(tok, text, (int)len);
 	jerr = json_tokener_get_error(tok);
 	end = json_tokener_get_parse_end(tok);
@@ -141,8 +153,13 @@ static void free_loader(struct loader *ld)
 	loader__thread_index_free(&ld->threads);
 }
 
-/* The tree (the caller's no more) into a new *out: every section, the layout, the gaps. */
-static int load_tree(struct loader *ld, struct json_object *root, struct report_doc **out)
+/*
+ * The tree (the caller's no more) into a new *out: every section, the
+ * layout, the gaps. text has gone over the whole document (its integer
+ * literals json-c may have clamped).
+ */
+static int load_tree(struct loader *ld, struct json_object *root, struct jscan *text,
+		     struct report_doc **out)
 {
 	struct report_doc *d;
 	int ret;
@@ -151,6 +168,10 @@ static int load_tree(struct loader *ld, struct json_object *root, struct report_
 	if (ret) {
 		json_object_put(root);
 		return ld->failed = ret;
+	}
+	if (loader__check_range(ld, text)) {
+		json_object_put(root);
+		return ld->failed;
 	}
 	d = calloc(1, sizeof(*d));
 	if (!d) {
@@ -199,10 +220,12 @@ static int load_scan(struct jscan *scan, const struct report_load_opts *opts,
 	int ret;
 
 	ld.span_summary = opts && opts->span_summary;
+	ld.outline_max = opts ? opts->outline_max : 0;
+	ld.element_max = opts ? opts->element_max : 0;
 	ret = loader__outline(&ld, &root);
 	if (!ret) {
 		loader__find_placeholders(&ld, root);
-		ret = load_tree(&ld, root, out);
+		ret = load_tree(&ld, root, scan, out);
 	}
 	/*
 	 * Not JSON comes first, as in a parse of the whole text: an element
@@ -245,8 +268,18 @@ int report_doc__load_string_opts(const char *text, size_t len, struct report_doc
 	ret = parse_json(text, len, &root, err, errlen);
 	if (ret)
 		return ret;
+	/* The integers json-c clamped, found in the text as the loader finds them. */
+	ret = jscan__from_mem(text, len, &scan);
+	if (ret) {
+		json_object_put(root);
+		snprintf(err, errlen, "out of memory");
+		return ret;
+	}
+	if (root)
+		jscan__skip_value(scan);
 	ld.span_summary = opts->span_summary;
-	ret = load_tree(&ld, root, out);
+	ret = load_tree(&ld, root, scan, out);
+	jscan__free(scan);
 	free_loader(&ld);
 	return ret;
 }

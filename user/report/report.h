@@ -44,6 +44,9 @@ void report_doc__free(struct report_doc *doc);
  * error part of the text may have been written.
  */
 int report__keyhog(int in_fd, int out_fd, char *err, size_t errlen);
+/* The same within opts' bounds (outline_max, element_max; the rest unused); NULL: the defaults. */
+int report__keyhog_opts(int in_fd, int out_fd, const struct report_load_opts *opts, char *err,
+			size_t errlen);
 /* The index of name in keyhog-profile's MetricId list, or -1 when it is not one. */
 int report__keyhog_metric(const char *name);
 

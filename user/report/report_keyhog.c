@@ -741,9 +741,20 @@ out:
 
 int report__keyhog(int in_fd, int out_fd, char *err, size_t errlen)
 {
+	return report__keyhog_opts(in_fd, out_fd, NULL, err, errlen);
+}
+
+int report__keyhog_opts(int in_fd, int out_fd, const struct report_load_opts *opts, char *err,
+			size_t errlen)
+{
 	struct keyhog k = { .ld = { .err = err, .errlen = errlen, .no_gaps = true } };
 	struct json_object *root = NULL, *s;
 	int ret;
+
+	if (opts) {
+		k.ld.outline_max = opts->outline_max;
+		k.ld.element_max = opts->element_max;
+	}
 
 	ret = jscan__from_fd(in_fd, &k.ld.scan);
 	if (ret) {
@@ -759,7 +770,8 @@ int report__keyhog(int in_fd, int out_fd, char *err, size_t errlen)
 			loader__fail(
 				&k.ld,
 				"is not a khbpf evidence document; render the one 'khbpf run -o' or 'khbpf attach -o' wrote");
-		else
+		/* json-c clamps what is past 64 bits: the rendering would not be the document. */
+		else if (!loader__check_range(&k.ld, k.ld.scan))
 			render(&k, root, out_fd);
 	}
 	/*

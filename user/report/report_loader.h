@@ -7,7 +7,8 @@
  * report_gaps.c collects the gaps. Internal to those; callers use report.h.
  *
  * The first failure sets ld->failed (-EPROTO for a malformed document,
- * -ENOMEM, -EINVAL for a document that is not JSON) and its message in
+ * -ENOMEM, -EINVAL for a document that is not JSON, -EFBIG for one over a
+ * memory bound) and its message in
  * ld->err; later failures keep both, and every reader returns at once
  * (NULL, 0, false) once ld->failed is set.
  */
@@ -31,6 +32,18 @@
  */
 /* json-c's default nesting limit is 32; documents nest about 8 deep. */
 #define REPORT_JSON_DEPTH 64
+
+/*
+ * What json-c may build of a document, reckoned from the text before it is
+ * built (report_stream.c): the tree of everything outside the streamed
+ * arrays (the outline: about 0.5 MiB for a window of serve, 270 MiB for
+ * 8192 processes, --max-processes' default), and the tree of one of their
+ * elements (a thread or a span record: tens of KiB). A document over either
+ * is refused as the bound is crossed, within it: json-c takes about 800
+ * bytes for an empty object, so a 200 MB member of them would need 50 GB.
+ */
+#define REPORT_OUTLINE_MAX ((uint64_t)512 << 20)
+#define REPORT_ELEMENT_MAX ((uint64_t)16 << 20)
 
 enum stream_id { STREAM_THREADS, STREAM_SPANS, STREAM_UTIL_THREADS, NR_STREAMS };
 
@@ -85,6 +98,7 @@ struct loader {
 	/* An element does not parse: the strict outline says where (not_json_at: it). */
 	bool not_json;
 	uint64_t not_json_at;
+	uint64_t outline_max, element_max; /* the bounds above, or the tests' own */
 	bool span_summary; /* only marks, not doc->spans (report_load_opts) */
 	bool no_gaps; /* stream_each collects no gaps (the keyhog rendering) */
 	uint64_t elem_at; /* during stream_each's fn: where its element starts */
@@ -98,7 +112,9 @@ struct loader {
 /*
  * The tree of the document with each streamed array an empty stand-in, the
  * arrays found and counted on the way. 0; -EINVAL (not JSON: ld->err says
- * where, as a parse of the whole text would), -errno of a read.
+ * where, as a parse of the whole text would), -EFBIG (over a bound),
+ * -ENOMEM, -errno of a read. An array is not read past its first byte:
+ * 0 with *root NULL, as for a JSON null.
  */
 int loader__outline(struct loader *ld, struct json_object **root);
 /* After ld->not_json: the message naming where the document is not JSON. */
@@ -111,6 +127,12 @@ void loader__not_json(struct loader *ld);
 int loader__check_json(struct loader *ld);
 /* The tree's stand-in for each streamed array, found by its path. */
 void loader__find_placeholders(struct loader *ld, struct json_object *root);
+/*
+ * An integer literal that s went over (all of the document: the outline
+ * pass, or a scan of the text) out of 64 bits fails the load, naming its
+ * path: json-c would have clamped it. ld->failed.
+ */
+int loader__check_range(struct loader *ld, struct jscan *s);
 
 /*
  * Each element of stream id, parsed on its own and freed after fn; its gaps

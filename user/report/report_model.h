@@ -276,6 +276,11 @@ struct report_load_opts {
 	bool span_summary;
 	/* report_doc__load_string_opts only: one json-c tree of the whole text (to compare). */
 	bool whole;
+	/*
+	 * The memory bounds of what json-c builds (report_loader.h: 0 for
+	 * REPORT_OUTLINE_MAX, REPORT_ELEMENT_MAX); tests set small ones.
+	 */
+	uint64_t outline_max, element_max;
 };
 
 /* a + b, or UINT64_MAX where it would wrap. */

@@ -8,8 +8,16 @@
  * too, an element at a time, so that the message names the first place a
  * parse of the whole text would, in the same words, at the same line and
  * column, with no more than one element in memory. See report_loader.h.
+ *
+ * What json-c builds is bounded before it is built: the cursor counts the
+ * values of the bytes a tap hands on, and the tap refuses them when the
+ * tree they make would pass the bound (-EFBIG). json-c 0.16 has no error
+ * for a failed allocation: it stops there as if the value had ended. The
+ * structure says where the value ends, so an end anywhere else is told as
+ * what it is (-ENOMEM), not as a fault of the text.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +28,34 @@
 
 /* json-c takes an int length: longer pieces (text in memory) go in parts. */
 #define FEED_MAX ((size_t)1 << 30)
+#define NOWHERE UINT64_MAX
+
+/*
+ * About what json-c 0.16 allocates for text of these values, over rather
+ * than under (measured: 72 bytes an integer, 88 an empty string, 152 an
+ * empty array, 792 an empty object, 200 a member of an object of 200000):
+ * 128 bytes a value or key, 768 more an object, 64 more an array, and the
+ * bytes of the text (strings and numbers are kept as text a while).
+ */
+static uint64_t tree_size(const struct jscan *s, const struct jscan_counts *from, uint64_t bytes)
+{
+	struct jscan_counts now;
+
+	jscan__counts(s, &now);
+	return bytes + 128 * (now.values - from->values + now.keys - from->keys) +
+	       768 * (now.objects - from->objects) + 64 * (now.arrays - from->arrays);
+}
+
+/* The bounds in force: the loader's own, or report_loader.h's. */
+static uint64_t outline_max(const struct loader *ld)
+{
+	return ld->outline_max ? ld->outline_max : REPORT_OUTLINE_MAX;
+}
+
+static uint64_t element_max(const struct loader *ld)
+{
+	return ld->element_max ? ld->element_max : REPORT_ELEMENT_MAX;
+}
 
 struct outline {
 	struct loader *ld;
@@ -35,6 +71,27 @@ struct outline {
 	bool bad;
 	enum json_tokener_error jerr; /* success: the structure, not json-c, refused it */
 	uint64_t bad_at;
+	/*
+	 * What the tree takes: the bytes given to tok, and the cursor's counts
+	 * not in it (before the document, and those of the streamed arrays).
+	 */
+	uint64_t fed;
+	struct jscan_counts base;
+	char member[160]; /* the member being read, for the message */
+	/* strict: the element at hand, its bytes and counts, and its index */
+	uint64_t efed;
+	struct jscan_counts ebase;
+	size_t eidx;
+	/*
+	 * Where the values json-c reads end (NOWHERE: not yet read; json-c takes
+	 * the blanks after them too); broken: the structure ended first.
+	 */
+	uint64_t root_end, array_end;
+	bool broken;
+	/* Over a bound (big: the path, element: which bound), or json-c gave up at nomem_at. */
+	bool over, element;
+	char big[200];
+	uint64_t nomem_at;
 };
 
 static struct json_tokener *tokener(int depth)
@@ -56,6 +113,27 @@ static int fail_at(struct outline *o, enum json_tokener_error jerr, uint64_t at)
 	return -EINVAL;
 }
 
+/* json-c ended a value at at where the structure does not: it could not allocate. */
+static int gave_up(struct outline *o, uint64_t at)
+{
+	if (o->nomem_at == NOWHERE)
+		o->nomem_at = at;
+	return -ENOMEM;
+}
+
+static int over(struct outline *o, bool element)
+{
+	if (!o->over) {
+		o->over = true;
+		o->element = element;
+		if (element)
+			snprintf(o->big, sizeof(o->big), "%s[%zu]", o->member, o->eidx);
+		else
+			snprintf(o->big, sizeof(o->big), "%s", o->member);
+	}
+	return -EFBIG;
+}
+
 /* The tap of the document outside its streamed arrays: into o->tok. */
 static int feed(void *ctx, uint64_t off, const char *p, size_t n)
 {
@@ -63,6 +141,12 @@ static int feed(void *ctx, uint64_t off, const char *p, size_t n)
 	enum json_tokener_error jerr;
 	size_t k, used, i;
 
+	/* The cursor has counted these bytes' values: refused before json-c builds them. */
+	if (!o->done) {
+		o->fed += n;
+		if (tree_size(o->s, &o->base, o->fed) > outline_max(o->ld))
+			return over(o, false);
+	}
 	while (n && !o->bad) {
 		if (o->done) {
 			/* After the value only blanks, as the whole text's parse allows (NUL too). */
@@ -78,6 +162,11 @@ static int feed(void *ctx, uint64_t off, const char *p, size_t n)
 		used = jerr == json_tokener_continue ? k : json_tokener_get_parse_end(o->tok);
 		if (jerr != json_tokener_continue && jerr != json_tokener_success)
 			return fail_at(o, jerr, off + used);
+		if (jerr == json_tokener_success && !o->broken && off + used < o->root_end) {
+			json_object_put(o->root);
+			o->root = NULL;
+			return gave_up(o, off + used);
+		}
 		o->done = jerr == json_tokener_success;
 		p += used;
 		off += used;
@@ -94,13 +183,18 @@ static int feed_array(void *ctx, uint64_t off, const char *p, size_t n)
 	struct json_object *obj;
 	size_t k;
 
+	o->efed += n;
+	if (tree_size(o->s, &o->ebase, o->efed) > element_max(o->ld))
+		return over(o, true);
 	while (n && !o->bad) {
 		k = n < FEED_MAX ? n : FEED_MAX;
 		obj = json_tokener_parse_ex(o->etok, p, (int)k);
 		jerr = json_tokener_get_error(o->etok);
 		if (jerr == json_tokener_success) {
-			/* The array closed: the tap stops right after its ']'. */
 			json_object_put(obj);
+			if (!o->broken && off + json_tokener_get_parse_end(o->etok) < o->array_end)
+				return gave_up(o, off + json_tokener_get_parse_end(o->etok));
+			/* The array closed: the tap stops right after its ']'. */
 			return 0;
 		}
 		if (jerr != json_tokener_continue)
@@ -151,6 +245,10 @@ static int check_array(struct outline *o, int nesting, size_t *count)
 	o->etok = tokener(REPORT_JSON_DEPTH - nesting);
 	if (!o->etok)
 		return -ENOMEM;
+	o->array_end = NOWHERE;
+	o->eidx = 0;
+	o->efed = 0;
+	jscan__counts(s, &o->ebase);
 	jscan__tap(s, feed_array, o);
 	jscan__take(s);
 	c = jscan__peek(s);
@@ -172,14 +270,20 @@ static int check_array(struct outline *o, int nesting, size_t *count)
 			break;
 		json_tokener_reset(o->etok);
 		json_tokener_parse_ex(o->etok, "[0,", 3);
+		o->eidx = *count;
+		o->efed = 0;
+		jscan__counts(s, &o->ebase);
 		jscan__tap(s, feed_array, o);
 		c = jscan__peek(s);
 	}
-	if (!err)
+	if (!err) {
 		jscan__take(s);
-	else if ((err == -EINVAL || err == -E2BIG) && !o->bad)
+		o->array_end = jscan__tell(s);
+	} else if ((err == -EINVAL || err == -E2BIG) && !o->bad) {
 		/* The structure breaks here: json-c reads on and says how. */
+		o->broken = true;
 		jscan__drain(s);
+	}
 	jscan__untap(s);
 	if (err && !o->bad && (err == -EINVAL || err == -E2BIG))
 		fail_at(o, json_tokener_get_error(o->etok), jscan__tell(s));
@@ -192,15 +296,23 @@ static int walk_stream(struct outline *o, enum stream_id k, int nesting)
 {
 	struct stream *st = &o->ld->streams[k];
 	uint64_t begin = jscan__tell(o->s);
+	struct jscan_counts before, after;
 	size_t count = 0;
 	int err;
 
 	err = jscan__untap(o->s);
 	if (err)
 		return err;
+	jscan__counts(o->s, &before);
 	err = o->strict ? check_array(o, nesting, &count) : count_array(o->s, &count);
 	if (err)
 		return err;
+	/* Its values are not in the tree. */
+	jscan__counts(o->s, &after);
+	o->base.values += after.values - before.values;
+	o->base.keys += after.keys - before.keys;
+	o->base.objects += after.objects - before.objects;
+	o->base.arrays += after.arrays - before.arrays;
 	/* A later member of the same path wins, as in json-c's tree. */
 	if (!o->strict)
 		o->ld->arrays_found++;
@@ -247,6 +359,8 @@ static int walk_object(struct outline *o, const char *path, int nesting)
 		if (len < 0)
 			return len;
 		kind = -2;
+		snprintf(o->member, sizeof(o->member), "%s%s%s%s", path, *path ? "." : "", key,
+			 (size_t)len < sizeof(key) ? "" : "...");
 		/*
 		 * Raw bytes: an escaped spelling of a key is not found, yet json-c's
 		 * tree has it by its name; such a document is read again, plain.
@@ -266,6 +380,9 @@ static int walk_object(struct outline *o, const char *path, int nesting)
 			err = jscan__skip_value(s);
 		if (kind >= 0 && c != '[' && !o->strict)
 			o->ld->streams[kind].on = false;
+		/* Each member to json-c on its own: a bound it passes names it. */
+		if (!err)
+			err = jscan__flush(s);
 		if (err)
 			return err;
 		c = jscan__peek(s);
@@ -285,17 +402,28 @@ static int walk(struct outline *o)
 	int c, err;
 
 	jscan__seek(s, 0);
+	jscan__counts(s, &o->base);
 	jscan__tap(s, feed, o);
 	c = jscan__peek(s);
+	/*
+	 * An array, so not a document: refused at its first byte, before json-c
+	 * builds any of what may be of any size. Any other value is one value,
+	 * read as the outline is, within its bound.
+	 */
+	if (c == '[')
+		return jscan__untap(s);
 	if (c == '{')
 		err = walk_object(o, "", 0);
 	else
 		err = c == -ENODATA ? 0 : c < 0 ? c : jscan__skip_value(s);
-	if (!err)
+	if (!err) {
+		o->root_end = jscan__tell(s);
 		err = jscan__drain(s);
-	else if (o->strict && (err == -EINVAL || err == -E2BIG) && !o->bad)
+	} else if (o->strict && (err == -EINVAL || err == -E2BIG) && !o->bad) {
 		/* The structure breaks here: json-c reads on and says how. */
+		o->broken = true;
 		jscan__drain(s);
+	}
 	c = jscan__untap(s);
 	err = err ? err : c;
 	if (o->bad)
@@ -320,6 +448,9 @@ static int outline_pass(struct loader *ld, struct outline *o, bool strict, bool 
 	o->s = ld->scan;
 	o->strict = strict;
 	o->plain = plain;
+	o->root_end = NOWHERE;
+	o->array_end = NOWHERE;
+	o->nomem_at = NOWHERE;
 	/* The strict pass only looks: the streams stay as the first one found them. */
 	if (!strict) {
 		memset(ld->streams, 0, sizeof(ld->streams));
@@ -348,6 +479,68 @@ static void read_error(struct loader *ld, int err)
 		 strerror(-err));
 }
 
+/* "512 MiB", or the bytes of a bound the tests set. */
+static void bound_text(char *buf, size_t len, uint64_t v)
+{
+	if (v % ((uint64_t)1 << 20))
+		snprintf(buf, len, "%" PRIu64 " bytes", v);
+	else
+		snprintf(buf, len, "%" PRIu64 " MiB", v >> 20);
+}
+
+/* what (a member's path, an element's) passed its bound. */
+static void too_large(struct loader *ld, const char *what, bool element)
+{
+	char bound[32];
+
+	bound_text(bound, sizeof(bound), element ? element_max(ld) : outline_max(ld));
+	/* loader__fail writes the document's own bytes of the path safely; the code is ours. */
+	if (element)
+		loader__fail(
+			ld,
+			"is too large to read: %s is over the %s bound on memory for one thread or span record",
+			what, bound);
+	else if (*what)
+		loader__fail(
+			ld,
+			"is too large to read: its %s member is over the %s bound on memory for the document outside its threads and span records",
+			what, bound);
+	else
+		loader__fail(
+			ld,
+			"is too large to read: the document outside its threads and span records is over the %s bound on memory",
+			bound);
+	ld->failed = -EFBIG;
+}
+
+/* json-c could not allocate what the text at offset at makes. */
+static void gave_up_at(struct loader *ld, uint64_t at)
+{
+	size_t line, col;
+
+	ld->failed = -ENOMEM;
+	if (jscan__line_col(ld->scan, at, &line, &col))
+		snprintf(ld->err, ld->errlen, "out of memory");
+	else
+		snprintf(
+			ld->err, ld->errlen,
+			"could not be read: out of memory (json-c gave up at line %zu, column %zu)",
+			line, col);
+}
+
+/* A pass that failed but for the text not being JSON: its message. */
+static int pass_failed(struct loader *ld, const struct outline *o, int err)
+{
+	ld->failed = 0;
+	if (err == -EFBIG && o->over)
+		too_large(ld, o->big, o->element);
+	else if (err == -ENOMEM && o->nomem_at != NOWHERE)
+		gave_up_at(ld, o->nomem_at);
+	else
+		read_error(ld, err);
+	return ld->failed;
+}
+
 int loader__check_json(struct loader *ld)
 {
 	struct outline o;
@@ -357,11 +550,8 @@ int loader__check_json(struct loader *ld)
 	json_object_put(o.root);
 	if (!err)
 		return 0;
-	ld->failed = 0;
-	if (err != -EINVAL) {
-		read_error(ld, err);
-		return err;
-	}
+	if (err != -EINVAL)
+		return pass_failed(ld, &o, err);
 	ld->failed = -EINVAL;
 	if (o.jerr == json_tokener_continue) {
 		snprintf(ld->err, ld->errlen, "is not JSON: it ends in the middle of a value");
@@ -393,10 +583,8 @@ int loader__outline(struct loader *ld, struct json_object **root)
 	*root = o.root;
 	if (!err)
 		return 0;
-	if (err != -EINVAL) {
-		read_error(ld, err);
-		return err;
-	}
+	if (err != -EINVAL)
+		return pass_failed(ld, &o, err);
 	/* Not JSON somewhere: the strict pass names the first place. */
 	err = loader__check_json(ld);
 	if (!err) {
@@ -452,35 +640,55 @@ struct element {
 	struct json_tokener *tok;
 	struct json_object *obj; /* NULL for a JSON null too */
 	bool done, bad;
+	/* Its bytes and the cursor's counts before it, against max. */
+	struct jscan *s;
+	uint64_t fed, max;
+	struct jscan_counts base;
+	bool over;
+	uint64_t end, nomem_at; /* where it ends (NOWHERE: not yet read); where json-c gave up */
 };
 
 static int feed_element(void *ctx, uint64_t off, const char *p, size_t n)
 {
 	struct element *e = ctx;
 	enum json_tokener_error jerr;
-	size_t k;
+	size_t k, end;
 
-	(void)off;
+	e->fed += n;
+	if (tree_size(e->s, &e->base, e->fed) > e->max) {
+		e->over = true;
+		return -EFBIG;
+	}
 	while (n && !e->bad) {
 		k = n < FEED_MAX ? n : FEED_MAX;
-		/* Bytes after a whole value: not one value. */
+		/* Bytes after a whole value: json-c stopped short of the structure's end. */
 		if (e->done) {
-			e->bad = true;
-			break;
+			e->nomem_at = off;
+			return -ENOMEM;
 		}
 		e->obj = json_tokener_parse_ex(e->tok, p, (int)k);
 		jerr = json_tokener_get_error(e->tok);
 		e->done = jerr == json_tokener_success;
-		if (jerr != json_tokener_continue &&
-		    (jerr != json_tokener_success || json_tokener_get_parse_end(e->tok) != k))
+		end = json_tokener_get_parse_end(e->tok);
+		if (e->done && off + end < e->end) {
+			json_object_put(e->obj);
+			e->obj = NULL;
+			e->nomem_at = off + end;
+			return -ENOMEM;
+		}
+		if (jerr != json_tokener_continue && !e->done)
 			e->bad = true;
 		p += k;
+		off += k;
 		n -= k;
 	}
 	return e->bad ? -EINVAL : 0;
 }
 
-/* The element at the cursor into *obj (NULL: a JSON null); -EINVAL (not JSON), -errno. */
+/*
+ * The element at the cursor into *obj (NULL: a JSON null); -EINVAL (not
+ * JSON), -EFBIG (e->over), -ENOMEM (e->nomem_at when json-c gave up), -errno.
+ */
 static int next_element(struct jscan *s, struct element *e, struct json_object **obj)
 {
 	int err, untap;
@@ -489,8 +697,14 @@ static int next_element(struct jscan *s, struct element *e, struct json_object *
 	e->obj = NULL;
 	e->done = false;
 	e->bad = false;
+	e->s = s;
+	e->fed = 0;
+	e->end = NOWHERE;
+	jscan__counts(s, &e->base);
 	jscan__tap(s, feed_element, e);
 	err = jscan__skip_value(s);
+	/* The structure's end: json-c's must be the same. */
+	e->end = jscan__tell(s);
 	untap = jscan__untap(s);
 	err = err ? err : untap;
 	/* A number ends at what follows it: a blank says it did. */
@@ -505,6 +719,27 @@ static int next_element(struct jscan *s, struct element *e, struct json_object *
 	json_object_put(e->obj);
 	*obj = NULL;
 	return !err || err == -E2BIG ? -EINVAL : err;
+}
+
+/* An element that is JSON as far as it was read, but was not read: why. */
+static void element_failed(struct loader *ld, const struct element *e, int err, enum stream_id id,
+			   size_t idx)
+{
+	char what[96];
+
+	if (ld->failed)
+		return;
+	if (err == -EFBIG && e->over) {
+		if (idx == SIZE_MAX)
+			snprintf(what, sizeof(what), "an element of %s", report_stream_paths[id]);
+		else
+			snprintf(what, sizeof(what), "%s[%zu]", report_stream_paths[id], idx);
+		too_large(ld, what, true);
+	} else if (err == -ENOMEM && e->nomem_at != NOWHERE) {
+		gave_up_at(ld, e->nomem_at);
+	} else {
+		read_error(ld, err);
+	}
 }
 
 size_t loader__stream_each(struct loader *ld, enum stream_id id,
@@ -522,6 +757,8 @@ size_t loader__stream_each(struct loader *ld, enum stream_id id,
 
 	if (ld->failed)
 		return 0;
+	e.max = element_max(ld);
+	e.nomem_at = NOWHERE;
 	/* As deep as the element is in the document: the same depth limit. */
 	e.tok = tokener(REPORT_JSON_DEPTH - st->nesting - 1);
 	if (!e.tok) {
@@ -567,7 +804,7 @@ size_t loader__stream_each(struct loader *ld, enum stream_id id,
 		ld->not_json_at = at;
 		ld->failed = -EINVAL;
 	} else if (err) {
-		read_error(ld, err);
+		element_failed(ld, &e, err, id, n);
 	}
 	return ld->failed ? 0 : n;
 }
@@ -580,6 +817,8 @@ int loader__element_at(struct loader *ld, enum stream_id id, uint64_t at, struct
 	*obj = NULL;
 	if (ld->failed)
 		return ld->failed;
+	e.max = element_max(ld);
+	e.nomem_at = NOWHERE;
 	e.tok = tokener(REPORT_JSON_DEPTH - ld->streams[id].nesting - 1);
 	if (!e.tok)
 		return loader__nomem(ld);
@@ -591,7 +830,8 @@ int loader__element_at(struct loader *ld, enum stream_id id, uint64_t at, struct
 		ld->not_json_at = at;
 		ld->failed = -EINVAL;
 	} else if (err) {
-		read_error(ld, err);
+		/* Its index is its list's, not known here: read once already, it changed since. */
+		element_failed(ld, &e, err, id, SIZE_MAX);
 	}
 	return ld->failed;
 }
@@ -599,4 +839,38 @@ int loader__element_at(struct loader *ld, enum stream_id id, uint64_t at, struct
 size_t loader__stream_count(struct loader *ld, enum stream_id id)
 {
 	return ld->streams[id].count;
+}
+
+int loader__check_range(struct loader *ld, struct jscan *s)
+{
+	uint64_t at = jscan__range_at(s);
+	char path[256], num[48];
+	int64_t len;
+	int err;
+
+	if (ld->failed || at == NOWHERE)
+		return ld->failed;
+	err = jscan__path_at(s, at, path, sizeof(path));
+	jscan__seek(s, at);
+	len = err ? err : jscan__scalar(s, num, sizeof(num));
+	if (len == -EINVAL || len == -E2BIG) {
+		/* Not where the pass found it: the file changed since. */
+		ld->failed = -EINVAL;
+		snprintf(ld->err, ld->errlen, "changed while it was read");
+		return ld->failed;
+	}
+	if (len < 0) {
+		read_error(ld, (int)len);
+		return ld->failed;
+	}
+	if ((size_t)len < sizeof(num))
+		loader__fail(ld, "%s: %s is out of range (%s %s)", *path ? path : "the document",
+			     num, num[0] == '-' ? "at least" : "at most",
+			     num[0] == '-' ? JSCAN_INT_MIN : JSCAN_INT_MAX);
+	else
+		loader__fail(ld, "%s: an integer of %" PRId64 " digits is out of range (%s %s)",
+			     *path ? path : "the document", len - (num[0] == '-'),
+			     num[0] == '-' ? "at least" : "at most",
+			     num[0] == '-' ? JSCAN_INT_MIN : JSCAN_INT_MAX);
+	return ld->failed;
 }
