@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 struct cglabels;
+struct httpd_stats;
 struct json_object;
 struct sched_collector;
 struct serve_groups;
@@ -25,6 +26,7 @@ struct serve_metrics_src {
 	const char *root; /* procfs/sysfs root; NULL → "/" */
 	struct json_object *doc; /* the last window's document; NULL before one */
 	uint64_t windows, window_errors;
+	const struct httpd_stats *http; /* serve's own connections; NULL: no families */
 };
 
 #endif /* KHBPF_SERVE_SOURCE_H */
