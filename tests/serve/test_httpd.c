@@ -41,6 +41,7 @@ struct server {
 	pthread_mutex_t lock;
 	char accept[256]; /* the last Accept header seen, "(none)" when absent */
 	char method[8];
+	struct httpd_stats stats; /* as server_stop found them */
 };
 
 static int on_metrics(void *ctx, const struct httpd_request *req, struct httpd_response *resp)
@@ -155,6 +156,7 @@ static void server_stop(struct server *s)
 {
 	assert_int_equal(write(s->stop[1], "x", 1), 1);
 	assert_int_equal(pthread_join(s->thread, NULL), 0);
+	httpd__stats(s->h, &s->stats);
 	httpd__stop(s->h);
 	close(s->stop[0]);
 	close(s->stop[1]);
@@ -695,15 +697,18 @@ static void test_httpd__busy_not_displaced(void **state)
 }
 
 /*
- * At max_connections, libmicrohttpd stops accepting: a new connection
- * waits in the listen backlog, unanswered, and is served as soon as a
- * held one closes.
+ * At max_connections a new connection is served at once: it displaces the
+ * longest idle of all (here kept alive after its answer), which is closed;
+ * the others stay. Before, libmicrohttpd stopped accepting, and the new one
+ * waited in the listen backlog until a held one closed.
  */
-static void test_httpd__connection_limit(void **state)
+static void test_httpd__total_limit(void **state)
 {
 	struct httpd_opts o = { .sz = sizeof(o), .max_connections = 16, .max_per_ip = 1000 };
+	bool closed[16] = { false };
 	int held[16], fd, i;
 	struct server s;
+	int64_t start;
 	struct reply r;
 
 	(void)state;
@@ -713,52 +718,136 @@ static void test_httpd__connection_limit(void **state)
 		assert_true(held[i] >= 0);
 		keepalive_get(held[i]);
 	}
+	/* Kept open: the next one finds all 16 taken again. */
+	start = now_ms();
 	fd = dial(AF_INET, NULL, "127.0.0.1", s.port);
 	assert_true(fd >= 0);
-	assert_int_equal(send(fd, GET("/metrics"), strlen(GET("/metrics")), MSG_NOSIGNAL),
-			 (ssize_t)strlen(GET("/metrics")));
-	/* Not served while the 16 are held (a slow server would pass this too). */
-	assert_false(readable_within(fd, 300));
+	keepalive_get(fd);
+	assert_true(now_ms() - start < 2000);
+	exchange_from("127.0.0.2", s.port, GET("/metrics"), &r);
+	assert_int_equal(r.status, 200);
+	assert_int_equal(wait_closed(held, 16, closed, 2), 2);
+	for (i = 0; i < 16; i++)
+		assert_int_equal(closed[i], i < 2);
+	keepalive_get(held[15]);
+	keepalive_get(fd);
+	close(fd);
 	for (i = 0; i < 16; i++)
 		close(held[i]);
-	exchange_fd(fd, "", 0, &r);
-	assert_int_equal(r.status, 200);
-	close(fd);
 	server_stop(&s);
+	assert_int_equal(s.stats.shed_total, 2);
+	assert_int_equal(s.stats.shed_addr, 0);
+	assert_int_equal(s.stats.refused, 0);
 }
 
 /*
- * Idle connections close after timeout_s, so even connections held open
- * forever (at max_connections) only delay a new client by that much.
+ * A connection must have its request head in head_timeout_s after it
+ * opened, however it trickles in (a byte every 100 ms here, each one
+ * resetting libmicrohttpd's idle timeout), and its next one as long after
+ * its answer when kept alive. Either way, it is closed at that deadline.
  */
-static void test_httpd__idle_timeout(void **state)
+static void test_httpd__head_deadline(void **state)
 {
-	struct httpd_opts o = { .sz = sizeof(o), .timeout_s = 1, .max_connections = 4 };
-	bool closed[4] = { false };
-	int held[4], fd, i;
+	struct httpd_opts o = { .sz = sizeof(o), .head_timeout_s = 1 };
+	const char *head = "GET /metrics HTTP/1.1\r\nHost: x\r\nX-Slow: aaaaaaaaaaaaaaaaaaaaaaaaa";
+	int slow, kept, fd, i;
+	int64_t start, took;
 	struct server s;
-	int64_t deadline;
 	struct reply r;
+	char c;
 
 	(void)state;
 	assert_int_equal(server_start(&s, "127.0.0.1:0", &o), 0);
+	slow = dial(AF_INET, NULL, "127.0.0.1", s.port);
+	assert_true(slow >= 0);
+	kept = dial(AF_INET, NULL, "127.0.0.1", s.port);
+	assert_true(kept >= 0);
+	start = now_ms();
+	keepalive_get(kept);
+	for (i = 0; head[i] && !readable_within(slow, 100); i++)
+		if (send(slow, &head[i], 1, MSG_NOSIGNAL) != 1)
+			break;
+	took = now_ms() - start;
+	assert_true(readable_within(slow, 0));
+	assert_int_equal(recv(slow, &c, 1, 0), 0);
+	/* At 1 s, give or take the loop's turn; the head had 50 bytes to go. */
+	assert_true(took >= 900 && took < 2500);
+	/* The kept one's next head was due 1 s after its answer. */
+	assert_true(readable_within(kept, 2000));
+	assert_int_equal(recv(kept, &c, 1, 0), 0);
+	close(slow);
+	close(kept);
+
+	/* A head sent whole in time is served, and its deadline is not its answer's. */
+	fd = dial(AF_INET, NULL, "127.0.0.1", s.port);
+	assert_true(fd >= 0);
+	poll(NULL, 0, 500);
+	exchange_fd(fd, GET("/metrics"), strlen(GET("/metrics")), &r);
+	assert_int_equal(r.status, 200);
+	close(fd);
+	server_stop(&s);
+	assert_int_equal(s.stats.head_expired, 2);
+	assert_int_equal(s.stats.answer_expired, 0);
+}
+
+/*
+ * An answer its client does not take within answer_timeout_s is cut off:
+ * the connection is closed, though the client kept it busy.
+ */
+static void test_httpd__answer_deadline(void **state)
+{
+	struct httpd_opts o = { .sz = sizeof(o), .answer_timeout_s = 1 };
+	const char *req = "GET /big HTTP/1.1\r\nHost: x\r\n\r\n";
+	char buf[65536];
+	struct server s;
+	size_t got = 0;
+	int64_t start;
+	ssize_t n;
+	int fd;
+
+	(void)state;
+	assert_int_equal(server_start(&s, "127.0.0.1:0", &o), 0);
+	fd = dial(AF_INET, NULL, "127.0.0.1", s.port);
+	assert_true(fd >= 0);
+	start = now_ms();
+	assert_int_equal(send(fd, req, strlen(req), MSG_NOSIGNAL), (ssize_t)strlen(req));
+	poll(NULL, 0, 1500);
+	/* What the socket buffers held, then the end (or a reset): not the whole body. */
+	while ((n = recv(fd, buf, sizeof(buf), 0)) > 0)
+		got += (size_t)n;
+	assert_true(n == 0 || errno == ECONNRESET);
+	assert_true(got < BIG_BODY);
+	assert_true(now_ms() - start < 5000);
+	close(fd);
+	server_stop(&s);
+	assert_int_equal(s.stats.answer_expired, 1);
+}
+
+/*
+ * libmicrohttpd's idle timeout (timeout_s) closes a silent connection
+ * before its head deadline (5 s) when it is shorter.
+ */
+static void test_httpd__idle_timeout(void **state)
+{
+	struct httpd_opts o = { .sz = sizeof(o), .timeout_s = 1 };
+	bool closed[4] = { false };
+	int held[4], i;
+	struct server s;
+	int64_t start;
+
+	(void)state;
+	assert_int_equal(server_start(&s, "127.0.0.1:0", &o), 0);
+	start = now_ms();
 	for (i = 0; i < 4; i++) {
 		held[i] = dial(AF_INET, NULL, "127.0.0.1", s.port);
 		assert_true(held[i] >= 0);
 	}
-	fd = dial(AF_INET, NULL, "127.0.0.1", s.port);
-	assert_true(fd >= 0);
-	exchange_fd(fd, GET("/metrics"), strlen(GET("/metrics")), &r);
-	assert_int_equal(r.status, 200);
-	close(fd);
-	deadline = now_ms() + DEADLINE_S * 1000;
-	while (count_closed(held, 4, closed) < 4 && now_ms() < deadline)
-		poll(NULL, 0, 20);
-	for (i = 0; i < 4; i++) {
-		assert_true(closed[i]);
+	assert_int_equal(wait_closed(held, 4, closed, 4), 4);
+	assert_true(now_ms() - start < 4000);
+	for (i = 0; i < 4; i++)
 		close(held[i]);
-	}
 	server_stop(&s);
+	assert_int_equal(s.stats.head_expired, 0);
 }
 
 static void expect_bad_listen(const char *listen)
@@ -905,7 +994,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_httpd__header_too_large, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_httpd__flood_per_ip, setup, teardown),
 		cmocka_unit_test(test_httpd__busy_not_displaced),
-		cmocka_unit_test(test_httpd__connection_limit),
+		cmocka_unit_test(test_httpd__total_limit),
+		cmocka_unit_test(test_httpd__head_deadline),
+		cmocka_unit_test(test_httpd__answer_deadline),
 		cmocka_unit_test(test_httpd__idle_timeout),
 		cmocka_unit_test(test_httpd__bad_listen),
 		cmocka_unit_test(test_httpd__bad_opts),

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * serve_metrics: the gap metrics from evidence documents (the fixtures khbpf
- * report reads), and the labels of group rows.
+ * report reads), the labels of group rows, and serve's own connections.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -14,6 +14,7 @@
 #include <json-c/json.h>
 
 #include "serve/cglabels.h"
+#include "serve/httpd.h"
 #include "serve/promtext.h"
 #include "serve/serve_groups.h"
 #include "serve/serve_metrics.h"
@@ -221,6 +222,38 @@ static void test_serve_metrics__cgroup_labels(void **state)
 	tree_free(root);
 }
 
+/* Every bound's overflow of httpd, one series each, and the connections open. */
+static void test_serve_metrics__http(void **state)
+{
+	struct httpd_stats st = {
+		.connections = 64,
+		.shed_addr = 1,
+		.shed_total = 2,
+		.refused = 3,
+		.head_expired = 4,
+		.answer_expired = 5,
+	};
+	struct promtext *p;
+	size_t len;
+	char *t;
+
+	(void)state;
+	assert_int_equal(promtext__new(&p, false), 0);
+	assert_int_equal(serve_metrics__http(p, &st), 0);
+	t = promtext__finish(p, &len);
+	assert_non_null(t);
+	assert_line(t, "# TYPE khbpf_http_connections gauge");
+	assert_line(t, "khbpf_http_connections 64");
+	assert_line(t, "# TYPE khbpf_http_connections_closed_total counter");
+	assert_line(t, "khbpf_http_connections_closed_total{reason=\"address_limit\"} 1");
+	assert_line(t, "khbpf_http_connections_closed_total{reason=\"total_limit\"} 2");
+	assert_line(t, "khbpf_http_connections_closed_total{reason=\"head_deadline\"} 4");
+	assert_line(t, "khbpf_http_connections_closed_total{reason=\"answer_deadline\"} 5");
+	assert_line(t, "khbpf_http_connections_refused_total 3");
+	assert_int_equal(count(t, "khbpf_http_connections_closed_total{"), 4);
+	free(t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -228,6 +261,7 @@ int main(void)
 		cmocka_unit_test(test_serve_metrics__recorded_fields),
 		cmocka_unit_test(test_serve_metrics__no_document),
 		cmocka_unit_test(test_serve_metrics__cgroup_labels),
+		cmocka_unit_test(test_serve_metrics__http),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

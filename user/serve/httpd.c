@@ -9,7 +9,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 #include <microhttpd.h>
 
@@ -25,15 +27,35 @@
 /* Room in libmicrohttpd's per-connection pool beyond the request headers. */
 #define POOL_SLACK 4096
 #define LISTEN_BACKLOG 128
+#define NS_PER_SEC UINT64_C(1000000000)
+#define NS_PER_MS UINT64_C(1000000)
+
+/*
+ * libmicrohttpd's own connection limit is max_connections + CLOSING_SLACK:
+ * a connection httpd gave up (shut down) counts there until libmicrohttpd
+ * closes it, on the loop's next turn, and at its limit libmicrohttpd stops
+ * accepting, so accept_policy would not be asked to displace anything.
+ * One per connection: every one may be given up at once (all past their
+ * head deadline) and as many new ones taken before any is closed.
+ */
+#define CLOSING_SLACK(max) (max)
 
 struct httpd {
 	struct MHD_Daemon *mhd;
-	struct connlimit *limit; /* the per-address limit, kept here (see accept_policy) */
+	struct connlimit *limit; /* the limits and deadlines, kept here (see accept_policy) */
 	struct httpd_route *routes;
 	size_t nr_routes;
 	size_t max_header_bytes;
 	uint16_t port;
 };
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * NS_PER_SEC + (uint64_t)ts.tv_nsec;
+}
 
 union sockaddr_any {
 	struct sockaddr sa;
@@ -214,7 +236,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	int err;
 
 	(void)upload_data;
-	connlimit__set_busy(h->limit, conn_of(conn), true);
+	connlimit__set_busy(h->limit, conn_of(conn), true, now_ns());
 	/* MHD's pool refuses far larger heads by itself, with its own 431. */
 	if (!*con_cls && request_head_bytes(conn, url, method, version) > h->max_header_bytes)
 		return reply_text(conn, MHD_HTTP_REQUEST_HEADER_FIELDS_TOO_LARGE,
@@ -256,7 +278,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 
 	(void)con_cls;
 	(void)why;
-	connlimit__set_busy(h->limit, conn_of(conn), false);
+	connlimit__set_busy(h->limit, conn_of(conn), false, now_ns());
 }
 
 static socklen_t sockaddr_len(const struct sockaddr *sa)
@@ -285,20 +307,24 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
 	if (!fd)
 		return;
 	if (addr && addr->client_addr)
-		*socket_ctx = connlimit__add(h->limit, addr->client_addr,
-					     sockaddr_len(addr->client_addr), fd->connect_fd);
-	/* Not reached (the table holds max_connections): refuse what is not counted. */
+		*socket_ctx =
+			connlimit__add(h->limit, addr->client_addr, sockaddr_len(addr->client_addr),
+				       fd->connect_fd, now_ns());
+	/* Not reached (the table holds libmicrohttpd's limit): refuse what is not counted. */
 	if (!*socket_ctx)
 		shutdown(fd->connect_fd, SHUT_RDWR);
 }
 
 /*
- * The per-address limit. libmicrohttpd's own (PER_IP_CONNECTION_LIMIT)
- * refuses an address at its limit until one of its connections closes,
- * and connections opened and left silent close only at the idle timeout:
- * one address that opened and abandoned connections was refused for
- * 10 s. Here such an address's new connection displaces its longest idle
- * one instead (connlimit.h); busy ones are never displaced.
+ * The per-address and total limits. libmicrohttpd's own
+ * (PER_IP_CONNECTION_LIMIT, CONNECTION_LIMIT) refuse an address, or stop
+ * accepting, until a connection closes, and connections left silent, or
+ * trickling a byte at a time, close only at the idle timeout or never:
+ * one address that opened and abandoned connections was refused for 10 s,
+ * and 64 trickling ones from 8 addresses kept every new client waiting in
+ * the backlog. Here a new connection displaces the longest idle one of its
+ * address, or at the total limit of all, instead (connlimit.h); busy ones
+ * are never displaced.
  */
 static enum MHD_Result accept_policy(void *cls, const struct sockaddr *sa, socklen_t len)
 {
@@ -310,6 +336,14 @@ static enum MHD_Result accept_policy(void *cls, const struct sockaddr *sa, sockl
 	if (fd >= 0)
 		shutdown(fd, SHUT_RDWR);
 	return MHD_YES;
+}
+
+/* Bytes in fd's receive queue: libmicrohttpd has yet to read them. */
+static size_t unread_bytes(int fd)
+{
+	int n = 0;
+
+	return !ioctl(fd, FIONREAD, &n) && n > 0 ? (size_t)n : 0;
 }
 
 /* Paths match as sent: no %xx decoding, so no "/metrics%00" alias of "/metrics". */
@@ -356,6 +390,7 @@ int httpd__start(struct httpd **out, const struct httpd_opts *opts, char *errbuf
 	const char *addr;
 	union sockaddr_any sa;
 	socklen_t salen;
+	struct connlimit_limits limits = { 0 };
 	struct httpd *h = NULL;
 	size_t i, header_bytes;
 	int fd = -1, err;
@@ -385,9 +420,19 @@ int httpd__start(struct httpd **out, const struct httpd_opts *opts, char *errbuf
 	if (!h)
 		return -ENOMEM;
 	h->max_header_bytes = header_bytes;
-	err = connlimit__new(&h->limit, OPT(opts, max_connections, 64U), OPT(opts, max_per_ip, 8U));
-	if (err)
+	limits.max_conns = OPT(opts, max_connections, 64U);
+	limits.max_per_addr = OPT(opts, max_per_ip, 8U);
+	limits.slack = CLOSING_SLACK(limits.max_conns);
+	limits.head_ns = OPT(opts, head_timeout_s, 5U) * NS_PER_SEC;
+	limits.answer_ns = OPT(opts, answer_timeout_s, 10U) * NS_PER_SEC;
+	limits.unread = unread_bytes;
+	err = connlimit__new(&h->limit, &limits);
+	if (err) {
+		if (err == -EINVAL)
+			err_line(errbuf, errlen, "httpd: max_connections %u is too large",
+				 limits.max_conns);
 		goto cleanup;
+	}
 	h->routes = calloc(opts->nr_routes, sizeof(*h->routes));
 	if (!h->routes) {
 		err = -ENOMEM;
@@ -424,7 +469,7 @@ int httpd__start(struct httpd **out, const struct httpd_opts *opts, char *errbuf
 	h->mhd = MHD_start_daemon(MHD_USE_EPOLL | MHD_USE_ERROR_LOG, 0, accept_policy, h,
 				  on_request, h, MHD_OPTION_EXTERNAL_LOGGER, on_log, NULL,
 				  MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_CONNECTION_LIMIT,
-				  OPT(opts, max_connections, 64U), MHD_OPTION_NOTIFY_CONNECTION,
+				  limits.max_conns + limits.slack, MHD_OPTION_NOTIFY_CONNECTION,
 				  on_connection, h, MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
 				  MHD_OPTION_CONNECTION_TIMEOUT, OPT(opts, timeout_s, 10U),
 				  MHD_OPTION_CONNECTION_MEMORY_LIMIT, header_bytes + POOL_SLACK,
@@ -471,15 +516,19 @@ static unsigned int nr_connections(const struct httpd *h)
 }
 
 /*
- * libmicrohttpd drops its listening socket from the epoll set at
- * max_connections and adds it back only at the start of a run, so a run
- * that closed connections is followed by another: otherwise a client
+ * Connections past their deadline are shut down first, so this very run
+ * closes them. libmicrohttpd drops its listening socket from the epoll set
+ * at its connection limit and adds it back only at the start of a run, so
+ * a run that closed connections is followed by another: otherwise a client
  * waiting in the backlog would not wake the caller's poll.
  */
 int httpd__run(struct httpd *h)
 {
 	unsigned int before;
+	int fd;
 
+	while ((fd = connlimit__expire(h->limit, now_ns())) >= 0)
+		shutdown(fd, SHUT_RDWR);
 	/* Ends: the count falls on every repeat. */
 	do {
 		before = nr_connections(h);
@@ -501,11 +550,27 @@ int httpd__run(struct httpd *h)
 
 int httpd__timeout_ms(const struct httpd *h)
 {
+	uint64_t next = connlimit__next_deadline(h->limit), now = now_ns(), wait;
 	MHD_UNSIGNED_LONG_LONG ms;
 
 	if (MHD_get_timeout(h->mhd, &ms) != MHD_YES || ms > MAX_SLEEP_MS)
-		return MAX_SLEEP_MS;
-	return (int)ms;
+		ms = MAX_SLEEP_MS;
+	/* Rounded up: woken before the deadline, the run would find nothing to do. */
+	wait = next <= now ? 0 : (next - now + NS_PER_MS - 1) / NS_PER_MS;
+	return (int)(wait < ms ? wait : ms);
+}
+
+void httpd__stats(const struct httpd *h, struct httpd_stats *st)
+{
+	struct connlimit_stats cs;
+
+	connlimit__stats(h->limit, &cs);
+	st->connections = connlimit__total(h->limit);
+	st->shed_addr = cs.shed_addr;
+	st->shed_total = cs.shed_total;
+	st->refused = cs.refused;
+	st->head_expired = cs.head_expired;
+	st->answer_expired = cs.answer_expired;
 }
 
 void httpd__stop(struct httpd *h)

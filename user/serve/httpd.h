@@ -18,14 +18,20 @@
  * own 431, or 414 for a request line alone, with an HTML body and no
  * Cache-Control) and closes the connection.
  *
- * Limits: a connection over max_per_ip from one address displaces that
- * address's longest idle connection (no request in progress), which is
- * closed; when all of them are busy, the new one is closed at once. So a
- * flood from one address leaves room for others, and an address that
- * abandoned connections is served again at once (connlimit.h). At
- * max_connections libmicrohttpd stops accepting: new connections wait in
- * the listen backlog until one closes. Idle connections close after
- * timeout_s, so held connections delay a new client by that much at most.
+ * Limits (connlimit.h): a connection over max_per_ip from one address
+ * displaces that address's longest idle connection (no request in
+ * progress), and one over max_connections the longest idle of all; the
+ * connection displaced is closed. When every connection it could displace
+ * is busy, the new one is closed at once. So a flood from one address, or
+ * slow clients from many, leave room for others, and an address that
+ * abandoned connections is served again at once.
+ *
+ * Deadlines: a connection is closed when it has no whole request head
+ * head_timeout_s after it opened or after its previous answer (however
+ * slowly the head trickles in; so a connection kept alive idles that long
+ * at most), or has not sent an answer answer_timeout_s after its head.
+ * libmicrohttpd's idle timeout, timeout_s, also closes a connection with
+ * no traffic either way for that long.
  */
 #ifndef KHBPF_HTTPD_H
 #define KHBPF_HTTPD_H
@@ -71,6 +77,18 @@ struct httpd_opts {
 	unsigned int timeout_s; /* idle connection timeout; 0 → 10 */
 	size_t max_header_bytes; /* request line and headers; 0 → 8192 */
 	unsigned int max_per_ip; /* connections from one address; 0 → 8 */
+	unsigned int head_timeout_s; /* a whole request head within; 0 → 5 */
+	unsigned int answer_timeout_s; /* an answer sent within; 0 → 10 */
+};
+
+/* The connections open, and those given up or refused since the start. */
+struct httpd_stats {
+	uint64_t connections; /* open, counted against max_connections */
+	uint64_t shed_addr; /* idle, displaced at max_per_ip */
+	uint64_t shed_total; /* idle, displaced at max_connections */
+	uint64_t refused; /* new, with every connection it could displace busy */
+	uint64_t head_expired; /* past head_timeout_s */
+	uint64_t answer_expired; /* past answer_timeout_s */
 };
 
 #define HTTPD_DEFAULT_LISTEN "127.0.0.1:9464"
@@ -89,6 +107,7 @@ int httpd__fd(const struct httpd *h); /* poll it for POLLIN */
 int httpd__run(struct httpd *h); /* does ready work, never blocks; 0 or -EIO */
 /* Longest wait before the next httpd__run, in ms (at most 1000; see httpd.c). */
 int httpd__timeout_ms(const struct httpd *h);
+void httpd__stats(const struct httpd *h, struct httpd_stats *st);
 void httpd__stop(struct httpd *h); /* closes every connection; NULL is fine */
 
 #endif /* KHBPF_HTTPD_H */

@@ -72,10 +72,13 @@ static int handle_metrics(void *ctx, const struct httpd_request *req, struct htt
 		.windows = s->windows,
 		.window_errors = s->window_errors,
 	};
+	struct httpd_stats http;
 	struct promtext *p;
 	char why[512];
 	int err;
 
+	httpd__stats(s->http, &http);
+	src.http = &http;
 	/* A names file that changed: read before this scrape's labels are made. */
 	if (s->labels && cglabels__refresh(s->labels, why, sizeof(why)) < 0 && s->o.log)
 		fprintf(s->o.log,

@@ -9,6 +9,7 @@
 #include "document/blockcause.h"
 #include "serve/cglabels.h"
 #include "host/cpufreq.h"
+#include "serve/httpd.h"
 #include "serve/promtext.h"
 #include "serve/serve_groups.h"
 #include "serve/serve_filters.h"
@@ -437,6 +438,40 @@ static int family_u64(struct promtext *p, const char *name, enum prom_type type,
 	return err ?: promtext__u64(p, NULL, 0, v);
 }
 
+int serve_metrics__http(struct promtext *p, const struct httpd_stats *st)
+{
+	const struct {
+		const char *reason;
+		uint64_t n;
+	} closed[] = {
+		{ "address_limit", st->shed_addr },
+		{ "total_limit", st->shed_total },
+		{ "head_deadline", st->head_expired },
+		{ "answer_deadline", st->answer_expired },
+	};
+	struct prom_label l[1];
+	size_t i;
+	int err;
+
+	err = family_u64(p, "khbpf_http_connections", PROM_GAUGE,
+			 "Connections open to serve's HTTP endpoint", st->connections);
+	err = err   ?:
+		      promtext__family(
+			      p, "khbpf_http_connections_closed", PROM_COUNTER, NULL,
+			      "Connections serve closed at a bound: idle ones displaced by a "
+			      "new one at the address or total limit, or past the request "
+			      "head or answer deadline");
+	for (i = 0; i < sizeof(closed) / sizeof(closed[0]) && !err; i++) {
+		l[0] = (struct prom_label){ "reason", closed[i].reason };
+		err = promtext__u64(p, l, 1, closed[i].n);
+	}
+	return err   ?:
+		       family_u64(p, "khbpf_http_connections_refused", PROM_COUNTER,
+				  "New connections refused: every connection they could displace "
+				  "had a request in progress",
+				  st->refused);
+}
+
 /* Collector health: the table, its evictions, and every loss counter. */
 static int render_self(const struct serve_metrics_src *s, struct promtext *p)
 {
@@ -500,6 +535,8 @@ static int render_self(const struct serve_metrics_src *s, struct promtext *p)
 	err = err   ?:
 		      family_u64(p, "khbpf_window_errors", PROM_COUNTER,
 				 "Windows whose document could not be built", s->window_errors);
+	if (s->http)
+		err = err ?: serve_metrics__http(p, s->http);
 	err = err   ?:
 		      promtext__family(p, "khbpf_loss_events", PROM_COUNTER, NULL,
 				       "Events khbpf could not account, by cause (none is dropped "

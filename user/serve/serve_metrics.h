@@ -8,6 +8,7 @@
 
 #include "serve/serve_source.h"
 
+struct httpd_stats;
 struct json_object;
 struct promtext;
 struct serve_row;
@@ -33,5 +34,13 @@ int serve_metrics__rows(struct promtext *p, const struct serve_metrics_src *src,
  * reason} for each gap, khbpf_topology{field} for recorded topology.
  */
 int serve_metrics__gaps(struct promtext *p, struct json_object *doc);
+
+/*
+ * serve's own HTTP connections: khbpf_http_connections (open), and each
+ * bound's overflow, khbpf_http_connections_closed_total{reason} (displaced
+ * at the address or total limit, or past the request head or answer
+ * deadline) and khbpf_http_connections_refused_total.
+ */
+int serve_metrics__http(struct promtext *p, const struct httpd_stats *st);
 
 #endif /* KHBPF_SERVE_METRICS_H */

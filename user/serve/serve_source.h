@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 struct cglabels;
+struct httpd_stats;
 struct json_object;
 struct sched_collector;
 struct serve_filters;
@@ -27,6 +28,7 @@ struct serve_metrics_src {
 	struct json_object *doc; /* the last window's document; NULL before one */
 	const struct serve_filters *filters; /* --pid/--cgroup; NULL: none */
 	uint64_t windows, window_errors;
+	const struct httpd_stats *http; /* serve's own connections; NULL: no families */
 };
 
 #endif /* KHBPF_SERVE_SOURCE_H */
