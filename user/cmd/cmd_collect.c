@@ -488,7 +488,9 @@ static int collect(const char *cmd, int argc, char **argv, enum target_mode mode
 	const char *out;
 	int err, ret;
 
-	/* About 72 KiB: the --span buffers. */
+	/* A signal from here on ends the window, whatever stage the setup is at. */
+	session__hold_signals();
+	/* About 100 KiB: the --span and --cgroup buffers. */
 	a = malloc(sizeof(*a));
 	if (!a) {
 		cli__error(cmd, "out of memory");

@@ -340,6 +340,8 @@ int cmd_serve(int argc, char **argv)
 	char errbuf[512];
 	int ret, err;
 
+	/* A signal from here on stops serve cleanly, whatever stage its setup is at. */
+	session__hold_signals();
 	ret = serve_args__parse(argc, argv, &a);
 	if (ret || a.help) {
 		if (a.help)

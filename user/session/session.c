@@ -202,14 +202,27 @@ static int wait_loop(struct session *s)
 	return 0;
 }
 
+static void window_signals(sigset_t *set)
+{
+	sigemptyset(set);
+	sigaddset(set, SIGINT);
+	sigaddset(set, SIGTERM);
+	sigaddset(set, SIGHUP);
+}
+
+int session__hold_signals(void)
+{
+	sigset_t set;
+
+	window_signals(&set);
+	return sigprocmask(SIG_BLOCK, &set, NULL) ? -errno : 0;
+}
+
 int session__setup_signals(struct session *s, char *errbuf, size_t errlen)
 {
 	sigset_t set;
 
-	sigemptyset(&set);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGTERM);
-	sigaddset(&set, SIGHUP);
+	window_signals(&set);
 	if (sigprocmask(SIG_BLOCK, &set, NULL))
 		return session__errf(errbuf, errlen, -errno, "sigprocmask: %s", strerror(errno));
 	s->sigfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);

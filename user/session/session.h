@@ -38,6 +38,13 @@ int session__finish(struct session *s);
 /* run: the command's exit status (128+signal when killed); attach: 0. */
 int session__exit_code(const struct session *s);
 void session__destroy(struct session *s);
+/*
+ * Holds SIGINT, SIGTERM and SIGHUP from now on, the first thing run, attach
+ * and serve do: one that comes at any moment of the setup after this is
+ * read by the window (session__setup_signals' signalfd) and ends it, never
+ * killing khbpf half way through loading or attaching. 0 or -errno.
+ */
+int session__hold_signals(void);
 
 /* For session_serve.c: the steps session__run takes, and serve's windows too. */
 /* A zeroed session with opts copied and defaults set; NULL when out of memory. */
