@@ -712,6 +712,46 @@ static int find_libc(struct dl_phdr_info *info, size_t size, void *data)
 }
 
 /*
+ * libc's functions that return twice are never sites (a return probe on
+ * sigsetjmp crashes every program that maps libc and calls it), by any of
+ * their names; their neighbours are.
+ */
+static void test_spanfind__returns_twice(void **state)
+{
+	char libc[PATH_MAX] = "";
+	struct span_site *sites = NULL;
+	size_t n = 0, i, refused = 0, setjmps = 0;
+
+	(void)state;
+	assert_int_equal(dl_iterate_phdr(find_libc, libc), 1);
+	assert_int_equal(spanfind__symbols(libc, "libc.so.6", "*jmp*", NULL, &sites, &n), 0);
+	for (i = 0; i < n; i++) {
+		bool twice = strstr(sites[i].symbol, "setjmp") != NULL;
+
+		setjmps += twice;
+		if (sites[i].err) {
+			refused++;
+			assert_true(twice);
+			assert_int_equal(sites[i].err, -EPERM);
+			assert_non_null(strstr(sites[i].reason, "returns twice"));
+		}
+	}
+	/* setjmp, _setjmp and __sigsetjmp; longjmp and its kin stay sites. */
+	assert_true(setjmps >= 3);
+	assert_int_equal(refused, setjmps);
+	assert_true(n > setjmps);
+	spanfind__free(sites, n);
+	sites = NULL; /* appended to: a fresh list */
+	n = 0;
+	assert_int_equal(spanfind__symbols(libc, "libc.so.6", "*context", NULL, &sites, &n), 0);
+	for (i = 0; i < n; i++)
+		assert_int_equal(sites[i].err != 0,
+				 !strcmp(sites[i].symbol, "getcontext") ||
+					 !strcmp(sites[i].symbol, "swapcontext"));
+	spanfind__free(sites, n);
+}
+
+/*
  * A fixture root: proc/90/root leads to "/", proc/90/exe to uselib, and the
  * maps list, before uselib, its library, a text file mapped executable and a
  * deleted file. Every path opened must go through the root.
@@ -1135,6 +1175,7 @@ int main(void)
 		cmocka_unit_test(test_spanfind__discover_errors),
 		cmocka_unit_test(test_spanfind__discover_live),
 		cmocka_unit_test(test_spanfind__workload_counts),
+		cmocka_unit_test(test_spanfind__returns_twice),
 	};
 
 	return cmocka_run_group_tests(tests, setup_fixtures, teardown_fixtures);

@@ -505,6 +505,38 @@ static bool site_seen(const struct site_vec *vec, const struct span_site *s)
 	return false;
 }
 
+/*
+ * Functions that return twice: setjmp and its kin save their return address
+ * in a jmp_buf to come back to it, getcontext and swapcontext in a context
+ * resumed later. A return probe replaces that address with the kernel's
+ * trampoline, so the copy saved is the trampoline, which the second return
+ * reaches with no return instance left for it: the kernel sends SIGILL
+ * ("failed to handle uretprobe", handle_trampoline()), or returns somewhere
+ * stale. Probing libc's every function that way killed this host's shells
+ * (bash uses sigsetjmp), and in every process that maps libc, not only the
+ * set's: a span site's probes are in the file. (vfork's child returns
+ * through its parent's frame too, but uprobe_copy_process() gives it the
+ * parent's return instances.)
+ */
+static const char *const returns_twice[] = {
+	"setjmp",  "_setjmp",	 "__setjmp",	 "sigsetjmp",	"__sigsetjmp",
+	"savectx", "getcontext", "__getcontext", "swapcontext", "__swapcontext",
+};
+
+/* Any name of the function at syms[i]'s address is one of returns_twice. */
+static const char *returns_twice_at(const struct elf_file *f, size_t i)
+{
+	size_t j, k;
+
+	while (i && f->syms[i - 1].addr == f->syms[i].addr)
+		i--;
+	for (j = i; j < f->nr_syms && f->syms[j].addr == f->syms[i].addr; j++)
+		for (k = 0; k < sizeof(returns_twice) / sizeof(returns_twice[0]); k++)
+			if (!strcmp(f->syms[j].name, returns_twice[k]))
+				return returns_twice[k];
+	return NULL;
+}
+
 /* Sites for the functions matching glob; *matched counts them, duplicates too. */
 int spanelf__symbols_scan(struct site_vec *vec, const struct elf_file *f, const char *object,
 			  const char *open_path, const char *glob, const char *metric,
@@ -513,6 +545,7 @@ int spanelf__symbols_scan(struct site_vec *vec, const struct elf_file *f, const 
 	size_t i, first = vec->n, dropped = 0;
 	uint64_t last = 0;
 	struct span_site *s;
+	const char *twice;
 
 	*matched = 0;
 	for (i = 0; i < f->nr_syms; i++) {
@@ -543,6 +576,13 @@ int spanelf__symbols_scan(struct site_vec *vec, const struct elf_file *f, const 
 				s, -EINVAL,
 				"function '%s' of %s has no letter or digit to name a metric after; give one with =METRIC",
 				y->name, object);
+			continue;
+		}
+		if ((twice = returns_twice_at(f, i))) {
+			span_site__fail(
+				s, -EPERM,
+				"function '%s' of %s returns twice (as %s does): a return probe there would crash every program that calls it, so it is not probed",
+				y->name, object, twice);
 			continue;
 		}
 		/* A debug file's sections hold nothing: the object's segments place it. */
