@@ -107,7 +107,7 @@ for extra in "" --children; do
 	rc=$?
 	if [ "$rc" -eq 0 ]; then
 		json_check "$OUT" "d['target']['set']['processes'] >= 1" \
-			"any(t['tid'] == 1 for t in d['threads'])"
+			"any(t['thread_id'] == 1 for t in d['threads'])"
 		echo "  --pid 1 $extra: watched"
 	else
 		[ "$rc" -eq 1 ] || fail "attach --pid 1 exited $rc: $(cat "$TMP/err")"
