@@ -63,7 +63,7 @@ refused() {
 # The spellings of one cgroup: each finds the busy process.
 for spelling in "/$CG/." "/$CG/" "//$CG" "/$CG/../$CG" "/./$CG"; do
 	rm -f "$OUT"
-	"$KHBPF" attach --cgroup "$spelling" -d 1 -o "$OUT" 2>"$TMP/err" ||
+	"$KHBPF" attach --cgroup "$spelling" -d 0.3 -o "$OUT" 2>"$TMP/err" ||
 		fail "attach --cgroup $spelling failed: $(cat "$TMP/err")"
 	json_check "$OUT" \
 		"d['target']['set']['cgroups'] == ['/$CG']" \
@@ -75,17 +75,17 @@ done
 validate "$OUT" || fail "schema"
 
 for spelling in "/.." "/$CG/../.."; do
-	refused 2 -- attach --cgroup "$spelling" -d 1 -o "$OUT"
+	refused 2 -- attach --cgroup "$spelling" -d 0.3 -o "$OUT"
 	grep -q "goes above the cgroup v2 root" "$TMP/err" || fail "no reason: $(cat "$TMP/err")"
 done
 
 # A cgroup that stays empty: an error at the window's end, no zeros.
-refused 1 -- attach --cgroup "/$EMPTY" -d 1 -o "$OUT"
+refused 1 -- attach --cgroup "/$EMPTY" -d 0.3 -o "$OUT"
 grep -q "no task was in it during the" "$TMP/err" || fail "no reason: $(cat "$TMP/err")"
 grep -q "no task in it now" "$TMP/err.all" || fail "the start did not say the cgroup is empty"
 
 # The busy process hidden from the walk: its cgroup seems empty to BPF.
-refused 1 KHBPF_TEST_HIDE_TGID="$BUSY" -- attach --cgroup "/$CG" -d 1 -o "$OUT"
+refused 1 KHBPF_TEST_HIDE_TGID="$BUSY" -- attach --cgroup "/$CG" -d 0.3 -o "$OUT"
 grep -q "BPF saw none of its tasks" "$TMP/err" || fail "no reason: $(cat "$TMP/err")"
 
 # A --pid hidden from BPF: refused before the window, not after its 30 s.
@@ -97,13 +97,13 @@ for extra in "" --children; do
 	[ $((SECONDS - start)) -lt 15 ] || fail "the refusal waited for the window"
 done
 # Not hidden, the same process is watched.
-"$KHBPF" attach --pid "$SLEEPER" -d 1 -o "$OUT" 2>"$TMP/err" || fail "attach: $(cat "$TMP/err")"
+"$KHBPF" attach --pid "$SLEEPER" -d 0.3 -o "$OUT" 2>"$TMP/err" || fail "attach: $(cat "$TMP/err")"
 json_check "$OUT" "d['target']['set']['processes'] == 1" "len(d['threads']) == 1"
 
 # pid 1: watched, or refused as hidden; never an empty set with exit 0.
 for extra in "" --children; do
 	rm -f "$OUT"
-	timeout -k 5 30 "$KHBPF" attach --pid 1 $extra -d 1 -o "$OUT" 2>"$TMP/err"
+	timeout -k 5 30 "$KHBPF" attach --pid 1 $extra -d 0.3 -o "$OUT" 2>"$TMP/err"
 	rc=$?
 	if [ "$rc" -eq 0 ]; then
 		json_check "$OUT" "d['target']['set']['processes'] >= 1" \
