@@ -5,7 +5,8 @@
 # one stderr line naming the path and what to do, exit 1, no partial output
 # and no temp file, nothing started, no BPF program left. Also: file modes
 # (0644 whatever the umask, 0600 with --private), and SIGINT/SIGTERM
-# floods through the write phase leave a complete document, never a part.
+# floods through the write phase leave a complete document, never a part;
+# the line -o prints when its file is written (none with --quiet).
 #
 # Every case runs in a subshell, so one failed expectation does not hide the
 # others; the script fails if any case failed.
@@ -145,6 +146,38 @@ modes_case() {
 	json_check "$TMP/m.json" "d['target']['mode'] == 'run'"
 }
 
+# -o says what it wrote, in one line counted from the document (its size
+# from the file); --quiet says nothing; -o - (stdout) says nothing either.
+written_case() {
+	local line
+	expect_exit 0 "$KHBPF" run --span "$PWD/build/workloads/manyfuncs:many_1*" \
+		-o "$TMP/w.json" -- build/workloads/manyfuncs
+	line=$(grep '^khbpf run: wrote ' "$TMP/err")
+	[ "$(grep -c '^khbpf run: wrote ' "$TMP/err")" -eq 1 ] || fail "no wrote line: $(cat "$TMP/err")"
+	"$PYTHON" - "$TMP/w.json" "$line" <<'PY' || fail "the wrote line disagrees with the document: $line"
+import json, os, re, sys
+path, line = sys.argv[1], sys.argv[2]
+d = json.load(open(path))
+m = re.fullmatch(r"khbpf run: wrote (\S+) \((\d+)\.(\d) MiB\): (\d+) process(?:es)?, (\d+) threads?, (\d+) span records?", line)
+assert m, line
+assert m.group(1) == path, m.group(1)
+size = os.path.getsize(path)
+tenths = int(m.group(2)) * 10 + int(m.group(3))
+assert abs(tenths - size * 10 / 2**20) <= 0.5, (tenths, size)
+assert int(m.group(4)) == len(d["processes"]), (m.group(4), len(d["processes"]))
+assert int(m.group(5)) == len(d["threads"]), (m.group(5), len(d["threads"]))
+assert int(m.group(6)) == len(d["events"]["spans"]) > 0, (m.group(6), len(d["events"]["spans"]))
+PY
+	# Without spans: no span count; with --quiet: no line at all.
+	expect_exit 0 "$KHBPF" attach --pid "$LIVE" --duration 0.2 -o "$TMP/a.json"
+	grep -qx "khbpf attach: wrote $TMP/a.json ([0-9.]* KiB): 1 process, 1 thread" "$TMP/err" ||
+		fail "attach's wrote line: $(cat "$TMP/err")"
+	expect_exit 0 "$KHBPF" attach -q --pid "$LIVE" --duration 0.2 -o "$TMP/a.json"
+	! grep -q 'wrote' "$TMP/err" || fail "--quiet still said: $(cat "$TMP/err")"
+	expect_exit 0 "$KHBPF" run -o - -- true
+	! grep -q 'wrote' "$TMP/err" || fail "-o - said: $(cat "$TMP/err")"
+}
+
 # serve --ndjson: refused at start (never waiting on a FIFO), or written in
 # whole lines only.
 serve_refused_case() {
@@ -239,6 +272,7 @@ case_ "-o is a FIFO" fifo_case
 case_ "-o is root's file in a sticky directory, under sudo" sticky_case
 case_ "-o on a full file system" full_disk_case
 case_ "file modes and --private" modes_case
+case_ "-o says what it wrote; --quiet does not" written_case
 case_ "serve --ndjson refused paths" serve_refused_case
 case_ "serve --ndjson modes" serve_modes_case
 case_ "serve --ndjson on a full file system" serve_full_case

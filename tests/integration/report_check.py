@@ -116,7 +116,7 @@ def check_text(doc_path, text_path):
             if not any(ln.startswith(want) for ln in gap_lines):
                 fail(f"collector {c['collector']} not listed")
     found = gaps(doc)
-    if f"Gaps: {sum(n for _, _, n in found)} fields in {len(found)} groups" not in text:
+    if f"Gaps: {len(found)} field groups ({sum(n for _, _, n in found)} values over all records)" not in text:
         fail(f"gap totals wrong; expected {sum(n for _, _, n in found)} in {len(found)}")
     for path, reason, n in found:
         parent, _, leaf = path.rpartition(".")

@@ -186,6 +186,24 @@ static void test_jsonstream__write_error(void **state)
 	json_object_put(lazy);
 }
 
+/* Lazy or whole, an array's length is its elements' count; nothing else has one. */
+static void test_jsonstream__length(void **state)
+{
+	struct json_object *lazy = jsonstream__lazy_array(NULL, 37112, build);
+	struct json_object *eager = eager_array(3), *obj = json_object_new_object();
+
+	(void)state;
+	built = 0;
+	assert_int_equal(jsonstream__length(lazy), 37112);
+	assert_int_equal(built, 0);
+	assert_int_equal(jsonstream__length(eager), 3);
+	assert_int_equal(jsonstream__length(obj), 0);
+	assert_int_equal(jsonstream__length(NULL), 0);
+	json_object_put(lazy);
+	json_object_put(eager);
+	json_object_put(obj);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -193,6 +211,7 @@ int main(void)
 		cmocka_unit_test(test_jsonstream__larger_than_buffer),
 		cmocka_unit_test(test_jsonstream__element_failure),
 		cmocka_unit_test(test_jsonstream__write_error),
+		cmocka_unit_test(test_jsonstream__length),
 	};
 
 	return cmocka_run_group_tests_name("jsonstream", tests, NULL, NULL);

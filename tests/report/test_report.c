@@ -320,7 +320,22 @@ static void test_report__gap_hints(void **state)
 			       "run khbpf as root"));
 	assert_non_null(strstr(report__gap_hint("some.new_field", EV_GAP_UNSUPPORTED),
 			       "does not provide it"));
-	assert_non_null(strstr(report__availability_hint("disabled"), "turned off"));
+	assert_non_null(strstr(report__availability_hint("disabled"), "not collected in this run"));
+	/* Off by default is said as such, with the option that measures it. */
+	assert_non_null(strstr(
+		report__gap_hint("threads[*].bpf_detail.value.blocked", EV_GAP_COLLECTOR_DISABLED),
+		"off by default: --blocked measures it"));
+	assert_non_null(strstr(
+		report__gap_hint("events.spans[*].scheduler.blocked", EV_GAP_COLLECTOR_DISABLED),
+		"off by default: --blocked measures it"));
+	assert_non_null(strstr(report__gap_hint("processes[*].exit", EV_GAP_UNAVAILABLE),
+			       "still running at the window's end"));
+	assert_non_null(strstr(report__gap_hint("target.exit", EV_GAP_UNAVAILABLE),
+			       "still running at the window's end"));
+	assert_non_null(
+		strstr(report__gap_hint("hardware.value.span_aggregation.value.run.cpi_milli",
+					EV_GAP_UNAVAILABLE),
+		       "a ratio"));
 }
 
 int main(void)

@@ -108,7 +108,9 @@ static void test_report_text__spans_fixture(void **state)
 	for (i = 0, p = table; i < sizeof(by_exclusive) / sizeof(by_exclusive[0]); i++)
 		p = after(p, by_exclusive[i]);
 	has_line(out, "Loss: none (every loss counter is zero)");
-	has_line(out, "Gaps: 162 fields in 33 groups; collectors not available: 1");
+	has_line(
+		out,
+		"Gaps: 33 field groups (162 values over all records); collectors not available: 1");
 	has_line(out,
 		 "  hardware-counters: unsupported — perf_event_open: no hardware PMU events on "
 		 "this host (No such file or directory); run on bare metal or a VM with a "
@@ -172,7 +174,8 @@ static void test_report_text__gaps_fixture(void **state)
 	has_line(out, "Spans: none recorded (events.availability permission-denied) — uprobes need "
 		      "CAP_BPF and CAP_PERFMON: run khbpf as root");
 	has_line(out, "Loss: threads_vanished 1, proc_read_errors 2");
-	has_line(out, "Gaps: 61 fields in 45 groups; collectors not available: 5");
+	has_line(out,
+		 "Gaps: 45 field groups (61 values over all records); collectors not available: 5");
 	has_line(out, "  cpu-topology: unsupported — this host, kernel or CPU does not provide it; "
 		      "collect on one that does (see 'khbpf probe')");
 	has_line(out,

@@ -2,16 +2,19 @@
 /* `khbpf attach --pid PID ...` and `khbpf run ... -- CMD [ARGS...]` */
 #include <errno.h>
 #include <getopt.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 #include <json-c/json.h>
 
 #include "cmd/cli.h"
 #include "cmd/cmdargs.h"
 #include "lib/fsutil.h"
+#include "lib/jsonstream.h"
 #include "lib/output.h"
 #include "collect/privs.h"
 #include "cmd/render.h"
@@ -30,6 +33,8 @@
 	"                        1G (default 1M); records it has no room for are\n"         \
 	"                        counted in loss.span_records_dropped_ringbuf\n"            \
 	"      --private         create the -o file with mode 0600 (default 0644)\n"        \
+	"  -q, --quiet           say nothing when the -o file is written (by default\n"     \
+	"                        one line: the file, its size, what it holds)\n"            \
 	"      --all             the terminal report lists every process, not the 20\n"     \
 	"                        busiest (as khbpf report --all)\n"                         \
 	"      --blocked         time each thread's and span's blocked time (off-CPU,\n"    \
@@ -197,6 +202,7 @@ int collect_args__parse(const char *cmd, int argc, char **argv, enum target_mode
 		{ "wakers", no_argument, NULL, 'W' },
 		{ "blocked", no_argument, NULL, 'K' },
 		{ "private", no_argument, NULL, 'P' },
+		{ "quiet", no_argument, NULL, 'q' },
 		{ "html", required_argument, NULL, 'H' },
 		{ "perfetto", required_argument, NULL, 'F' },
 		{ "keyhog", required_argument, NULL, 'Y' },
@@ -225,7 +231,7 @@ int collect_args__parse(const char *cmd, int argc, char **argv, enum target_mode
 	so->pids = a->pids;
 	so->cgroup_paths = a->cgroups;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+:p:d:i:o:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+:p:d:i:o:qh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'p':
 			if (mode != TARGET_MODE_ATTACH)
@@ -389,6 +395,9 @@ int collect_args__parse(const char *cmd, int argc, char **argv, enum target_mode
 		case 'K':
 			so->blocked = true;
 			break;
+		case 'q':
+			a->quiet = true;
+			break;
 		case 'P':
 			a->private_out = true;
 			break;
@@ -476,6 +485,51 @@ usage:
 	return CLI_EXIT_USAGE;
 }
 
+/* n bytes as people read them: 812 bytes, 4.0 KiB, 2.3 MiB (no float). */
+static void format_size(uint64_t n, char *buf, size_t len)
+{
+	static const char *const units[] = { "KiB", "MiB", "GiB", "TiB" };
+	uint64_t scale = 1024;
+	int u = 0;
+
+	if (n < 1024) {
+		snprintf(buf, len, "%" PRIu64 " bytes", n);
+		return;
+	}
+	while (u < 3 && n / scale >= 1024) {
+		scale *= 1024;
+		u++;
+	}
+	/* One decimal, rounded: tenths of the unit. */
+	n = (n * 10 + scale / 2) / scale;
+	snprintf(buf, len, "%" PRIu64 ".%" PRIu64 " %s", n / 10, n % 10, units[u]);
+}
+
+/*
+ * The one line -o prints when its file is whole (--quiet: none), on
+ * stderr, counted from the document it wrote: a run with no terminal
+ * report otherwise ends without a word.
+ */
+static void say_written(const char *cmd, const char *path, struct json_object *doc)
+{
+	struct json_object *events = json_object_object_get(doc, "events"), *avail;
+	size_t procs = jsonstream__length(json_object_object_get(doc, "processes"));
+	size_t threads = jsonstream__length(json_object_object_get(doc, "threads"));
+	size_t spans = jsonstream__length(json_object_object_get(events, "spans"));
+	char size[32] = "size unknown";
+	struct stat st;
+
+	if (!stat(path, &st))
+		format_size((uint64_t)st.st_size, size, sizeof(size));
+	fprintf(stderr, "khbpf %s: wrote %s (%s): %zu process%s, %zu thread%s", cmd, path, size,
+		procs, procs == 1 ? "" : "es", threads, threads == 1 ? "" : "s");
+	avail = json_object_object_get(events, "availability");
+	if (!strcmp(json_object_get_string(json_object_object_get(avail, "status")) ?: "",
+		    "recorded"))
+		fprintf(stderr, ", %zu span record%s", spans, spans == 1 ? "" : "s");
+	fputc('\n', stderr);
+}
+
 static int collect(const char *cmd, int argc, char **argv, enum target_mode mode)
 {
 	struct output_opts oopts = { .sz = sizeof(oopts) };
@@ -546,6 +600,8 @@ static int collect(const char *cmd, int argc, char **argv, enum target_mode mode
 		doc = session__document(s);
 		if (out)
 			ret = cli__emit_json_opts(cmd, doc, out, &oopts);
+		if (out && !ret && !a->quiet && strcmp(out, "-"))
+			say_written(cmd, out, doc);
 		if (!ret && a->json)
 			ret = cli__emit_json(cmd, doc, "-");
 		json_object_put(doc);

@@ -38,6 +38,7 @@ struct collect_args {
 	bool json, text;
 	bool all; /* --all: every process in the terminal report */
 	bool private_out; /* --private: the -o file gets mode 0600 */
+	bool quiet; /* --quiet: no line saying what -o wrote */
 	bool help; /* --help: print it and exit 0 */
 };
 

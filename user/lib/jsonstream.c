@@ -186,6 +186,17 @@ struct json_object *jsonstream__lazy_array(const void *ctx, size_t nr, jsonstrea
 	return arr;
 }
 
+size_t jsonstream__length(struct json_object *arr)
+{
+	const struct lazy_array *a;
+
+	if (!json_object_is_type(arr, json_type_array))
+		return 0;
+	/* A lazy array is an empty json-c array carrying its own serializer. */
+	a = json_object_get_userdata(arr);
+	return a ? a->nr : json_object_array_length(arr);
+}
+
 int jsonstream__write(struct json_object *obj, int flags, bool newline, int fd)
 {
 	struct marks m = { 0 };

@@ -20,6 +20,9 @@ typedef struct json_object *(*jsonstream_build_fn)(const void *ctx, size_t i, in
 /* A lazy array of nr elements; ctx must outlive it. NULL on ENOMEM. */
 struct json_object *jsonstream__lazy_array(const void *ctx, size_t nr, jsonstream_build_fn build);
 
+/* Elements of an array, lazy or not (0 for anything else). */
+size_t jsonstream__length(struct json_object *arr);
+
 /*
  * obj's text in json-c layout flags, then a newline if asked, written to
  * fd; lazy arrays anywhere in obj are made and written an element at a

@@ -47,6 +47,8 @@ static const struct gap_hint {
 	  "no cpufreq in sysfs (usual in VMs); run on bare metal for CPU frequency samples" },
 	{ "hardware.value.utilization.*_milli", EV_GAP_UNAVAILABLE,
 	  "a ratio with a zero divisor or a gapped input: nothing more to fix than that input" },
+	{ "*_milli", EV_GAP_UNAVAILABLE,
+	  "a ratio: a gap when its numerator or divisor is one, or the divisor is zero; nothing to fix beyond those inputs" },
 	{ "hardware.value.topology.cpu_quota_milli", EV_GAP_UNAVAILABLE,
 	  "the target's cgroups set no CPU quota (unbounded): nothing to fix" },
 	{ "hardware.value.topology.affinity_cpus", EV_GAP_UNAVAILABLE,
@@ -100,8 +102,14 @@ static const struct gap_hint {
 	{ "thermal.*", EV_GAP_UNSUPPORTED,
 	  "no thermal zones or thermal_throttle in sysfs (usual in VMs; thermal.detail says which); run on bare metal for thermal evidence" },
 	{ "thermal.*", ANY_GAP, "thermal.detail names what could not be read" },
+	{ "*.blocked", EV_GAP_COLLECTOR_DISABLED,
+	  "off by default: --blocked measures it (--wakers also names who woke each wait)" },
+	{ "*.blocked", EV_GAP_UNSUPPORTED,
+	  "--blocked was given, but this kernel's BPF cannot time blocked stretches; see 'khbpf probe'" },
 	{ "target.exit", EV_GAP_UNAVAILABLE,
-	  "the target outlived the window, or its status could not be read: nothing to fix" },
+	  "still running at the window's end (attach and serve never reap their target): nothing to fix" },
+	{ "processes[*].exit", EV_GAP_UNAVAILABLE,
+	  "still running at the window's end: nothing to fix" },
 	{ "target.exe", EV_GAP_PERMISSION_DENIED,
 	  "/proc/PID/exe of another user's process needs root" },
 };
@@ -112,7 +120,7 @@ static const char *const reason_hints[EV_GAP__COUNT] = {
 	[EV_GAP_LEGACY_V1_NOT_RECORDED] =
 		"the producer did not record this field; collect again with a current khbpf",
 	[EV_GAP_COLLECTOR_DISABLED] =
-		"its collector was turned off for this run; collect again without the option that turned it off",
+		"not collected in this run: docs/evidence.md names, for each field, the option that collects it",
 	[EV_GAP_PERMISSION_DENIED] =
 		"run khbpf as root, or grant CAP_BPF and CAP_PERFMON (see 'khbpf probe')",
 	[EV_GAP_UNSUPPORTED] =

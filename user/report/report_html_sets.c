@@ -192,10 +192,11 @@ void report_html__gaps(struct page *pg)
 
 	fprintf(pg->f,
 		"<section id=\"gaps\">\n<h2>Gaps</h2>\n<p class=\"note\">What was not measured, "
-		"why, and what to do about it: %" PRIu64 " fields in %zu groups.</p>\n"
-		"<table>\n<tr><th class=\"l\">field or collector</th><th>count</th>"
+		"why, and what to do about it: %zu field groups (%" PRIu64
+		" values over all records).</p>\n"
+		"<table>\n<tr><th class=\"l\">field or collector</th><th>values</th>"
 		"<th class=\"l\">reason</th><th class=\"l\">what to do</th></tr>\n",
-		d->gap_fields, d->nr_gaps);
+		d->nr_gaps, d->gap_fields);
 	for (i = 0; i < d->nr_collectors; i++) {
 		const struct report_collector *c = &d->collectors[i];
 
@@ -222,7 +223,7 @@ void report_html__gaps(struct page *pg)
 	for (r = 0; r < EV_GAP__COUNT; r++)
 		if (groups[r])
 			fprintf(pg->f,
-				"<tr><td class=\"l\">%zu more groups of fields</td><td>%" PRIu64
+				"<tr><td class=\"l\">%zu more field groups</td><td>%" PRIu64
 				"</td><td class=\"l\">%s</td><td class=\"w\">%s "
 				"(<code>khbpf report --all</code> lists each)</td></tr>\n",
 				groups[r], fields[r], ev_gap__name((enum ev_gap)r),
