@@ -91,6 +91,7 @@ extern __u64 blocked_regs_unread;
 extern __u64 span_cause_stretches[KHBPF_MAX_METRICS];
 extern __u8 span_metric_cause[KHBPF_MAX_METRICS];
 extern __u64 procs_overflow;
+extern __u64 procs_joined;
 extern __u64 join_failures;
 extern __u64 forks_joined_at_wakeup;
 extern __u64 moved_base_overflow;

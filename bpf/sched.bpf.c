@@ -184,6 +184,7 @@ __u64 blocked_regs_unread = 0;
 /* Blocked stretches whose cause a metric's --span-cause named, by that metric. */
 __u64 span_cause_stretches[KHBPF_MAX_METRICS] = {};
 __u64 procs_overflow = 0; /* processes that could not join: `procs` was full */
+__u64 procs_joined = 0; /* process records made: the loader reads the new ones' titles */
 __u64 join_failures = 0; /* threads that could not join: no state could be made */
 __u64 forks_joined_at_wakeup = 0; /* forks the fork program missed, joined at wake_up_new_task */
 __u64 moved_base_overflow = 0; /* moved into the cgroups: no room for the baseline */

@@ -62,6 +62,7 @@ static __always_inline struct khbpf_proc_rec *proc_join(struct task_struct *p, _
 	}
 	if (err)
 		return r; /* made meanwhile on another CPU */
+	__sync_fetch_and_add(&procs_joined, 1);
 	parent = p->real_parent;
 	r->pid = k.pid;
 	r->start_time = k.start_time;

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <json-c/json.h>
 
 #include "report/report.h"
 
@@ -122,6 +123,68 @@ static inline const struct report_gap *gap(const struct report_doc *d, const cha
 			return &d->gaps[i];
 	fail_msg("no gap %s", path);
 	return NULL;
+}
+
+/* One read of a title (processes[].title.at_*): text, or the gap reason named. */
+static inline struct json_object *testdoc_title_read(const char *text, const char *gap)
+{
+	struct json_object *o = json_object_new_object(), *v = json_object_new_object();
+
+	if (text) {
+		json_object_object_add(v, "status", json_object_new_string("recorded"));
+		json_object_object_add(v, "value", json_object_new_string(text));
+	} else {
+		json_object_object_add(v, "status", json_object_new_string("unavailable"));
+		json_object_object_add(v, "reason", json_object_new_string(gap));
+	}
+	json_object_object_add(o, "value", v);
+	json_object_object_add(o, "source", json_object_new_string("proc-pid-cmdline"));
+	return o;
+}
+
+/* processes[i].title of a json-c document: at_join and at_end, each text or a gap. */
+static inline void testdoc_set_title(struct json_object *root, size_t i, const char *join,
+				     const char *join_gap, const char *end, const char *end_gap)
+{
+	struct json_object *arr, *t = json_object_new_object();
+
+	assert_true(json_object_object_get_ex(root, "processes", &arr));
+	json_object_object_add(t, "version", json_object_new_int(1));
+	json_object_object_add(t, "at_join", testdoc_title_read(join, join_gap));
+	json_object_object_add(t, "at_end", testdoc_title_read(end, end_gap));
+	json_object_object_add(json_object_array_get_idx(arr, i), "title", t);
+}
+
+#define TESTDOC_LONG_TITLE \
+	"postgres: 15/main: autovacuum worker postgres and a tail past the column"
+
+/*
+ * tree.json with titles on most of its processes, some as PostgreSQL writes
+ * them (malloc'd text): tree (the root) its argv at its join only; tree-a
+ * "postgres: checkpointer " at both ends; 22694 a backend, idle at its join
+ * and UPDATE at the end; 22695 a backend read at its join only; tree-k a
+ * kernel thread's gaps; leaf-gc TESTDOC_LONG_TITLE; the others none.
+ */
+static inline char *testdoc_titled_tree(void)
+{
+	struct json_object *root = json_object_from_file(FIXTURES "/tree.json");
+	char *text;
+
+	assert_non_null(root);
+	testdoc_set_title(root, 0, "build/workloads/tree /tmp/t.jsonl build/workloads/treeleaf",
+			  NULL, NULL, "unavailable");
+	testdoc_set_title(root, 1, "postgres: checkpointer ", NULL, "postgres: checkpointer ",
+			  NULL);
+	testdoc_set_title(root, 2, "postgres: bench postgres [local] idle", NULL,
+			  "postgres: bench postgres [local] UPDATE", NULL);
+	testdoc_set_title(root, 3, "postgres: bench postgres [local] idle in transaction", NULL,
+			  NULL, "unavailable");
+	testdoc_set_title(root, 4, NULL, "unsupported", NULL, "unsupported");
+	testdoc_set_title(root, 8, TESTDOC_LONG_TITLE, NULL, TESTDOC_LONG_TITLE, NULL);
+	text = strdup(json_object_to_json_string_ext(root, JSON_C_TO_STRING_PLAIN));
+	assert_non_null(text);
+	json_object_put(root);
+	return text;
 }
 
 /* Occurrences of needle in hay. */

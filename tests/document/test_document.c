@@ -333,6 +333,54 @@ static void test_document__all_gaps(void **state)
 	json_object_put(obj);
 }
 
+/*
+ * processes[].title: each read a SourcedEvidence<string> from
+ * proc-pid-cmdline, its text made UTF-8, or the gap that says why none.
+ */
+static void test_document__process_title(void **state)
+{
+	struct doc_process p[2] = {
+		{ .pid = 10,
+		  .comm = "postgres",
+		  .exe_reason = EV_GAP_UNAVAILABLE,
+		  .title_join = "postgres: bench postgres [local] idle",
+		  .title_end = "postgres: bench postgres [local] UPDATE \xff" },
+		{ .pid = 2,
+		  .comm = "kthreadd",
+		  .exe_reason = EV_GAP_UNAVAILABLE,
+		  .title_join_reason = EV_GAP_UNSUPPORTED,
+		  .title_end_reason = EV_GAP_UNAVAILABLE },
+	};
+	struct evidence_doc doc;
+	struct json_object *obj, *t;
+
+	(void)state;
+	memset(&doc, 0, sizeof(doc));
+	doc.hardware_reason = EV_GAP_COLLECTOR_DISABLED;
+	doc.events.availability_reason = EV_GAP_COLLECTOR_DISABLED;
+	doc.processes = p;
+	doc.nr_processes = 2;
+	for (size_t i = 0; i < 2; i++)
+		p[i].joined = "walk";
+	obj = evidence_doc__to_json(&doc);
+	assert_non_null(obj);
+	t = get(obj, "processes.0.title");
+	assert_int_equal(json_object_get_int(get(t, "version")), 1);
+	assert_string_equal(json_object_get_string(get(t, "at_join.value.value")),
+			    "postgres: bench postgres [local] idle");
+	assert_string_equal(json_object_get_string(get(t, "at_end.value.value")),
+			    "postgres: bench postgres [local] UPDATE \xef\xbf\xbd");
+	assert_string_equal(json_object_get_string(get(t, "at_join.source")), "proc-pid-cmdline");
+	t = get(obj, "processes.1.title");
+	assert_string_equal(json_object_get_string(get(t, "at_join.value.status")), "unavailable");
+	assert_string_equal(json_object_get_string(get(t, "at_join.value.reason")), "unsupported");
+	assert_string_equal(json_object_get_string(get(t, "at_end.value.reason")), "unavailable");
+	assert_string_equal(json_object_get_string(get(t, "at_end.source")), "proc-pid-cmdline");
+	expect_lazy_same_text(&doc, obj);
+	save(obj, "document-titles.json");
+	json_object_put(obj);
+}
+
 /* A hardware object whose every sub-evidence is gapped, recorded as a whole. */
 static void test_document__recorded_hardware_with_gaps(void **state)
 {
@@ -465,6 +513,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_document__full_document),
 		cmocka_unit_test(test_document__all_gaps),
+		cmocka_unit_test(test_document__process_title),
 		cmocka_unit_test(test_document__recorded_hardware_with_gaps),
 		cmocka_unit_test(test_document__streamed_spans_same_bytes),
 	};

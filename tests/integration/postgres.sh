@@ -12,6 +12,16 @@
 #    before the window starts and again before it ends, so everything it ran
 #    between the two readings of usage_usec ran inside the window, and both
 #    count the same sum_exec_runtime (update_curr() adds one delta to each);
+#  - each process's title (processes[].title) is what its /proc/PID/cmdline
+#    said (as ps shows it) when the window started and ended: the cgroup is
+#    frozen at both, so the test reads every one at the same state khbpf
+#    did. Checkpointer, walwriter, the other auxiliary processes and a
+#    backend held idle through the window carry PostgreSQL's own titles
+#    ("postgres: checkpointer", "postgres: bench postgres [local] idle"); a
+#    backend forked in the window that lives over a few loader ticks (-i 0.1)
+#    and is gone before the end has its own title from a tick (read again
+#    when the first tick found its parent's still), and none at the end; the
+#    report groups them by role;
 #  - attach --pid POSTMASTER alone lists the postmaster only.
 # The cluster is stopped and the cgroup removed on every path.
 # khbpf-test: plain-only
@@ -24,7 +34,7 @@ CGROOT=$(awk '$9 == "cgroup2" { print $5; exit }' /proc/self/mountinfo)
 [ -n "$CGROOT" ] || fail "no cgroup2 mount"
 CG="khbpf-it-pg-$$"
 AS=(setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all)
-PM="" KH="" BENCH=""
+PM="" KH="" BENCH="" HELD=""
 chmod 0755 "$TMP"
 mkdir -p "$TMP/sock" "$TMP/pg"
 chown 65534:65534 "$TMP/sock" "$TMP/pg"
@@ -34,6 +44,7 @@ cleanup() {
 	local rc=$?
 	[ -z "$KH" ] || kill -INT "$KH" 2>/dev/null
 	[ -z "$BENCH" ] || kill "$BENCH" 2>/dev/null
+	[ -z "$HELD" ] || kill "$HELD" 2>/dev/null
 	[ -e "$CGROOT/$CG/cgroup.freeze" ] && echo 0 >"$CGROOT/$CG/cgroup.freeze"
 	if [ -n "$PM" ] && kill -0 "$PM" 2>/dev/null; then
 		# Fast shutdown; its processes end with it.
@@ -73,6 +84,19 @@ psql_ -c 'CREATE EXTENSION pg_stat_statements' || fail "pg_stat_statements"
 	>"$TMP/init.log" 2>&1 || fail "pgbench -i: $(tail -3 "$TMP/init.log")"
 checkpoint cluster
 
+# A session held open, idle, through both windows (its psql outside the cgroup).
+mkfifo "$TMP/held.in"
+PGAPPNAME=khbpf-held "${AS[@]}" /usr/bin/psql -X -q -h "$TMP/sock" -p 5439 -U bench -d postgres \
+	<"$TMP/held.in" >/dev/null 2>&1 &
+HELD=$!
+exec 8>"$TMP/held.in"
+for _ in $(seq 100); do
+	HELD_BE=$(psql_ -c "SELECT pid FROM pg_stat_activity WHERE application_name = 'khbpf-held' AND state = 'idle'")
+	[ -n "$HELD_BE" ] && break
+	sleep 0.05
+done
+[ -n "$HELD_BE" ] || fail "the held session never became idle"
+
 freeze() { # 1|0: and wait until the cgroup says so (cgroup.events)
 	echo "$1" >"$CGROOT/$CG/cgroup.freeze"
 	for _ in $(seq 200); do
@@ -82,6 +106,21 @@ freeze() { # 1|0: and wait until the cgroup says so (cgroup.events)
 	fail "cgroup.freeze $1 never took"
 }
 usage_us() { awk '$1 == "usage_usec" { print $2 }' "$CGROOT/$CG/cpu.stat"; }
+# Every process of the cgroup and its /proc/PID/cmdline as ps shows it (trailing
+# NULs dropped, other NULs and newlines spaces; null when empty), as JSON.
+titles() {
+	"$PYTHON" - "$CGROOT/$CG/cgroup.procs" >"$1" <<'PY' || fail "reading the titles"
+import json, sys
+out = {}
+for pid in open(sys.argv[1]).read().split():
+    try:
+        b = open(f"/proc/{pid}/cmdline", "rb").read().rstrip(b"\0")
+    except OSError:
+        continue
+    out[pid] = b.replace(b"\0", b" ").replace(b"\n", b" ").decode() or None
+json.dump(out, sys.stdout)
+PY
+}
 
 # window NAME KHBPF-ARGS...: attach, let pgbench run in the window, and the
 # usage_usec the cgroup counted between the frozen edges.
@@ -91,12 +130,16 @@ window() {
 	psql_ -c 'SELECT pg_stat_statements_reset()' >/dev/null || fail "pg_stat_statements_reset"
 	freeze 1
 	u0=$(usage_us)
-	"$KHBPF" attach "$@" -o "$TMP/$name.json" 2>"$TMP/$name.err" &
+	"$KHBPF" attach "$@" -i 0.1 -o "$TMP/$name.json" 2>"$TMP/$name.err" &
 	KH=$!
 	for _ in $(seq 200); do grep -q watching "$TMP/$name.err" && break; sleep 0.05; done
 	grep -q watching "$TMP/$name.err" || fail "attach ($name) did not start: $(cat "$TMP/$name.err")"
+	titles "$TMP/$name.tstart" # still frozen: as the walk found them
 	wc -l <"$TMP/pg.log" >"$TMP/$name.logstart"
 	freeze 0
+	# A backend of the window that lives over a few ticks, and ends.
+	psql_ -c 'SELECT pg_backend_pid(), pg_sleep(0.3)' | cut -d'|' -f1 >"$TMP/$name.tick" ||
+		fail "the ticked session"
 	"${AS[@]}" "$PGBIN/pgbench" -M simple -c 3 -j 1 -t 150 -h "$TMP/sock" -p 5439 -U bench \
 		postgres >"$TMP/$name.bench" 2>&1 &
 	BENCH=$!
@@ -109,6 +152,7 @@ window() {
 	kill -INT "$KH"
 	wait "$KH" || fail "attach ($name) exited $?: $(cat "$TMP/$name.err")"
 	KH=""
+	titles "$TMP/$name.tend" # still frozen: as at khbpf's end
 	u1=$(usage_us)
 	freeze 0
 	echo "$u0 $u1" >"$TMP/$name.usage"
@@ -118,7 +162,8 @@ window() {
 
 check() { # NAME KIND
 	"$PYTHON" - "$TMP/$1.json" "$TMP/$1.pglog" "$(cat "$TMP/$1.usage")" "$PM" "$2" \
-		"$(cat "$TMP/$1.calls")" <<'PY' || fail "$1"
+		"$(cat "$TMP/$1.calls")" "$TMP/$1.tstart" "$TMP/$1.tend" "$HELD_BE" \
+		"$(cat "$TMP/$1.tick")" <<'PY' || fail "$1"
 import json, re, sys
 d = json.load(open(sys.argv[1]))
 log = open(sys.argv[2]).read()
@@ -145,7 +190,40 @@ print(f"  {kind}: {len(d['processes'])} processes, {len(backends)} backends of p
 assert -1000 < diff < 1000, f"set on-CPU {cpu} ns, cgroup usage {(u1 - u0) * 1000} ns"
 for k in ("processes_not_joined", "threads_not_joined", "threads_vanished", "exited_records_overflow"):
     assert d["loss"][k]["value"] == 0, (k, d["loss"][k])
+# Titles: read at the walk and at the end, while the cgroup was frozen, as the test read them.
+tstart, tend = json.load(open(sys.argv[7])), json.load(open(sys.argv[8]))
+held, tick = int(sys.argv[9]), int(sys.argv[10])
+def rec(v):
+    return {"value": {"status": "recorded", "value": v} if v else
+            {"status": "unavailable", "reason": "unavailable"}, "source": "proc-pid-cmdline"}
+GAP = rec(None)
+for p in d["processes"]:
+    t, pid = p["title"], str(p["pid"])
+    if p["joined"] in ("root", "walk"):
+        assert t["at_join"] == rec(tstart[pid]), (p["pid"], t, tstart.get(pid))
+    assert t["at_end"] == (GAP if p["exited"] else rec(tend[pid])), (p["pid"], t, tend.get(pid))
+    # A backend read at a tick: its own title, or, gone before the next tick, the
+    # postmaster's it was forked with (read at the walk).
+    if p["joined"] == "fork" and t["at_join"] != GAP:
+        v = t["at_join"]["value"]["value"]
+        assert v.startswith("postgres: bench postgres [local] ") or v == tstart[str(pm)], t
+words = {" ".join(p["title"]["at_end"]["value"].get("value", "").split()) for p in d["processes"]}
+for role in ("postgres: checkpointer", "postgres: walwriter", "postgres: background writer",
+             "postgres: autovacuum launcher"):
+    assert role in words, (role, words)
+assert procs[held]["title"]["at_end"]["value"]["value"] == "postgres: bench postgres [local] idle", procs[held]
+t = procs[tick]["title"]
+assert t["at_end"] == GAP and t["at_join"]["value"]["value"].startswith("postgres: bench postgres [local] "), t
+print(f"  {kind}: titles of {len(d['processes'])} processes as /proc showed them; "
+      f"the ticked backend's {t['at_join']['value']['value']!r}")
+assert d["loss"]["process_titles_truncated"]["value"] == 0
 PY
+	# The report names them by title, and groups the backends by role.
+	"$KHBPF" report "$TMP/$1.json" >"$TMP/$1.txt" || fail "report ($1)"
+	grep -q '^Processes by role' "$TMP/$1.txt" || fail "no roles in the report: $(head -40 "$TMP/$1.txt")"
+	grep -Eq '^  postgres: checkpointer +1 ' "$TMP/$1.txt" || fail "no checkpointer role: $(head -60 "$TMP/$1.txt")"
+	grep -Eq '^  postgres: bench postgres \[local\] +([2-9]|[1-9][0-9]+) ' "$TMP/$1.txt" ||
+		fail "the backends not grouped: $(head -60 "$TMP/$1.txt")"
 }
 
 window children --pid "$PM" --children

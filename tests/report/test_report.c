@@ -338,9 +338,93 @@ static void test_report__gap_hints(void **state)
 		       "a ratio"));
 }
 
+/* The role a title names: its "name:" words and up to three words after them. */
+static void test_report__title_role(void **state)
+{
+	static const struct {
+		const char *title, *role;
+	} cases[] = {
+		{ "postgres: checkpointer ", "postgres: checkpointer" },
+		{ "postgres: bench postgres [local] UPDATE waiting",
+		  "postgres: bench postgres [local]" },
+		{ "postgres: bench postgres [local] idle in transaction",
+		  "postgres: bench postgres [local]" },
+		{ "postgres: 15/main: walwriter ", "postgres: 15/main: walwriter" },
+		{ "postgres: 15/main: bench db [local] idle",
+		  "postgres: 15/main: bench db [local]" },
+		{ "postgres: logical replication launcher",
+		  "postgres: logical replication launcher" },
+		{ "nginx:  worker\tprocess", "nginx: worker process" },
+		{ "sshd: a: b c d e", "sshd: a: b c d" },
+		{ "postgres:", "postgres:" },
+		/* Not written as "name: ...": no role (an argv, a comm). */
+		{ "/usr/lib/postgresql/15/bin/postgres -D /var/lib/pg", NULL },
+		{ "tree", NULL },
+		{ " ", NULL },
+		{ "", NULL },
+	};
+	char buf[64];
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		bool got = report__title_role(cases[i].title, buf, sizeof(buf));
+
+		if (got != !!cases[i].role || strcmp(buf, cases[i].role ? cases[i].role : ""))
+			fail_msg("'%s': got %d '%s', want '%s'", cases[i].title, got, buf,
+				 cases[i].role ? cases[i].role : "(none)");
+	}
+	/* Words that do not fit are left out whole. */
+	assert_true(report__title_role("postgres: checkpointer", buf, 16));
+	assert_string_equal(buf, "postgres:");
+	assert_false(report__title_role("postgres: x", buf, 0));
+}
+
+/*
+ * processes[].title read: at the end and at its join, trailing blanks off;
+ * gaps NULL; a document without titles (before them) reads as before; an
+ * empty title refused, naming the field.
+ */
+static void test_report__process_titles(void **state)
+{
+	char *text = testdoc_titled_tree(), *bad;
+	struct report_doc *d = testdoc_load(text);
+
+	(void)state;
+	assert_int_equal(d->nr_processes, 9);
+	assert_string_equal(d->processes[1].title_join, "postgres: checkpointer");
+	assert_string_equal(d->processes[2].title_join, "postgres: bench postgres [local] idle");
+	assert_string_equal(d->processes[2].title_end, "postgres: bench postgres [local] UPDATE");
+	assert_string_equal(report__process_name(&d->processes[2]),
+			    "postgres: bench postgres [local] UPDATE");
+	assert_null(d->processes[0].title_end);
+	assert_string_equal(report__process_name(&d->processes[0]),
+			    "build/workloads/tree /tmp/t.jsonl build/workloads/treeleaf");
+	assert_null(d->processes[4].title_join);
+	assert_string_equal(report__process_name(&d->processes[4]), "tree-k");
+	assert_null(d->processes[5].title_join);
+	assert_string_equal(report__process_name(&d->processes[5]), "tree-d");
+	/* The gaps, each with what to do about it. */
+	assert_non_null(strstr(gap(d, "processes[*].title.at_end")->hint, "nothing to fix"));
+	assert_int_equal(gap(d, "processes[*].title.at_end")->count, 2);
+	assert_non_null(strstr(gap(d, "processes[4].title.at_join")->hint, "kernel thread"));
+	assert_non_null(strstr(report__gap_hint("processes[*].title.at_join", EV_GAP_UNAVAILABLE),
+			       "--interval"));
+	report_doc__free(d);
+
+	bad = strstr(text, "\"postgres: checkpointer \"");
+	assert_non_null(bad);
+	memmove(bad + 1, bad + 24, strlen(bad + 24) + 1);
+	expect_reject(text, -EPROTO,
+		      "processes[1].title.at_join.value.value: expected a non-empty string");
+	free(text);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_report__title_role),
+		cmocka_unit_test(test_report__process_titles),
 		cmocka_unit_test(test_report__fmt_ns),
 		cmocka_unit_test(test_report__spans_fixture),
 		cmocka_unit_test(test_report__u64_exact),

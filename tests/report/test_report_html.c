@@ -230,10 +230,33 @@ static void test_report_html__process_tree(void **state)
 	free(page);
 }
 
+/* Each process's title beside its comm: the one at the end, and at its join when it differs. */
+static void test_report_html__process_titles(void **state)
+{
+	char *text = testdoc_titled_tree(), *page = render(testdoc_load(text));
+	const char *sec = strstr(page, "<section id=\"processes\">");
+
+	(void)state;
+	assert_non_null(sec);
+	assert_non_null(strstr(sec, "<th class=\"l\">comm</th><th class=\"l\">title</th>"));
+	assert_non_null(strstr(sec,
+			       "<td class=\"l\">treeleaf</td><td class=\"w\">postgres: bench "
+			       "postgres [local] UPDATE (at its join: postgres: bench postgres "
+			       "[local] idle)</td>"));
+	assert_non_null(strstr(sec, "<td class=\"l\">tree-a</td><td class=\"w\">postgres: "
+				    "checkpointer</td>"));
+	assert_non_null(strstr(sec, "<td class=\"l\">tree</td><td class=\"w\">build/workloads/tree "
+				    "/tmp/t.jsonl build/workloads/treeleaf</td>"));
+	assert_non_null(strstr(sec, "<td class=\"l\">tree-k</td><td class=\"w\">-</td>"));
+	free(page);
+	free(text);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_report_html__escape),
+		cmocka_unit_test(test_report_html__process_titles),
 		cmocka_unit_test(test_report_html__gaps_fixture),
 		cmocka_unit_test(test_report_html__spans_fixture),
 		cmocka_unit_test(test_report_html__merges_sub_pixel_spans),

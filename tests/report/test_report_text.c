@@ -279,6 +279,76 @@ static void test_report_text__tree_fixture(void **state)
 	free(out);
 }
 
+/*
+ * Processes named by their titles (at the end, else at their join; else
+ * comm), cut to the column; the roles of the titled ones grouped, the
+ * others by comm, busiest first, with their sums.
+ */
+static void test_report_text__titles(void **state)
+{
+	char *text = testdoc_titled_tree(), *out, want[256], root[64], longname[64];
+	const char *roles;
+
+	(void)state;
+	out = render(testdoc_load(text));
+	snprintf(root, sizeof(root), "%.45s...",
+		 "build/workloads/tree /tmp/t.jsonl build/workloads/treeleaf");
+	snprintf(longname, sizeof(longname), "%.45s...", TESTDOC_LONG_TITLE);
+	has_line(out, "  title:    build/workloads/tree /tmp/t.jsonl build/workloads/treeleaf");
+	snprintf(want, sizeof(want), "  %10s %8s %-48s %7s %9s %9s %8s %8s %6s %7s", "PID", "PPID",
+		 "NAME", "THREADS", "ON-CPU", "RQ-DELAY", "VOL", "INVOL", "MIGR", "SLICES");
+	has_line(out, want);
+	snprintf(want, sizeof(want),
+		 "       22691    22687 %-48s       3   35.0 ms   4.22 ms       20        8      2 "
+		 "     28  born, exited 0",
+		 "postgres: checkpointer");
+	has_line(out, want);
+	snprintf(want, sizeof(want),
+		 "       22687    22686 %-48s       2   33.5 ms   16.8 ms       15        4      2 "
+		 "     19  root, exited 0",
+		 root);
+	has_line(out, want);
+	/* A kernel thread's gaps: its comm. */
+	assert_non_null(strstr(out, "       22696    22687 tree-k      "));
+	has_line(out, "  pid 22694 (postgres: bench postgres [local] UPDATE)");
+	has_line(out, "  pid 22691 (postgres: checkpointer)");
+	snprintf(want, sizeof(want), "  pid 22702 (%s)", longname);
+	has_line(out, want);
+
+	roles = strstr(out,
+		       "Processes by role (8), busiest first: a title's first words, else comm\n");
+	assert_non_null(roles);
+	assert_true(roles < strstr(out, "Threads (14)"));
+	snprintf(want, sizeof(want), "  %-45s %5s %7s %9s %9s %8s %8s %6s %7s", "ROLE", "PROCS",
+		 "THREADS", "ON-CPU", "RQ-DELAY", "VOL", "INVOL", "MIGR", "SLICES");
+	has_line(roles, want);
+	/* 22694 and 22695: their threads and on-CPU summed. */
+	snprintf(want, sizeof(want), "\n  %-45s %5d %7d %9s ", "postgres: bench postgres [local]",
+		 2, 3, "21.6 ms");
+	assert_non_null(strstr(roles, want));
+	snprintf(want, sizeof(want), "\n  %-45s %5d %7d %9s ", "postgres: checkpointer", 1, 3,
+		 "35.0 ms");
+	assert_non_null(strstr(roles, want));
+	snprintf(want, sizeof(want), "\n  %-45s %5d ",
+		 "postgres: 15/main: autovacuum worker postgres", 1);
+	assert_non_null(strstr(roles, want));
+	/* tree's title is its argv: under its comm, as the untitled ones. */
+	snprintf(want, sizeof(want), "\n  %-45s %5d %7d %9s ", "tree", 1, 2, "33.5 ms");
+	assert_non_null(strstr(roles, want));
+	/* Busiest first. */
+	assert_true(strstr(roles, "  postgres: checkpointer ") < strstr(roles, "  tree "));
+	assert_true(strstr(roles, "  tree ") <
+		    strstr(roles, "  postgres: bench postgres [local] "));
+	free(out);
+	free(text);
+
+	/* Without a titled role, no such table; untitled documents keep COMM. */
+	out = render(fixture_load("tree.json"));
+	assert_null(strstr(out, "Processes by role"));
+	assert_non_null(strstr(out, " COMM "));
+	free(out);
+}
+
 /* Without --all, the gaps with nothing to fix, and those the host cannot give, fold. */
 static void test_report_text__gaps_fold(void **state)
 {
@@ -348,6 +418,7 @@ int main(void)
 		cmocka_unit_test(test_report_text__loss_unknown),
 		cmocka_unit_test(test_report_text__tree_fixture),
 		cmocka_unit_test(test_report_text__many_processes),
+		cmocka_unit_test(test_report_text__titles),
 		cmocka_unit_test(test_report_text__gaps_fold),
 	};
 

@@ -216,6 +216,24 @@ static void test_report_trace__process_tracks(void **state)
 	free(text);
 }
 
+/* Process tracks are named by title where one was recorded (the target's too), else comm. */
+static void test_report_trace__process_titles(void **state)
+{
+	char *doc = testdoc_titled_tree(), *text;
+	struct json_object *root = trace_of(testdoc_load(doc), &text);
+
+	(void)state;
+	assert_non_null(strstr(text, "\"name\":\"postgres: checkpointer (pid 22691)\""));
+	assert_non_null(
+		strstr(text, "\"name\":\"postgres: bench postgres [local] UPDATE (pid 22694)\""));
+	assert_non_null(strstr(text, "\"name\":\"build/workloads/tree /tmp/t.jsonl build/workloads/"
+				     "treeleaf (pid 22687)\""));
+	assert_non_null(strstr(text, "\"name\":\"tree-d (pid 22697)\""));
+	json_object_put(root);
+	free(text);
+	free(doc);
+}
+
 /* A crossing span is left out (a viewer could not draw it), and counted. */
 static void test_report_trace__crossing_left_out(void **state)
 {
@@ -314,6 +332,7 @@ int main(void)
 		cmocka_unit_test(test_report_trace__u64_counters),
 		cmocka_unit_test(test_report_trace__to_file),
 		cmocka_unit_test(test_report_trace__process_tracks),
+		cmocka_unit_test(test_report_trace__process_titles),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

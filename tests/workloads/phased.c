@@ -3,15 +3,19 @@
  * A workload whose threads are blocked except while told to work, so that
  * /proc readings taken while it is idle bracket a collection window exactly.
  *
- * Usage: phased [--threads N]
+ * Usage: phased [--threads N] [--retitle]
  * Reads one byte per burst from stdin: on each, every worker does 20
  * usleep(500) rounds with ~0.2 ms of spinning between them, and one helper
  * thread is created and joined (born and exited inside the burst). Prints
  * "ready" after start and "done N" after each burst to stdout. EOF ends it.
+ * --retitle: before each burst's "done", its title (what ps shows,
+ * /proc/PID/cmdline) becomes "phased: burst N", written over its arguments
+ * the way setproctitle(3) does, the rest of them NULs.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,17 +76,32 @@ static void *worker(void *arg)
 	}
 }
 
+/* Over the argument strings, which the kernel keeps contiguous from argv[0]. */
+static void retitle(int argc, char **argv, int burst)
+{
+	char *start = argv[0], *end = argv[argc - 1] + strlen(argv[argc - 1]);
+	size_t room = (size_t)(end - start);
+
+	memset(start, 0, room);
+	snprintf(start, room, "phased: burst %d", burst);
+}
+
 int main(int argc, char **argv)
 {
 	int n = 3, i, bursts = 0;
+	bool titles = false;
 	pthread_t *th;
 	char c;
 
-	if (argc == 3 && !strcmp(argv[1], "--threads"))
-		n = atoi(argv[2]);
-	if (argc != 1 && argc != 3) {
-		fprintf(stderr, "phased: usage: phased [--threads N]\n");
-		return 2;
+	for (i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--threads") && i + 1 < argc) {
+			n = atoi(argv[++i]);
+		} else if (!strcmp(argv[i], "--retitle")) {
+			titles = true;
+		} else {
+			fprintf(stderr, "phased: usage: phased [--threads N] [--retitle]\n");
+			return 2;
+		}
 	}
 	if (n < 1 || n > 1000) {
 		fprintf(stderr, "phased: --threads must be 1..1000\n");
@@ -108,6 +127,8 @@ int main(int argc, char **argv)
 		while (busy)
 			pthread_cond_wait(&idle, &lock);
 		pthread_mutex_unlock(&lock);
+		if (titles)
+			retitle(argc, argv, bursts + 1);
 		printf("done %d\n", ++bursts);
 		fflush(stdout);
 	}

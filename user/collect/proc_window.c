@@ -42,6 +42,38 @@ void proc_exes__free(struct proc_exe *v, size_t nr)
 	free(v);
 }
 
+static int title_cmp(const void *a, const void *b)
+{
+	const struct proc_title *x = a, *y = b;
+
+	return id_cmp(x->pid, x->start_time, y->pid, y->start_time);
+}
+
+void proc_titles__sort(struct proc_title *v, size_t nr)
+{
+	if (nr)
+		qsort(v, nr, sizeof(*v), title_cmp);
+}
+
+const struct proc_title *proc_titles__find(const struct proc_title *v, size_t nr, uint32_t pid,
+					   uint64_t start_time)
+{
+	struct proc_title key = { .pid = pid, .start_time = start_time };
+
+	return nr ? bsearch(&key, v, nr, sizeof(*v), title_cmp) : NULL;
+}
+
+void proc_titles__free(struct proc_title *v, size_t nr)
+{
+	size_t i;
+
+	for (i = 0; i < nr; i++) {
+		proctitle__free(&v[i].join);
+		proctitle__free(&v[i].end);
+	}
+	free(v);
+}
+
 /* The window has the thread whose id is pid (a leader) of that process. */
 static bool leader_listed(const struct sched_window *w, uint32_t pid, uint64_t start_time)
 {
@@ -198,6 +230,7 @@ int proc_window__compute(struct proc_window *pw, const struct proc_window_opts *
 					p->exited = false;
 		}
 		pick_exe(p, o);
+		p->title = proc_titles__find(o->titles, o->nr_titles, p->pid, p->start_time);
 	}
 	return 0;
 }

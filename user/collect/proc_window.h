@@ -13,12 +13,26 @@
 
 #include "collect/sched_collector.h"
 #include "collect/sched_window.h"
+#include "host/proctitle.h"
 
 /* An executable read while its process lived (readlink of /proc/PID/exe). */
 struct proc_exe {
 	uint32_t pid;
 	uint64_t start_time;
 	char *path; /* malloc'd */
+};
+
+/*
+ * A process's title (host/proctitle.h): read when the loader learned it had
+ * joined, and at the window's end. A read not made (join_read, end_read
+ * false) is the gap "unavailable".
+ */
+struct proc_title {
+	uint32_t pid;
+	uint64_t start_time;
+	bool join_read, end_read;
+	bool join_again; /* forked, and read with its parent's title: read at the next tick too */
+	struct proctitle join, end;
 };
 
 struct window_process {
@@ -33,6 +47,7 @@ struct window_process {
 	 */
 	const char *exe;
 	bool exe_read;
+	const struct proc_title *title; /* NULL: never read */
 	char comm[16]; /* its leader's last, else the record's */
 	size_t first_thread; /* its threads: indexes into thread_index[first..first+nr) */
 	size_t nr_threads;
@@ -51,6 +66,8 @@ struct proc_window_opts {
 	size_t nr_procs;
 	const struct proc_exe *exes; /* sorted by (pid, start_time) */
 	size_t nr_exes;
+	const struct proc_title *titles; /* sorted by (pid, start_time) */
+	size_t nr_titles;
 	uint64_t start_boot_ns; /* processes started at or after it were born in the window */
 	/* Records of processes that joined after this (the end's snapshot): not in the window. */
 	uint64_t end_mono_ns;
@@ -73,5 +90,11 @@ void proc_exes__sort(struct proc_exe *v, size_t nr);
 const struct proc_exe *proc_exes__find(const struct proc_exe *v, size_t nr, uint32_t pid,
 				       uint64_t start_time);
 void proc_exes__free(struct proc_exe *v, size_t nr);
+
+/* Titles: sorted, found, freed. */
+void proc_titles__sort(struct proc_title *v, size_t nr);
+const struct proc_title *proc_titles__find(const struct proc_title *v, size_t nr, uint32_t pid,
+					   uint64_t start_time);
+void proc_titles__free(struct proc_title *v, size_t nr);
 
 #endif /* KHBPF_PROC_WINDOW_H */

@@ -315,6 +315,8 @@ int sched_collector__add_target(struct sched_collector *c, pid_t tgid);
 int sched_collector__attach_set(struct sched_collector *c);
 int sched_collector__join(struct sched_collector *c, uint32_t how, struct thread_table *base,
 			  size_t *joined);
+/* Process records made so far: a change says a process joined (its title can be read). */
+uint64_t sched_collector__procs_joined(const struct sched_collector *c);
 /* Cgroup sets: threads moved in are waiting to join (a process moved whole). */
 bool sched_collector__join_pending(struct sched_collector *c);
 /* The processes of the set, sorted by (pid, start_time); *out malloc'd. */

@@ -102,6 +102,11 @@ int sched_collector__join(struct sched_collector *c, uint32_t how, struct thread
 	return err;
 }
 
+uint64_t sched_collector__procs_joined(const struct sched_collector *c)
+{
+	return c->set_mode ? c->skel->bss->procs_joined : 0;
+}
+
 bool sched_collector__join_pending(struct sched_collector *c)
 {
 	return c->set_mode == KHBPF_SET_CGROUP && c->skel->bss->cgroup_moves_in != c->moves_walked;

@@ -147,6 +147,25 @@ static struct json_object *target_json(const struct doc_target *t, int *err)
 	return obj;
 }
 
+/* A SourcedEvidence<string> read from /proc/PID/cmdline. */
+static struct json_object *cmdline_json(const char *text, enum ev_gap reason, int *err)
+{
+	struct json_object *obj = json_object_new_object();
+
+	add(obj, "value", text ? evjson__recorded(evjson__string(text)) : evjson__gap(reason), err);
+	add(obj, "source", json_object_new_string(ev_source__name(EV_SRC_PROC_PID_CMDLINE)), err);
+	return obj;
+}
+
+static struct json_object *title_json(const struct doc_process *p, int *err)
+{
+	struct json_object *obj = versioned(err);
+
+	add(obj, "at_join", cmdline_json(p->title_join, p->title_join_reason, err), err);
+	add(obj, "at_end", cmdline_json(p->title_end, p->title_end_reason, err), err);
+	return obj;
+}
+
 static struct json_object *process_json(const struct doc_process *p, int *err)
 {
 	struct json_object *obj = versioned(err), *exe = json_object_new_object();
@@ -161,6 +180,7 @@ static struct json_object *process_json(const struct doc_process *p, int *err)
 	    p->exe ? evjson__recorded(evjson__string(p->exe)) : evjson__gap(p->exe_reason), err);
 	add(exe, "source", json_object_new_string(ev_source__name(p->exe_source)), err);
 	add(obj, "exe", exe, err);
+	add(obj, "title", title_json(p, err), err);
 	add(obj, "start_unix_ns", evjson__u64(p->start_unix_ns), err);
 	add(obj, "exit_unix_ns", evjson__ev_u64(p->exit_unix_ns), err);
 	add(obj, "exit",

@@ -114,6 +114,9 @@ struct doc_process {
 	const char *exe; /* NULL: the gap exe_reason */
 	enum ev_source exe_source;
 	enum ev_gap exe_reason;
+	/* Its title (/proc/PID/cmdline as ps shows it) at its join and at the end; NULL: a gap. */
+	const char *title_join, *title_end;
+	enum ev_gap title_join_reason, title_end_reason;
 	uint64_t start_unix_ns;
 	struct ev_u64 exit_unix_ns;
 	bool exit_recorded;

@@ -41,6 +41,7 @@ static const char *const source_names[EV_SRC__COUNT] = {
 	[EV_SRC_PROC_PID_SCHEDSTAT] = "proc-pid-schedstat",
 	[EV_SRC_PROC_PID_TASK_STAT] = "proc-pid-task-stat",
 	[EV_SRC_PROC_PID_EXE] = "proc-pid-exe",
+	[EV_SRC_PROC_PID_CMDLINE] = "proc-pid-cmdline",
 };
 
 static const char *const collector_names[COLLECTOR__COUNT] = {

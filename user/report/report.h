@@ -80,6 +80,23 @@ void report__fmt_ns(char *buf, size_t len, uint64_t ns);
 const struct report_metric **report__metrics_by_exclusive(const struct report_doc *doc,
 							  uint64_t *total);
 
+/*
+ * A process as the renderers name it: its title (at the window's end,
+ * else at its join) where one was recorded, else its comm.
+ */
+const char *report__process_name(const struct report_process *p);
+/*
+ * The role a title names: its leading words that end in ':' (a program
+ * that writes its own title: "postgres:", with cluster_name "postgres:
+ * 15/main:") and up to REPORT_ROLE_WORDS words after them, one space
+ * apart, into buf. "postgres: bench postgres [local] idle" is "postgres:
+ * bench postgres [local]" (PostgreSQL's user, database and host before the
+ * activity), "postgres: checkpointer " is "postgres: checkpointer". false
+ * (buf "") when the title's first word does not end in ':'.
+ */
+#define REPORT_ROLE_WORDS 3
+bool report__title_role(const char *title, char *buf, size_t len);
+
 /* "exited with 0", "killed by signal 9", "still running when the window ended"... */
 void report__exit_phrase(const struct report_doc *doc, char *buf, size_t len);
 

@@ -1,5 +1,8 @@
 // SPDX-License-Identifier: MIT
-/* The formatting the renderers share: durations, the exit phrase, metric order. */
+/*
+ * The formatting the renderers share: durations, the exit phrase, metric
+ * order, a process's name and its title's role.
+ */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -84,4 +87,54 @@ const struct report_metric **report__metrics_by_exclusive(const struct report_do
 	}
 	qsort(v, d->nr_metrics, sizeof(*v), excl_desc);
 	return v;
+}
+
+const char *report__process_name(const struct report_process *p)
+{
+	if (p->title_end)
+		return p->title_end;
+	if (p->title_join)
+		return p->title_join;
+	return p->comm ? p->comm : "?";
+}
+
+static bool is_space(char c)
+{
+	return c == ' ' || c == '\t';
+}
+
+bool report__title_role(const char *title, char *buf, size_t len)
+{
+	const char *w = title ? title : "", *end;
+	size_t at = 0, n, after = 0;
+
+	if (!len)
+		return false;
+	buf[0] = '\0';
+	for (;;) {
+		while (is_space(*w))
+			w++;
+		for (end = w; *end && !is_space(*end); end++)
+			;
+		n = (size_t)(end - w);
+		if (!n)
+			break;
+		/* The name's words end in ':'; any word after the first that does not is the role's. */
+		if (w[n - 1] != ':' || after) {
+			if (!at)
+				return false;
+			if (after == REPORT_ROLE_WORDS)
+				break;
+			after++;
+		}
+		if (at + (at ? 1 : 0) + n >= len)
+			break;
+		if (at)
+			buf[at++] = ' ';
+		memcpy(buf + at, w, n);
+		at += n;
+		buf[at] = '\0';
+		w = end;
+	}
+	return at > 0;
 }

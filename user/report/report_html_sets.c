@@ -48,6 +48,16 @@ static void process_row(struct page *pg, const struct report_process *p, unsigne
 	fprintf(pg->f, "<tr><td class=\"l\" style=\"padding-left:%upx\">%" PRIu64 "</td>",
 		8 + 16 * depth, p->pid);
 	esc(pg, "<td class=\"l\">%s</td>", p->comm);
+	/* The title at the end, and the one at its join when it differs; else whichever was read. */
+	if (p->title_end && p->title_join && strcmp(p->title_end, p->title_join)) {
+		esc(pg, "<td class=\"w\">%s", p->title_end);
+		esc(pg, " (at its join: %s)</td>", p->title_join);
+	} else {
+		esc(pg, "<td class=\"w\">%s</td>",
+		    p->title_end  ? p->title_end :
+		    p->title_join ? p->title_join :
+				    "-");
+	}
 	fprintf(pg->f, "<td>%" PRIu64 "</td><td>%s</td>", p->threads, on);
 	esc(pg, "<td class=\"l\">%s</td>", p->joined);
 	fprintf(pg->f, "<td class=\"l\">%s%s%s</td>", ex,
@@ -79,9 +89,10 @@ void report_html__processes(struct page *pg)
 		parent[i] = parent_of(d, i);
 	esc(pg, "<section id=\"processes\">\n<h2>Processes (%s)</h2>\n",
 	    d->set_kind ? d->set_kind : "set");
-	fprintf(pg->f, "<table>\n<tr><th class=\"l\">pid</th><th class=\"l\">comm</th>"
-		       "<th>threads</th><th>on-CPU</th><th class=\"l\">joined</th>"
-		       "<th class=\"l\">end</th><th class=\"l\">executable</th></tr>\n");
+	fprintf(pg->f,
+		"<table>\n<tr><th class=\"l\">pid</th><th class=\"l\">comm</th>"
+		"<th class=\"l\">title</th><th>threads</th><th>on-CPU</th><th class=\"l\">joined</th>"
+		"<th class=\"l\">end</th><th class=\"l\">executable</th></tr>\n");
 	/* Roots in reverse, so that the stack gives them in document order. */
 	for (i = d->nr_processes; i-- > 0;)
 		if (parent[i] < 0)

@@ -37,7 +37,8 @@
  * What json-c may build of a document, reckoned from the text before it is
  * built (report_stream.c): the tree of everything outside the streamed
  * arrays (the outline: about 0.5 MiB for a window of serve, 270 MiB for
- * 8192 processes, --max-processes' default), and the tree of one of their
+ * 8192 processes, --max-processes' default, and 56 to 120 MiB more for
+ * their titles), and the tree of one of their
  * elements (a thread or a span record: tens of KiB). A document over either
  * is refused as the bound is crossed, within it: json-c takes about 800
  * bytes for an empty object, so a 200 MB member of them would need 50 GB.

@@ -83,6 +83,8 @@ struct report_process {
 	struct ev_u64 ppid;
 	const char *comm;
 	const char *exe; /* NULL: a gap */
+	/* processes[].title: read at its join and at the window's end; NULL: a gap, or none. */
+	const char *title_join, *title_end;
 	uint64_t start_unix_ns;
 	bool exit_recorded;
 	bool exit_signaled;

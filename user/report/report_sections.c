@@ -169,6 +169,50 @@ static void load_thread(struct loader *ld, struct json_object *t, size_t i, void
 	d->nr_threads++;
 }
 
+/*
+ * processes[i].title.KEY: a SourcedEvidence<string>; NULL for a gap. Shown
+ * without its trailing blanks ("postgres: checkpointer "), which ps shows
+ * as nothing; NULL when it is only blanks.
+ */
+static const char *title_read(struct loader *ld, struct json_object *title, const char *w,
+			      const char *key)
+{
+	struct json_object *v;
+	enum ev_gap reason;
+	const char *s;
+	size_t n, len;
+	char wt[80], wk[96], *cut;
+	bool rec;
+
+	snprintf(wt, sizeof(wt), "%s.title", w);
+	v = loader__member(ld, title, wt, key, json_type_object, true);
+	if (!v)
+		return NULL;
+	snprintf(wk, sizeof(wk), "%s.%s", wt, key);
+	v = loader__get_ev(ld, v, wk, "value", &rec, &reason);
+	if (!v)
+		return NULL;
+	if (!json_object_is_type(v, json_type_string) || !json_object_get_string_len(v)) {
+		loader__fail(ld, "%s.value.value: expected a non-empty string", wk);
+		return NULL;
+	}
+	s = json_object_get_string(v);
+	len = n = (size_t)json_object_get_string_len(v);
+	while (n && (s[n - 1] == ' ' || s[n - 1] == '\t'))
+		n--;
+	if (n == len || !n)
+		return n ? s : NULL;
+	/* The outline's string, made the cut one: it lives as long as the document. */
+	cut = strndup(s, n);
+	if (!cut || json_object_set_string_len(v, cut, (int)n) != 1) {
+		free(cut);
+		loader__nomem(ld);
+		return NULL;
+	}
+	free(cut);
+	return json_object_get_string(v);
+}
+
 static void load_process(struct loader *ld, struct json_object *o, size_t i)
 {
 	struct report_process *p = &ld->doc->processes[i];
@@ -193,6 +237,12 @@ static void load_process(struct loader *ld, struct json_object *o, size_t i)
 		v = loader__get_ev(ld, v, we, "value", &rec, &reason);
 		if (v && json_object_is_type(v, json_type_string))
 			p->exe = json_object_get_string(v);
+	}
+	/* Documents before titles have none. */
+	v = loader__member(ld, o, w, "title", json_type_object, false);
+	if (v) {
+		p->title_join = title_read(ld, v, w, "at_join");
+		p->title_end = title_read(ld, v, w, "at_end");
 	}
 	p->start_unix_ns = loader__get_u64(ld, o, w, "start_unix_ns");
 	v = loader__get_ev(ld, o, w, "exit", &p->exit_recorded, &reason);

@@ -11,6 +11,8 @@
 #include "report/report.h"
 
 #define BAR_WIDTH 40
+/* The widest a process's name is shown in a table (a title is cut, "..." at its end). */
+#define NAME_COL_MAX 48
 
 /* Evidence as a column: the number, a duration, or "-" for a gap. */
 static void col(char *buf, size_t len, struct ev_u64 ev, bool ns)
@@ -55,6 +57,43 @@ static void put_name(FILE *f, const char *fmt, const char *s)
 
 static void print_set(const struct report_doc *d, FILE *f);
 
+/* The target's title (its process, the set's first root), as the process table names it. */
+static void put_target_title(const struct report_doc *d, FILE *f)
+{
+	size_t i;
+
+	for (i = 0; i < d->nr_processes; i++) {
+		const struct report_process *p = &d->processes[i];
+
+		if (p->pid != d->pid || !p->joined || strcmp(p->joined, "root"))
+			continue;
+		if (p->title_end || p->title_join)
+			put_name(f, "  title:    %s\n", report__process_name(p));
+		return;
+	}
+}
+
+/* name cut to max bytes, its end "..." when cut, into buf (max + 1 bytes). */
+static const char *cut_name(char *buf, size_t max, const char *name)
+{
+	size_t n = strlen(name);
+
+	if (n <= max)
+		return name;
+	memcpy(buf, name, max - 3);
+	memcpy(buf + max - 3, "...", 4);
+	return buf;
+}
+
+/* A name column of width bytes (names cut to it), left-aligned. */
+static void put_name_col(FILE *f, const char *name, int width)
+{
+	char cut[NAME_COL_MAX + 1], fmt[16];
+
+	snprintf(fmt, sizeof(fmt), "%%-%ds", width);
+	put_name(f, fmt, cut_name(cut, (size_t)width, name));
+}
+
 static void print_run(const struct report_doc *d, FILE *f)
 {
 	char wall[32], buf[64];
@@ -71,6 +110,7 @@ static void print_run(const struct report_doc *d, FILE *f)
 		fprintf(f, "  started:  %s\n", buf);
 	if (d->exe)
 		put_name(f, "  exe:      %s\n", d->exe);
+	put_target_title(d, f);
 	report__exit_phrase(d, buf, sizeof(buf));
 	fprintf(f, "  target:   %s\n", buf);
 	if (d->set_kind)
@@ -233,16 +273,43 @@ static void process_flags(const struct report_process *p, FILE *f)
 		fprintf(f, "%sleft the cgroups", sep);
 }
 
-/* The set's processes, busiest first: the first REPORT_TEXT_PROCESSES unless all. */
+/*
+ * The width of the name column: comm's 16, or, when a process shown has a
+ * title, its longest name up to NAME_COL_MAX (*titled then true).
+ */
+static int name_width(const struct report_doc *d, const size_t *order, size_t shown, bool *titled)
+{
+	size_t i, w = 16, n;
+
+	*titled = false;
+	for (i = 0; i < shown; i++) {
+		const struct report_process *p = &d->processes[order[i]];
+
+		*titled = *titled || p->title_end || p->title_join;
+		n = strlen(report__process_name(p));
+		w = n > w ? n : w;
+	}
+	if (!*titled)
+		return 16;
+	return (int)(w < NAME_COL_MAX ? w : NAME_COL_MAX);
+}
+
+/*
+ * The set's processes, busiest first: the first REPORT_TEXT_PROCESSES unless
+ * all, each named by its title where one was recorded, else its comm.
+ */
 static void print_processes(const struct report_doc *d, const size_t *order, size_t shown, FILE *f)
 {
 	struct sched_cols c;
 	uint64_t threads = 0;
+	bool titled;
+	int w = name_width(d, order, shown, &titled);
 	size_t i;
 
 	fprintf(f, "\nProcesses (%zu), busiest first\n", d->nr_processes);
-	fprintf(f, "  %10s %8s %-16s %7s %9s %9s %8s %8s %6s %7s\n", "PID", "PPID", "COMM",
-		"THREADS", "ON-CPU", "RQ-DELAY", "VOL", "INVOL", "MIGR", "SLICES");
+	fprintf(f, "  %10s %8s %-*s %7s %9s %9s %8s %8s %6s %7s\n", "PID", "PPID", w,
+		titled ? "NAME" : "COMM", "THREADS", "ON-CPU", "RQ-DELAY", "VOL", "INVOL", "MIGR",
+		"SLICES");
 	for (i = 0; i < d->nr_processes; i++) {
 		const struct report_process *p = &d->processes[order[i]];
 		char ppid[24];
@@ -253,7 +320,7 @@ static void print_processes(const struct report_doc *d, const size_t *order, siz
 		sched_cols(&c, p->on_cpu_ns.ev, &p->sched);
 		col(ppid, sizeof(ppid), p->ppid, false);
 		fprintf(f, "  %10" PRIu64 " %8s ", p->pid, ppid);
-		put_name(f, "%-16s", p->comm);
+		put_name_col(f, report__process_name(p), w);
 		fprintf(f, " %7" PRIu64 " %9s %9s %8s %8s %6s %7s", p->threads, c.on, c.rq, c.vol,
 			c.invol, c.mig, c.slices);
 		process_flags(p, f);
@@ -261,12 +328,136 @@ static void print_processes(const struct report_doc *d, const size_t *order, siz
 	}
 	if (d->hardware_recorded) {
 		sched_cols(&c, d->all_threads_cpu_ns, &d->totals);
-		fprintf(f, "  %10s %8s %-16s %7" PRIu64 " %9s %9s %8s %8s %6s %7s\n", "total", "",
+		fprintf(f, "  %10s %8s %-*s %7" PRIu64 " %9s %9s %8s %8s %6s %7s\n", "total", "", w,
 			"", threads, c.on, c.rq, c.vol, c.invol, c.mig, c.slices);
 	}
 	if (shown < d->nr_processes)
 		fprintf(f, "  %zu more processes (khbpf report --all lists every one)\n",
 			d->nr_processes - shown);
+}
+
+/* Processes of one role (a title's first words) or, untitled, of one comm. */
+struct role_group {
+	char name[128];
+	bool titled;
+	size_t procs;
+	uint64_t threads;
+	struct ev_u64 on;
+	struct scheduler_evidence sched;
+};
+
+/* acc + v, a gap when either is (the first gap met): never a partial sum. */
+static void ev_add(struct ev_u64 *acc, struct ev_u64 v)
+{
+	if (!acc->recorded)
+		return;
+	if (!v.recorded)
+		*acc = v;
+	else
+		acc->value = report__sat_add(acc->value, v.value);
+}
+
+static void group_add(struct role_group *g, const struct report_process *p)
+{
+	struct scheduler_evidence *s = &g->sched;
+
+	if (!g->procs) {
+		g->on = s->voluntary_context_switches.ev = s->involuntary_context_switches.ev =
+			s->cpu_migrations.ev = s->scheduler_delay_ns.ev = s->timeslices.ev =
+				ev_u64__recorded(0);
+	}
+	g->procs++;
+	g->threads = report__sat_add(g->threads, p->threads);
+	ev_add(&g->on, p->on_cpu_ns.ev);
+	ev_add(&s->voluntary_context_switches.ev, p->sched.voluntary_context_switches.ev);
+	ev_add(&s->involuntary_context_switches.ev, p->sched.involuntary_context_switches.ev);
+	ev_add(&s->cpu_migrations.ev, p->sched.cpu_migrations.ev);
+	ev_add(&s->scheduler_delay_ns.ev, p->sched.scheduler_delay_ns.ev);
+	ev_add(&s->timeslices.ev, p->sched.timeslices.ev);
+}
+
+static int group_by_name(const void *a, const void *b)
+{
+	const struct role_group *x = a, *y = b;
+
+	return strcmp(x->name, y->name);
+}
+
+/* Busiest first (a gap counts as none), then by name. */
+static int group_by_cpu(const void *a, const void *b)
+{
+	const struct role_group *x = a, *y = b;
+
+	if (x->on.recorded != y->on.recorded)
+		return x->on.recorded ? -1 : 1;
+	if (x->on.value != y->on.value)
+		return x->on.value > y->on.value ? -1 : 1;
+	return strcmp(x->name, y->name);
+}
+
+/*
+ * The set's processes by role, when a program among them writes its title
+ * as "name: role ..." (PostgreSQL, nginx, sshd): each role its title's
+ * first words (report__title_role), every other process under its comm.
+ * The sums are gaps where one process's is.
+ */
+static void print_roles(const struct report_doc *d, bool all, FILE *f)
+{
+	struct role_group *g = calloc(d->nr_processes ? d->nr_processes : 1, sizeof(*g));
+	size_t i, n = 0, shown;
+	bool any = false;
+	struct sched_cols c;
+	int w = 16;
+
+	if (!g)
+		return;
+	/* One entry per process, named; then sorted, and those of one name merged. */
+	for (i = 0; i < d->nr_processes; i++) {
+		const struct report_process *p = &d->processes[i];
+		const char *title = p->title_end ? p->title_end : p->title_join;
+
+		g[i].titled = title && report__title_role(title, g[i].name, sizeof(g[i].name));
+		if (!g[i].titled)
+			snprintf(g[i].name, sizeof(g[i].name), "%s", p->comm ? p->comm : "?");
+		any = any || g[i].titled;
+	}
+	if (!any) {
+		free(g);
+		return;
+	}
+	for (i = 0; i < d->nr_processes; i++)
+		g[i].procs = i; /* the process, until merged */
+	qsort(g, d->nr_processes, sizeof(*g), group_by_name);
+	for (i = 0; i < d->nr_processes; i++) {
+		const struct report_process *p = &d->processes[g[i].procs];
+
+		if (!n || strcmp(g[n - 1].name, g[i].name)) {
+			memmove(&g[n], &g[i], sizeof(*g));
+			g[n].procs = 0;
+			g[n].threads = 0;
+			n++;
+		}
+		group_add(&g[n - 1], p);
+	}
+	qsort(g, n, sizeof(*g), group_by_cpu);
+	shown = all || n <= REPORT_TEXT_PROCESSES ? n : REPORT_TEXT_PROCESSES;
+	for (i = 0; i < shown; i++)
+		w = (int)strlen(g[i].name) > w ? (int)strlen(g[i].name) : w;
+	w = w < NAME_COL_MAX ? w : NAME_COL_MAX;
+	fprintf(f, "\nProcesses by role (%zu), busiest first: a title's first words, else comm\n",
+		n);
+	fprintf(f, "  %-*s %5s %7s %9s %9s %8s %8s %6s %7s\n", w, "ROLE", "PROCS", "THREADS",
+		"ON-CPU", "RQ-DELAY", "VOL", "INVOL", "MIGR", "SLICES");
+	for (i = 0; i < shown; i++) {
+		sched_cols(&c, g[i].on, &g[i].sched);
+		fputs("  ", f);
+		put_name_col(f, g[i].name, w);
+		fprintf(f, " %5zu %7" PRIu64 " %9s %9s %8s %8s %6s %7s\n", g[i].procs, g[i].threads,
+			c.on, c.rq, c.vol, c.invol, c.mig, c.slices);
+	}
+	if (shown < n)
+		fprintf(f, "  %zu more roles (khbpf report --all lists every one)\n", n - shown);
+	free(g);
 }
 
 static void print_thread(const struct report_thread *th, FILE *f)
@@ -287,6 +478,7 @@ static void print_thread(const struct report_thread *th, FILE *f)
  */
 static void print_threads(const struct report_doc *d, const size_t *order, size_t shown, FILE *f)
 {
+	char cut[NAME_COL_MAX + 1];
 	struct sched_cols c;
 	size_t i, j, hidden = 0;
 
@@ -309,7 +501,8 @@ static void print_threads(const struct report_doc *d, const size_t *order, size_
 				continue;
 			}
 			fprintf(f, "  pid %" PRIu64, p->pid);
-			put_name(f, " (%s)\n", p->comm);
+			put_name(f, " (%s)\n",
+				 cut_name(cut, NAME_COL_MAX, report__process_name(p)));
 			for (j = 0; j < d->nr_listed; j++)
 				if (d->threads[j].pid == p->pid)
 					print_thread(&d->threads[j], f);
@@ -723,8 +916,10 @@ int report__text_all(const struct report_doc *d, FILE *f, bool all)
 		return -ENOMEM;
 	}
 	print_run(d, m);
-	if (d->nr_processes > 1)
+	if (d->nr_processes > 1) {
 		print_processes(d, order, shown, m);
+		print_roles(d, all, m);
+	}
 	print_threads(d, order, shown, m);
 	free(order);
 	print_blocked(d, m);

@@ -96,17 +96,22 @@ static void metadata(struct tracer *t, const char *what, uint64_t pid, uint64_t 
 static void names(struct tracer *t)
 {
 	const struct report_doc *d = t->doc;
+	const char *target = d->comm ? d->comm : "?";
 	char name[96];
 	size_t i;
 
-	snprintf(name, sizeof(name), "%.64s (pid %" PRIu64 ")", d->comm ? d->comm : "?", d->pid);
+	/* Processes by their titles where recorded (the target's, when it has one). */
+	for (i = 0; i < d->nr_processes; i++)
+		if (d->processes[i].pid == d->pid)
+			target = report__process_name(&d->processes[i]);
+	snprintf(name, sizeof(name), "%.64s (pid %" PRIu64 ")", target, d->pid);
 	metadata(t, "process_name", d->pid, d->pid, evjson__string(name));
 	for (i = 0; i < d->nr_processes; i++) {
 		const struct report_process *p = &d->processes[i];
 
 		if (p->pid == d->pid)
 			continue;
-		snprintf(name, sizeof(name), "%.64s (pid %" PRIu64 ")", p->comm ? p->comm : "?",
+		snprintf(name, sizeof(name), "%.64s (pid %" PRIu64 ")", report__process_name(p),
 			 p->pid);
 		metadata(t, "process_name", p->pid, p->pid, evjson__string(name));
 	}

@@ -22,6 +22,7 @@ struct docbuild {
 	struct doc_process *processes;
 	struct doc_process_metric *process_metrics;
 	uint64_t metrics_without_process;
+	uint64_t titles_truncated; /* reads of the listed processes' titles cut at the bound */
 	struct usdt_count *usdt_counts;
 	struct usdt_count_by *usdt_by; /* every count's processes and threads */
 	struct usdt_key_hits *usdt_keys; /* every count's keys (--key) */
@@ -209,6 +210,17 @@ static const char *joined_name(const struct window_process *p)
 				       "walk";
 }
 
+/* One read of a title: its text, or the gap (a read not made is "unavailable"). */
+static const char *title_of(const struct proctitle *t, bool read, enum ev_gap *reason,
+			    uint64_t *truncated)
+{
+	*reason = read ? t->reason : EV_GAP_UNAVAILABLE;
+	if (!read || !t->recorded)
+		return NULL;
+	*truncated += t->truncated;
+	return t->text;
+}
+
 /*
  * The processes of the set and target.set. A process's totals are its
  * threads' sums, gaps when one of them vanished or, as the set's own, when
@@ -258,6 +270,13 @@ static int fill_processes(struct docbuild *b, bool set_complete)
 		p->exe_source =
 			w->exe_read || !s->use_bpf ? EV_SRC_PROC_PID_EXE : EV_SRC_BPF_TRACEPOINT;
 		p->exe_reason = EV_GAP_UNAVAILABLE;
+		p->title_join_reason = p->title_end_reason = EV_GAP_UNAVAILABLE;
+		if (w->title) {
+			p->title_join = title_of(&w->title->join, w->title->join_read,
+						 &p->title_join_reason, &b->titles_truncated);
+			p->title_end = title_of(&w->title->end, w->title->end_read,
+						&p->title_end_reason, &b->titles_truncated);
+		}
 		p->start_unix_ns = unix_ns_of(s, w->start_time);
 		p->exit_unix_ns = w->have_rec && (w->rec.flags & KHBPF_PROC_EXITED) ?
 					  ev_u64__recorded(unix_ns_of(s, w->rec.exit_ns)) :
@@ -827,6 +846,7 @@ static int build_document(struct docbuild *b)
 	LOSS("threads_joined_late", s->late_joins);
 	LOSS("moved_baselines_dropped", s->stats.moved_base_overflow);
 	LOSS("cgroup_rejoins_ignored", s->stats.cgroup_rejoins);
+	LOSS("process_titles_truncated", b->titles_truncated);
 	/* A run the kernel skipped (the program was busy on that CPU) may miss an event. */
 	for (i = 0; i < s->stats.nr_progs; i++) {
 		snprintf(b->loss_names[i], sizeof(b->loss_names[0]), "%s_recursion_misses",
@@ -909,6 +929,7 @@ void docbuild__reset(struct docbuild *b)
 	free(b->process_metrics);
 	b->process_metrics = NULL;
 	b->metrics_without_process = 0;
+	b->titles_truncated = 0;
 	free(b->usdt_counts);
 	b->usdt_counts = NULL;
 	free(b->usdt_by);

@@ -23,6 +23,7 @@
 #include "session/session.h"
 #include "session/session_collect.h"
 #include "session/session_state.h"
+#include "session/session_titles.h"
 
 int session__errf(char *buf, size_t len, int err, const char *fmt, ...)
 {
@@ -175,6 +176,7 @@ static int wait_loop(struct session *s)
 			if (s->coll)
 				sched_collector__drain_spans(s->coll);
 			join_late(s);
+			session__read_new_titles(s);
 		}
 		if (roots_exited(s, pfd)) {
 			s->end_reason = END_REASON_TARGET_EXIT;
@@ -599,6 +601,7 @@ int session__run(struct session **out, const struct session_opts *opts, char *er
 	}
 	if (err)
 		goto cleanup;
+	session__read_join_titles(s);
 	proctarget__fill(s->root, s->pid, s->opts.mode, &s->target);
 	session__sample_frequency(s);
 	err = session__drop_privileges(s, errbuf, errlen);
@@ -781,6 +784,7 @@ void session__destroy(struct session *s)
 	proc_window__free(&s->pwin);
 	free(s->procs);
 	proc_exes__free(s->exes, s->nr_exes);
+	proc_titles__free(s->titles, s->nr_titles);
 	if (s->sigfd >= 0)
 		close(s->sigfd);
 	free(s);

@@ -16,6 +16,7 @@
 #include "collect/proctarget.h"
 #include "session/session_collect.h"
 #include "session/session_state.h"
+#include "session/session_titles.h"
 
 void session__sample_frequency(struct session *s)
 {
@@ -475,6 +476,8 @@ int session__join(struct session *s, uint32_t how, size_t *joined)
 	err = sched_collector__join(s->coll, how, &t, joined);
 	if (!err)
 		read_exes(s, &t);
+	if (!err)
+		session__read_titles(s, &t, false, s->titles_now);
 	/* run's window has no baseline: its command's records are only read for exes. */
 	if (!err && how != 2) {
 		cap = s->base.nr;
@@ -513,8 +516,14 @@ int session__start_collecting(struct session *s)
 			bpf_unavailable(s, err, s->have_btf);
 		}
 	}
-	if (s->opts.mode == TARGET_MODE_ATTACH && !s->use_bpf)
-		return proc_snapshot_witnessed(s, &s->base, &s->fb.cpu_start, &s->fb.clock_ok);
+	if (s->opts.mode == TARGET_MODE_ATTACH && !s->use_bpf) {
+		err = proc_snapshot_witnessed(s, &s->base, &s->fb.cpu_start, &s->fb.clock_ok);
+		if (!err)
+			session__read_titles(s, &s->base, false, true);
+		return err;
+	}
+	if (s->opts.mode == TARGET_MODE_ATTACH)
+		session__read_join_titles(s);
 	/* run: the command's clock starts at its fork, as its one thread's does. */
 	s->fb.clock_ok = true;
 	return 0;
@@ -629,6 +638,7 @@ int session__finish_window(struct session *s)
 		return err;
 	s->end_mono = clock_ns(CLOCK_MONOTONIC);
 	session__sample_pressure(s, true);
+	session__read_titles(s, &s->end, true, true);
 	if (s->use_bpf) {
 		err = span_run__finish(&s->spans, s->coll);
 		err = err ?: sched_collector__exited(s->coll, &s->exited);
@@ -676,6 +686,8 @@ int session__finish_window(struct session *s)
 			.nr_procs = s->nr_procs,
 			.exes = s->exes,
 			.nr_exes = s->nr_exes,
+			.titles = s->titles,
+			.nr_titles = s->nr_titles,
 			.start_boot_ns = wo.start_boot_ns,
 			.end_mono_ns = s->end_snapshot_mono,
 		};

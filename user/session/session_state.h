@@ -62,6 +62,12 @@ struct session {
 	size_t nr_procs;
 	struct proc_exe *exes;
 	size_t nr_exes;
+	/* Titles read as processes joined and at the end; procs_joined when last looked. */
+	struct proc_title *titles;
+	size_t nr_titles;
+	uint64_t titles_procs_seen;
+	size_t titles_again; /* titles to read again at the next tick (proc_title.join_again) */
+	bool titles_now; /* the start's titles are read: a later walk reads its own */
 	int *root_fds; /* -1: no pidfd (polled) */
 	bool *root_done;
 	size_t nr_root_fds;
