@@ -53,6 +53,14 @@ const volatile __u64 max_spans = KHBPF_DEFAULT_MAX_SPANS;
 /* Span records between wakeups of the reader, less one (a power of two less one). */
 const volatile __u32 span_wakeup_mask = 1023;
 /*
+ * Test aid (KHBPF_TEST_SKIP_SWITCH_INS=N, sched_collector.c): every N-th
+ * switch-in of a thread with a span clock is not given to the clock, as if
+ * sched_switch had been missed; 0 (every real run) and the verifier drops
+ * the test. For the coverage of sums over spans (span_coverage.sh).
+ */
+const volatile __u32 test_skip_switch_ins = 0;
+__u64 test_switch_ins = 0; /* racy across CPUs: which switch-ins are skipped does not matter */
+/*
  * Kernel features, found by the loader (BTF and libbpf feature probes, never
  * version numbers). Each false value takes a fallback; the verifier sees them
  * as constants and drops the branch not taken, so a helper or map type the
@@ -543,6 +551,8 @@ static __always_inline int on_switch(struct task_struct *prev, struct task_struc
 		return 0;
 	if (spans_enabled && has_span_clock(known))
 		ck_next = span_clock_of(next);
+	if (ck_next && test_skip_switch_ins && ++test_switch_ins % test_skip_switch_ins == 0)
+		ck_next = NULL;
 	if (ck_next) {
 		if (!now || !ck_prev)
 			switch_read(&sr);

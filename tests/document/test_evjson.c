@@ -126,6 +126,13 @@ static void test_evjson__evidence_shapes(void **state)
 	assert_string_equal(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN),
 			    "{\"status\":\"unavailable\",\"reason\":\"unsupported\"}");
 	json_object_put(o);
+	/* A sum over some of its calls (docs/evidence.md 7.3.3). */
+	o = evjson__partial_u64(UINT64_MAX, 38, 40, EV_GAP_UNAVAILABLE);
+	assert_string_equal(
+		json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN),
+		"{\"status\":\"partial\",\"value\":18446744073709551615,\"covered_calls\":38,"
+		"\"calls\":40,\"reason\":\"unavailable\"}");
+	json_object_put(o);
 }
 
 static void test_evjson__capability_key_order_and_detail(void **state)

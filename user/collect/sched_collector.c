@@ -190,6 +190,31 @@ static uint32_t wait_folds_wanted(void)
 }
 
 /*
+ * KHBPF_TEST_SKIP_SWITCH_INS=N: every N-th switch-in of a thread with a
+ * span clock is kept from the clock (sched.bpf.c), so that spans across it
+ * lose their on-CPU time; for tests of the coverage of sums over spans
+ * (tests/integration/span_coverage.sh).
+ */
+static uint32_t test_skip_switch_ins(void)
+{
+	const char *s = getenv("KHBPF_TEST_SKIP_SWITCH_INS");
+	unsigned long n;
+	char *end;
+
+	if (!s)
+		return 0;
+	errno = 0;
+	n = strtoul(s, &end, 10);
+	if (errno || end == s || *end || !n || n > UINT32_MAX || s[0] == '-') {
+		fprintf(stderr, "khbpf: KHBPF_TEST_SKIP_SWITCH_INS=%s is not a count; ignored\n",
+			s);
+		return 0;
+	}
+	fprintf(stderr, "khbpf: test aid: every %lu-th span clock switch-in is skipped\n", n);
+	return (uint32_t)n;
+}
+
+/*
  * KHBPF_TEST_HIDE_TGID=PID: the start's walk passes over that process, as
  * a kernel that hides it from BPF would (targets.bpf.c); for tests of the
  * guards against a set that joined no one (tests/integration/target_guard.sh).
@@ -338,6 +363,7 @@ static int configure_variant(struct sched_collector *c, const struct sched_colle
 	if (libbpf_num_possible_cpus() > 0)
 		skel->rodata->nr_slot_cpus = (uint32_t)libbpf_num_possible_cpus();
 	skel->rodata->walk_hidden_tgid = walk_hidden_tgid();
+	skel->rodata->test_skip_switch_ins = test_skip_switch_ins();
 	/*
 	 * A set kept in task storage has its own sched_switch program, which
 	 * ends a non-target's switch before touching any map (sched.bpf.c).

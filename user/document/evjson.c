@@ -188,6 +188,20 @@ struct json_object *evjson__ev_u64(struct ev_u64 ev)
 	return ev.recorded ? evjson__recorded(evjson__u64(ev.value)) : evjson__gap(ev.reason);
 }
 
+struct json_object *evjson__partial_u64(uint64_t value, uint64_t covered_calls, uint64_t calls,
+					enum ev_gap missing)
+{
+	struct json_object *obj = json_object_new_object();
+	int err = 0;
+
+	add(obj, "status", json_object_new_string("partial"), &err);
+	add(obj, "value", evjson__u64(value), &err);
+	add(obj, "covered_calls", evjson__u64(covered_calls), &err);
+	add(obj, "calls", evjson__u64(calls), &err);
+	add(obj, "reason", json_object_new_string(ev_gap__name(missing)), &err);
+	return finish(obj, err);
+}
+
 struct json_object *evjson__ev_u32(struct ev_u32 ev)
 {
 	return ev.recorded ? evjson__recorded(evjson__u64(ev.value)) : evjson__gap(ev.reason);
@@ -486,7 +500,11 @@ struct json_object *evjson__span_ledger(const struct span_ledger *l)
 	struct json_object *obj = version_object(&err);
 
 	add(obj, "source", json_object_new_string(ev_source__name(EV_SRC_BPF_UPROBE)), &err);
-	add(obj, "on_cpu_ns", evjson__ev_u64(l->on_cpu_ns), &err);
+	add(obj, "on_cpu_ns",
+	    l->on_cpu_partial ? evjson__partial_u64(l->on_cpu_ns.value, l->on_cpu_covered_calls,
+						    l->on_cpu_calls, EV_GAP_UNAVAILABLE) :
+				evjson__ev_u64(l->on_cpu_ns),
+	    &err);
 	add(obj, "run_delay_ns", evjson__u64(l->run_delay_ns), &err);
 	add(obj, "voluntary_context_switches", evjson__u64(l->voluntary_switches), &err);
 	add(obj, "involuntary_context_switches", evjson__u64(l->involuntary_switches), &err);

@@ -29,6 +29,13 @@ char *evjson__utf8_sanitize(const char *bytes, size_t len);
 struct json_object *evjson__key(const struct doc_key *k);
 struct json_object *evjson__u64(uint64_t v);
 struct json_object *evjson__ev_u64(struct ev_u64 ev);
+/*
+ * A sum over calls that covers only some of them (a khbpf form beside
+ * Evidence): {"status":"partial","value":V,"covered_calls":N,"calls":M,
+ * "reason":why the others are missing}.
+ */
+struct json_object *evjson__partial_u64(uint64_t value, uint64_t covered_calls, uint64_t calls,
+					enum ev_gap missing);
 struct json_object *evjson__ev_u32(struct ev_u32 ev);
 struct json_object *evjson__sev_u64(struct sev_u64 sev);
 struct json_object *evjson__sev_u32(struct sev_u32 sev);

@@ -367,6 +367,12 @@ const char *blocked_cause__name(size_t i);
 /* khbpf addition: what the scheduler did while spans were open. */
 struct span_ledger {
 	struct ev_u64 on_cpu_ns; /* a gap when a switch-in was missed in between */
+	/*
+	 * A metric's sum where some calls (not all) missed a switch-in: the sum
+	 * over the others, on_cpu_ns recorded, with how many it covers (partial).
+	 */
+	bool on_cpu_partial;
+	uint64_t on_cpu_covered_calls, on_cpu_calls;
 	uint64_t run_delay_ns;
 	uint64_t voluntary_switches;
 	uint64_t involuntary_switches;

@@ -5,6 +5,7 @@
  * report_loader.h.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -228,6 +229,39 @@ struct ev_u64 loader__get_ev_u64(struct loader *ld, struct json_object *obj, con
 			ev.recorded = false;
 	}
 	return ev;
+}
+
+struct ev_u64 loader__get_cov_u64(struct loader *ld, struct json_object *obj, const char *where,
+				  const char *key, bool *partial, uint64_t *covered,
+				  uint64_t *calls)
+{
+	struct json_object *ev = NULL, *st = NULL;
+	struct ev_u64 out = { 0 };
+	char w[256];
+
+	*partial = false;
+	*covered = *calls = 0;
+	if (json_object_object_get_ex(obj, key, &ev) && json_object_is_type(ev, json_type_object) &&
+	    json_object_object_get_ex(ev, "status", &st) &&
+	    !strcmp(json_object_get_string(st) ?: "", "partial")) {
+		snprintf(w, sizeof(w), "%s%s%s", where, *where ? "." : "", key);
+		out.value = loader__get_u64(ld, ev, w, "value");
+		*covered = loader__get_u64(ld, ev, w, "covered_calls");
+		*calls = loader__get_u64(ld, ev, w, "calls");
+		if (ld->failed)
+			return (struct ev_u64){ 0 };
+		if (!loader__parse_gap(loader__get_str(ld, ev, w, "reason", true), &out.reason))
+			loader__fail(ld, "%s.reason: not a gap reason of the schema", w);
+		if (*covered == 0 || *covered >= *calls)
+			loader__fail(ld,
+				     "%s: a partial sum covers some of its calls, not %" PRIu64
+				     " of %" PRIu64,
+				     w, *covered, *calls);
+		out.recorded = true;
+		*partial = true;
+		return out;
+	}
+	return loader__get_ev_u64(ld, obj, where, key);
 }
 
 /* SourcedEvidence<u64>: {"value": Evidence<u64>, "source": SOURCE}. */

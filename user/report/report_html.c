@@ -594,6 +594,16 @@ static void metric_time(struct page *pg, const struct report_metric *m)
 	}
 	report_html__dur(on, sizeof(on), m->on_cpu_ns.value);
 	report_html__dur(rq, sizeof(rq), m->run_delay_ns);
+	if (m->on_cpu_partial) {
+		/* The measured calls' sum with its coverage; their blocked time is a gap. */
+		fprintf(pg->f,
+			"<td class=\"w\">%s on-CPU over %" PRIu64 " of %" PRIu64
+			" calls (the others missed a switch-in) + %s runqueue over all "
+			"(blocked time: %s)</td><td class=\"l\">-</td></tr>\n",
+			on, m->on_cpu_covered, m->on_cpu_calls, rq,
+			m->blocked.present ? ev_gap__name(m->blocked.reason) : "not timed");
+		return;
+	}
 	fprintf(pg->f, "<td class=\"w\">%s on-CPU + %s runqueue", on, rq);
 	if (!m->blocked.present || !m->blocked.recorded) {
 		fprintf(pg->f, " (blocked time: %s)</td><td class=\"l\">-</td></tr>\n",

@@ -286,6 +286,35 @@ static bool key_ok(const char *key)
 }
 
 /*
+ * A partial sum (docs/evidence.md 7.3.3) is no Evidence of the crate's: its
+ * gap there, the reason of its missing calls, with the sum and its coverage
+ * kept beside as khbpf_partial for a reader that knows them.
+ */
+static void partial_to_gap(struct loader *ld, struct json_object *o)
+{
+	struct json_object *part = json_object_new_object(), *v;
+	static const char *const moved[] = { "value", "covered_calls", "calls" };
+	size_t i;
+
+	if (!part) {
+		loader__nomem(ld);
+		return;
+	}
+	for (i = 0; i < sizeof(moved) / sizeof(moved[0]); i++) {
+		if (!json_object_object_get_ex(o, moved[i], &v) ||
+		    json_object_object_add(part, moved[i], json_object_get(v))) {
+			json_object_put(part);
+			loader__fail(ld, "a partial sum without its %s", moved[i]);
+			return;
+		}
+		json_object_object_del(o, moved[i]);
+	}
+	if (json_object_object_add(o, "status", json_object_new_string("unavailable")) ||
+	    json_object_object_add(o, "khbpf_partial", part))
+		loader__nomem(ld);
+}
+
+/*
  * Into the crate's words, however deep: every SourcedEvidence ({"value":
  * Evidence, "source": S}) gets the crate's source, the exact one beside
  * it as khbpf_source; every string is UTF-8.
@@ -311,6 +340,12 @@ static void to_crate(struct loader *ld, struct json_object *o)
 	}
 	if (!json_object_is_type(o, json_type_object))
 		return;
+	if (json_object_object_get_ex(o, "status", &st) &&
+	    json_object_is_type(st, json_type_string) &&
+	    !strcmp(json_object_get_string(st), "partial")) {
+		partial_to_gap(ld, o);
+		return;
+	}
 	if (json_object_object_get_ex(o, "source", &src) &&
 	    json_object_is_type(src, json_type_string) &&
 	    json_object_object_get_ex(o, "value", &v) && json_object_is_type(v, json_type_object) &&

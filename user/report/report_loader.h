@@ -182,6 +182,13 @@ bool loader__parse_gap(const char *s, enum ev_gap *out);
  */
 struct json_object *loader__get_ev(struct loader *ld, struct json_object *obj, const char *where,
 				   const char *key, bool *recorded, enum ev_gap *reason);
+/*
+ * Evidence<u64> or the partial form of a sum over calls (evjson__partial_u64):
+ * partial sets *covered and *calls and gives the value recorded.
+ */
+struct ev_u64 loader__get_cov_u64(struct loader *ld, struct json_object *obj, const char *where,
+				  const char *key, bool *partial, uint64_t *covered,
+				  uint64_t *calls);
 struct ev_u64 loader__get_ev_u64(struct loader *ld, struct json_object *obj, const char *where,
 				 const char *key);
 /* SourcedEvidence<u64>: {"value": Evidence<u64>, "source": SOURCE}. */

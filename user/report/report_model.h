@@ -144,6 +144,9 @@ struct report_metric {
 	/* The sums of its calls' ledgers (span_metrics[].scheduler), when given. */
 	bool has_ledger;
 	struct ev_u64 on_cpu_ns;
+	/* on_cpu_ns a sum over on_cpu_covered of on_cpu_calls calls (the others missed a switch-in). */
+	bool on_cpu_partial;
+	uint64_t on_cpu_covered, on_cpu_calls;
 	uint64_t run_delay_ns;
 	struct report_blocked blocked;
 	/* --span-cause: the cause its spans declare (NULL: none), and how many stretches took it. */

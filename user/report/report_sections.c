@@ -355,7 +355,8 @@ static void load_metric_fields(struct loader *ld, struct json_object *o, const c
 	if (l) {
 		snprintf(wh, sizeof(wh), "%s.scheduler", w);
 		m->has_ledger = true;
-		m->on_cpu_ns = loader__get_ev_u64(ld, l, wh, "on_cpu_ns");
+		m->on_cpu_ns = loader__get_cov_u64(ld, l, wh, "on_cpu_ns", &m->on_cpu_partial,
+						   &m->on_cpu_covered, &m->on_cpu_calls);
 		m->run_delay_ns = loader__get_u64(ld, l, wh, "run_delay_ns");
 		loader__get_blocked(ld, l, wh, "blocked", &m->blocked);
 	}

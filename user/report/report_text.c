@@ -621,19 +621,40 @@ static void print_metric(const struct report_metric *m, uint64_t total, FILE *f)
 		m->has_totals ? " " : "*", inc, exc, share, mean, p50, p99, m->unfinished);
 }
 
-/* inclusive = on-CPU + runqueue + blocked (+ unattributed), for a metric with the sums. */
+/*
+ * inclusive = on-CPU + runqueue + blocked (+ unattributed), for a metric with
+ * the sums; without blocked time (not timed, or a call's clock lost) what is
+ * known, on-CPU with its coverage where only some calls have it.
+ */
 static void print_metric_time(const struct report_metric *m, FILE *f)
 {
 	char inc[24], on[24], rq[24], bl[24], un[24];
 	int64_t u = m->blocked.unattributed_ns;
 
-	if (!m->has_ledger || !m->calls || !m->blocked.present)
+	if (!m->has_ledger || !m->calls)
 		return;
 	put_name(f, "  %-26s", m->id);
-	if (!m->blocked.recorded || !m->on_cpu_ns.recorded) {
-		fprintf(f, " blocked time %s\n",
-			ev_gap__name(m->blocked.recorded ? m->on_cpu_ns.reason :
-							   m->blocked.reason));
+	if (!m->blocked.present || !m->blocked.recorded || !m->on_cpu_ns.recorded) {
+		report__fmt_ns(inc, sizeof(inc), m->inclusive_ns);
+		report__fmt_ns(rq, sizeof(rq), m->run_delay_ns);
+		fprintf(f, " %s: ", inc);
+		if (!m->on_cpu_ns.recorded) {
+			fprintf(f, "on-CPU %s", ev_gap__name(m->on_cpu_ns.reason));
+		} else {
+			report__fmt_ns(on, sizeof(on), m->on_cpu_ns.value);
+			fprintf(f, "%s on-CPU", on);
+			if (m->on_cpu_partial)
+				fprintf(f,
+					" over %" PRIu64 " of %" PRIu64
+					" calls (the others missed a switch-in)",
+					m->on_cpu_covered, m->on_cpu_calls);
+		}
+		fprintf(f, " + %s runqueue; blocked time %s\n", rq,
+			!m->blocked.present ? "not in the document" :
+			m->blocked.recorded ? "unavailable with on-CPU" :
+			m->blocked.reason == EV_GAP_COLLECTOR_DISABLED ?
+					      "not timed (--blocked times it)" :
+					      ev_gap__name(m->blocked.reason));
 		return;
 	}
 	report__fmt_ns(inc, sizeof(inc), m->inclusive_ns);
@@ -727,7 +748,8 @@ static int print_spans(const struct report_doc *d, FILE *f)
 	if (partial)
 		fprintf(f,
 			"  * not in span_metrics: from the span records kept, not exact totals\n");
-	for (i = 0; i < d->nr_metrics && !v[i]->blocked.present; i++)
+	/* With blocked time timed, or a metric whose on-CPU sum covers some calls. */
+	for (i = 0; i < d->nr_metrics && !v[i]->blocked.present && !v[i]->on_cpu_partial; i++)
 		;
 	if (i < d->nr_metrics) {
 		fprintf(f, "  %-26s %s\n", "METRIC (where the time went)",

@@ -773,14 +773,22 @@ static void span_hw_field(const struct khbpf_span_hw *h, struct ev_u64 *begin, s
  * off-CPU stretch is then unknown); what the stretches' time leaves after
  * run_delay and blocked time is unattributed.
  */
-static void ledger_from(struct span_ledger *out, const struct khbpf_span_ledger *l, bool clock_gap,
-			bool blocked, enum ev_gap blocked_gap)
+static void ledger_from(struct span_ledger *out, const struct khbpf_span_ledger *l, uint64_t calls,
+			uint64_t gap_calls, bool blocked, enum ev_gap blocked_gap)
 {
 	struct blocked_evidence *b = &out->blocked;
+	bool clock_gap = gap_calls > 0;
 	int i;
 
-	out->on_cpu_ns =
-		clock_gap ? ev_u64__gap(EV_GAP_UNAVAILABLE) : ev_u64__recorded(l->on_cpu_ns);
+	/*
+	 * The kernel's sum (span.bpf.c) is over the calls without a clock gap:
+	 * kept with its coverage when it covers some, a gap when none.
+	 */
+	out->on_cpu_ns = clock_gap && gap_calls >= calls ? ev_u64__gap(EV_GAP_UNAVAILABLE) :
+							   ev_u64__recorded(l->on_cpu_ns);
+	out->on_cpu_partial = clock_gap && gap_calls < calls;
+	out->on_cpu_covered_calls = gap_calls < calls ? calls - gap_calls : 0;
+	out->on_cpu_calls = calls;
 	out->run_delay_ns = l->run_delay_ns;
 	out->voluntary_switches = l->nvcsw;
 	out->involuntary_switches = l->nivcsw;
@@ -828,8 +836,8 @@ void span_run__record(const void *ctx, size_t i, struct span_record *s)
 			      &s->hardware.instructions_end);
 	}
 	s->has_ledger = true;
-	ledger_from(&s->ledger, &e->ledger, e->flags & KHBPF_SPAN_F_CLOCK_GAP, r->blocked,
-		    r->blocked_gap);
+	ledger_from(&s->ledger, &e->ledger, 1, e->flags & KHBPF_SPAN_F_CLOCK_GAP ? 1 : 0,
+		    r->blocked, r->blocked_gap);
 	if (r->wakers && s->ledger.blocked.recorded)
 		span_wakes__evidence(
 			&r->wakes,
@@ -910,7 +918,7 @@ static void build_metric(struct span_run *r, struct span_metric *m,
 		for (k = 0; k < KHBPF_RQ_SLOTS; k++)
 			hist[k] += a->agg.hist[k];
 	}
-	ledger_from(&m->ledger, &l, gaps > 0, r->blocked, r->blocked_gap);
+	ledger_from(&m->ledger, &l, m->calls, gaps, r->blocked, r->blocked_gap);
 	if (wk && r->wakers && m->ledger.blocked.recorded) {
 		for (j = 0; j < wk->n && wk->v[j].key.metric < want; j++)
 			;
