@@ -144,7 +144,9 @@ void cmd_run_help(FILE *f)
 		"      --max-threads N   threads listed in the document (default 65536)\n"
 		"      --span [OBJ:]SYM[=metric]  also measure calls of SYM (glob) in CMD or\n"
 		"                        a library it links (OBJ: a path or a name such as\n"
-		"                        libc.so.6); repeatable\n"
+		"                        libc.so.6; a program CMD execs later: its absolute\n"
+		"                        path); repeatable. A name none of them has is an\n"
+		"                        error (exit 2), as is a --key METRIC no span has\n"
 		"      --usdt-span [OBJ:]PROVIDER:START,DONE[=metric]  spans from USDT probes:\n"
 		"                        open at START, close at the next DONE on the thread\n"
 		"                        (OBJ: default CMD and its libraries; `khbpf list\n"
@@ -484,7 +486,7 @@ static int collect(const char *cmd, int argc, char **argv, enum target_mode mode
 	struct json_object *doc = NULL;
 	struct collect_args *a;
 	struct session *s = NULL;
-	char errbuf[512] = "";
+	char errbuf[1024] = "";
 	const char *out;
 	int err, ret;
 
@@ -537,7 +539,9 @@ static int collect(const char *cmd, int argc, char **argv, enum target_mode mode
 	err = session__run(&s, &a->so, errbuf, sizeof(errbuf));
 	if (err) {
 		cli__error(cmd, "%s", errbuf);
-		ret = s ? session__exit_code(s) : CLI_EXIT_FAILURE;
+		ret = err == SESSION_ERR_USAGE ? CLI_EXIT_USAGE :
+		      s			       ? session__exit_code(s) :
+						 CLI_EXIT_FAILURE;
 		session__destroy(s);
 		ret = ret ? ret : CLI_EXIT_FAILURE;
 		goto out;

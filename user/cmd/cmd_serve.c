@@ -337,7 +337,7 @@ int serve_args__parse(int argc, char **argv, struct serve_args *a)
 int cmd_serve(int argc, char **argv)
 {
 	struct serve_args a;
-	char errbuf[512];
+	char errbuf[1024];
 	int ret, err;
 
 	/* A signal from here on stops serve cleanly, whatever stage its setup is at. */
@@ -351,7 +351,7 @@ int cmd_serve(int argc, char **argv)
 	err = serve__run(&a.so, errbuf, sizeof(errbuf));
 	if (err) {
 		cli__error("serve", "%s", errbuf);
-		return CLI_EXIT_FAILURE;
+		return err == SESSION_ERR_USAGE ? CLI_EXIT_USAGE : CLI_EXIT_FAILURE;
 	}
 	return 0;
 }

@@ -548,7 +548,10 @@ int session__run(struct session **out, const struct session_opts *opts, char *er
 	err = setup_timer(s, errbuf, errlen);
 	if (err)
 		goto cleanup;
-
+	/* Before anything is loaded: a request naming what is not there ends it here. */
+	err = session__discover_spans(s, errbuf, errlen);
+	if (err)
+		goto cleanup;
 	session__setup_collector(s);
 
 	/* The window starts here: baseline snapshot (attach) or exec (run). */
