@@ -69,8 +69,9 @@ void cmd_attach_help(FILE *f)
 		"      --children        also the processes' descendants alive now and every\n"
 		"                        process forked from them during the window\n"
 		"      --cgroup PATH     every task in this cgroup v2 subtree (the path from the\n"
-		"                        cgroup v2 root, e.g. /system.slice/nginx.service),\n"
-		"                        also tasks forked or moved into it; repeatable (16)\n"
+		"                        cgroup v2 root, e.g. /system.slice/nginx.service, or\n"
+		"                        its full path under the cgroup2 mount), also tasks\n"
+		"                        forked or moved into it; repeatable (16)\n"
 		"      --max-processes N processes in the set over the window (default 8192;\n"
 		"                        64 for --pid without --children); more are counted\n"
 		"                        in loss.processes_not_joined\n"
@@ -506,6 +507,7 @@ static int collect(const char *cmd, int argc, char **argv, enum target_mode mode
 			cmd_attach_help(stdout);
 		goto out;
 	}
+	cli__cgroup_full_paths(a->cgroup_buf, a->so.nr_cgroup_paths);
 	out = a->out;
 	if (out) {
 		/* As the document will be written: after the privilege drop. */
