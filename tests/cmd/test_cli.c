@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: MIT
 /* The shared option parsers of user/cmd/cli.c. */
+#include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <setjmp.h>
+#include <stdio.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -9,6 +12,7 @@
 #include <cmocka.h>
 
 #include "cmd/cli.h"
+#include "host/cgroup.h"
 
 static void test_cli__parse_bytes(void **state)
 {
@@ -71,11 +75,51 @@ static void test_cli__cgroup_option(void **state)
 	assert_int_equal(cli__cgroup_option("attach", longer, buf), CLI_EXIT_USAGE);
 }
 
+/*
+ * --cgroup as a directory's full path under this host's cgroup v2 mount:
+ * the path from its root. Read from the host, nothing made: the mount
+ * itself, a cgroup under it, and one that is not there (left as given,
+ * for the session to refuse).
+ */
+static void test_cli__cgroup_full_paths(void **state)
+{
+	static char bufs[4][CLI_CGROUP_PATH_MAX];
+	char mount[512], child[NAME_MAX + 1] = "";
+	struct dirent *d;
+	DIR *dir;
+
+	(void)state;
+	/* A host without cgroup v2 (a v1-only guest) has no such path to give. */
+	if (cgroup__v2_mount("/", mount, sizeof(mount))) {
+		fprintf(stderr, "SKIP %s: no cgroup v2 mount\n", __func__);
+		skip();
+	}
+	dir = opendir(mount);
+	assert_non_null(dir);
+	while ((d = readdir(dir)) && !child[0])
+		if (d->d_type == DT_DIR && d->d_name[0] != '.')
+			snprintf(child, sizeof(child), "%s", d->d_name);
+	closedir(dir);
+	snprintf(bufs[0], sizeof(bufs[0]), "%s", mount);
+	snprintf(bufs[1], sizeof(bufs[1]), "%s/khbpf-no-such-cgroup", mount);
+	snprintf(bufs[2], sizeof(bufs[2]), "/");
+	snprintf(bufs[3], sizeof(bufs[3]), "%s/%s", mount, child);
+	cli__cgroup_full_paths(bufs, child[0] ? 4 : 3);
+	assert_string_equal(bufs[0], "/");
+	assert_string_equal(bufs[1] + strlen(mount), "/khbpf-no-such-cgroup");
+	assert_string_equal(bufs[2], "/");
+	if (child[0]) {
+		assert_int_equal(bufs[3][0], '/');
+		assert_string_equal(bufs[3] + 1, child);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_cli__parse_bytes),
 		cmocka_unit_test(test_cli__cgroup_option),
+		cmocka_unit_test(test_cli__cgroup_full_paths),
 	};
 
 	return cmocka_run_group_tests_name("cli", tests, NULL, NULL);

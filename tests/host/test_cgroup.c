@@ -170,6 +170,36 @@ static void test_cgroup__normalize_path(void **state)
 	expect_normal("./a", -EINVAL, NULL);
 }
 
+static void expect_stripped(const char *in, const char *point, bool stripped, const char *want)
+{
+	char buf[256];
+
+	snprintf(buf, sizeof(buf), "%s", in);
+	assert_int_equal(cgroup__strip_mount(buf, point), stripped);
+	assert_string_equal(buf, want);
+}
+
+/* --cgroup given as the directory's full path: the path from the v2 root. */
+static void test_cgroup__strip_mount(void **state)
+{
+	(void)state;
+	expect_stripped("/sys/fs/cgroup/unified/x", "/sys/fs/cgroup/unified", true, "/x");
+	expect_stripped("/sys/fs/cgroup/unified/a/b", "/sys/fs/cgroup/unified", true, "/a/b");
+	expect_stripped("/sys/fs/cgroup/unified", "/sys/fs/cgroup/unified", true, "/");
+	expect_stripped("/sys/fs/cgroup/system.slice", "/sys/fs/cgroup", true, "/system.slice");
+	expect_stripped("/sys/fs/cgroup/x", "/sys/fs/cgroup/", true, "/x");
+	/* Only at a component's end: unified2 is another directory. */
+	expect_stripped("/sys/fs/cgroup/unified2/x", "/sys/fs/cgroup/unified", false,
+			"/sys/fs/cgroup/unified2/x");
+	/* A v1 hierarchy's path (hybrid host) is not below the v2 mount. */
+	expect_stripped("/sys/fs/cgroup/systemd/x", "/sys/fs/cgroup/unified", false,
+			"/sys/fs/cgroup/systemd/x");
+	expect_stripped("/system.slice", "/sys/fs/cgroup", false, "/system.slice");
+	expect_stripped("/sys", "/sys/fs/cgroup", false, "/sys");
+	/* A mount at "/" would take every path for its own: none is stripped. */
+	expect_stripped("/x", "/", false, "/x");
+}
+
 static void test_cgroup__mode(void **state)
 {
 	char *dir = tree_new("cgroup");
@@ -424,6 +454,7 @@ int main(void)
 		cmocka_unit_test(test_cgroup__mode),
 		cmocka_unit_test(test_cgroup__v2_names),
 		cmocka_unit_test(test_cgroup__normalize_path),
+		cmocka_unit_test(test_cgroup__strip_mount),
 		cmocka_unit_test(test_cgroup__v1_quota),
 		cmocka_unit_test(test_cgroup__v1_parent_limits_child),
 		cmocka_unit_test(test_cgroup__v1_unbounded),

@@ -92,13 +92,15 @@ check "$TMP/att.json" "$TMP/att.truth" 3 30
 json_check "$TMP/att.json" "d['window']['end_reason'] == 'target-exit'" \
 	"d['target']['set']['kind'] == 'process-trees' and d['target']['set']['joined_at_fork'] == 3"
 # A binary none of the set's objects was at the start: the command's shell
-# execs forkspans, whose sites (its annotations, and a --span the shell
-# could not resolve) are found and attached when the exec is reported. It
-# waits for the test before it calls anything; the document says how long
-# after the exec the sites were attached, and the test waited longer.
+# execs forkspans, whose annotations are found and attached when the exec
+# is reported. A --span of it names its file (a function the shell does not
+# have is a mistake: docs/spans.md): found there at the start, attached by
+# inode, the same site the exec finds again. It waits for the test before
+# it calls anything; the document says how long after the exec the sites
+# were attached, and the test waited longer.
 rm -f "$TMP/in2"
 mkfifo "$TMP/in2" || fail mkfifo
-timeout 60 "$KHBPF" run --span 'caller=caller-fn' -o "$TMP/exec.json" -- \
+timeout 60 "$KHBPF" run --span "$(realpath "$W"):caller=caller-fn" -o "$TMP/exec.json" -- \
 	sh -c "exec $W --wait --workers 3 --calls 30" <"$TMP/in2" >"$TMP/exec.out" 2>"$TMP/kh.err" &
 KH=$!
 exec 7>"$TMP/in2"

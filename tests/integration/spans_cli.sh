@@ -1,8 +1,8 @@
 #!/bin/bash
 # Spans through `khbpf run`: annotated functions found by their ELF notes
 # (also in a stripped copy), exact call counts against the program's own,
-# nesting, the record cap with exact aggregates, and bad --span requests
-# reported per probe while the others still attach.
+# nesting, the record cap with exact aggregates, and --span requests naming
+# what the command does not have refused before it runs.
 . "$(dirname "$0")/common.bash"
 require_root "uprobes need root"
 W=build/workloads/spanned
@@ -97,13 +97,19 @@ check_counts "$TMP/doc3.json" "$TMP/truth3.json"
 json_check "$TMP/doc3.json" "len(d['events']['spans']) == 10" \
 	"d['events']['sampled_out_events'] == sum(m['calls'] for m in d['span_metrics']) - 10"
 
-# --span by symbol glob, plus one that does not exist: reported, others attach.
+# --span by symbol glob; beside it, one the program does not have is a
+# mistake, refused before anything runs (exit 2, one line naming it).
 expect_exit 0 timeout 60 "$KHBPF" run --no-annotations --span 'stage_sib_?=sibling' \
-	--span no_such_function -o "$TMP/doc4.json" -- "$W" --threads 1 --iterations 2
+	-o "$TMP/doc4.json" -- "$W" --threads 1 --iterations 2
 json_check "$TMP/doc4.json" \
 	"[(m['metric_id'], m['calls']) for m in d['span_metrics']] == [('sibling', 4)]" \
-	"[p['status'] for p in d['span_probes'] if p['symbol'] == 'no_such_function'] == ['failed']" \
-	"all(len(p.get('reason', 'x')) > 10 for p in d['span_probes'] if p['status'] == 'failed')"
+	"[p['status'] for p in d['span_probes']] == ['attached', 'attached']"
+expect_exit 2 timeout 60 "$KHBPF" run --no-annotations --span 'stage_sib_?=sibling' \
+	--span no_such_function -o "$TMP/doc4b.json" -- "$W" --threads 1 --iterations 2
+expect_one_line_error
+grep -q "^khbpf run: --span no_such_function: no function of .*/spanned matches 'no_such_function'" \
+	"$TMP/err" || fail "--span no_such_function: $(cat "$TMP/err")"
+[ ! -e "$TMP/doc4b.json" ] && [ ! -s "$TMP/out" ] || fail "--span no_such_function: the program ran"
 
 # No annotations and no --span: the span collector says so.
 expect_exit 0 timeout 60 "$KHBPF" run --no-annotations -o "$TMP/doc5.json" -- "$W" --threads 1 --iterations 1
@@ -171,11 +177,13 @@ for _ in range(1000): os.getppid()'
 json_check "$TMP/doc8.json" \
 	"[(m['metric_id'], m['calls']) for m in d['span_metrics']] == [('getppid', 1000)]" \
 	"[p['object'].endswith('/libc.so.6') and p['status'] == 'attached' for p in d['span_probes']] == [True]"
-# ... and a library it does not link: reported, with the reason.
-expect_exit 0 timeout 60 "$KHBPF" run --span 'libsqlite3.so.0:sqlite3_open' -o "$TMP/doc9.json" -- true
-json_check "$TMP/doc9.json" \
-	"[p['status'] for p in d['span_probes']] == ['failed']" \
-	"'not among the command' in d['span_probes'][0]['reason']"
+# ... and a library it does not link: a mistake, refused before it runs,
+# saying to give the library's path.
+expect_exit 2 timeout 60 "$KHBPF" run --span 'libsqlite3.so.0:sqlite3_open' -o "$TMP/doc9.json" -- true
+expect_one_line_error
+grep -q "not among the command's libraries.*give its path" "$TMP/err" ||
+	fail "--span libsqlite3.so.0:sqlite3_open: $(cat "$TMP/err")"
+[ ! -e "$TMP/doc9.json" ] || fail "--span of a library CMD does not link wrote a document"
 
 expect_exit 2 "$KHBPF" run --span 'x=Bad_Metric' -- true
 expect_one_line_error

@@ -21,12 +21,13 @@
 
 #include "document/evjson.h"
 #include "session/session.h"
+#include "spans/spansite.h"
 #include "testutil.h"
 
 struct outcome {
 	int err; /* session__run's */
 	int exit_code; /* session__exit_code's; -1 without a session */
-	char errbuf[256];
+	char errbuf[1024];
 	struct json_object *doc; /* NULL when there was none */
 };
 
@@ -44,7 +45,7 @@ static void run_session(const struct session_opts *so, struct outcome *out)
 	assert_true(pid >= 0);
 	if (pid == 0) {
 		struct session *s = NULL;
-		char errbuf[256] = "";
+		char errbuf[1024] = "";
 		int err = session__run(&s, so, errbuf, sizeof(errbuf)), code = -1;
 
 		if (!err) {
@@ -71,8 +72,8 @@ static void run_session(const struct session_opts *so, struct outcome *out)
 	memset(out, 0, sizeof(*out));
 	f = fopen(res, "r");
 	assert_non_null(f);
-	assert_int_equal(fscanf(f, "%d %d %255[^\n]", &out->err, &out->exit_code, out->errbuf) >= 2,
-			 1);
+	assert_int_equal(
+		fscanf(f, "%d %d %1023[^\n]", &out->err, &out->exit_code, out->errbuf) >= 2, 1);
 	fclose(f);
 	if (!out->err) {
 		out->doc = json_object_from_file(docp);
@@ -147,6 +148,67 @@ static void test_session__run_exec_failure(void **state)
 	assert_null(o.doc);
 }
 
+/*
+ * A span request naming a probe none of the command's objects has is a
+ * mistake found before anything runs, with or without BPF: the command is
+ * never started.
+ */
+static void test_session__run_span_mistake(void **state)
+{
+	char *dir = tree_new("session-mistake"), ran[PATH_MAX], script[PATH_MAX + 32];
+	char *argv[] = { "/bin/sh", "-c", script, NULL };
+	char buf[256];
+	struct span_request req;
+	struct key_request key;
+	struct session_opts so = { .sz = sizeof(so),
+				   .mode = TARGET_MODE_RUN,
+				   .argv = argv,
+				   .as_root = true,
+				   .no_bpf = true,
+				   .span_reqs = &req,
+				   .nr_span_reqs = 1 };
+	struct outcome o;
+
+	(void)state;
+	snprintf(ran, sizeof(ran), "%s/ran", dir);
+	snprintf(script, sizeof(script), "touch %s", ran);
+	assert_int_equal(
+		span_request__parse_usdt("khbpfnosuch:a__start,a__done", &req, buf, sizeof(buf)),
+		0);
+	run_session(&so, &o);
+	assert_int_equal(o.err, SESSION_ERR_USAGE);
+	assert_int_equal(o.exit_code, -1);
+	assert_int_equal(strncmp(o.errbuf, "--usdt-span khbpfnosuch:a__start,a__done: ", 42), 0);
+	assert_non_null(strstr(o.errbuf, "name its file: --usdt-span /PATH/OF/IT:khbpfnosuch:"));
+	assert_null(o.doc);
+	assert_int_equal(access(ran, F_OK), -1);
+
+	/*
+	 * A program the command would exec is named by its file, checked at
+	 * the start; a --key naming no metric of the requests is refused.
+	 */
+	assert_int_equal(span_request__parse_usdt("/usr/bin/python3.11:python:gc__start,gc__done",
+						  &req, buf, sizeof(buf)),
+			 0);
+	assert_int_equal(key_request__parse("python-gcc=arg0:int", &key), 0);
+	so.key_reqs = &key;
+	so.nr_key_reqs = 1;
+	run_session(&so, &o);
+	assert_int_equal(o.err, SESSION_ERR_USAGE);
+	assert_int_equal(strncmp(o.errbuf, "--key python-gcc=arg0:int: ", 27), 0);
+	assert_non_null(strstr(o.errbuf, "(those there are: python-gc)"));
+	assert_int_equal(access(ran, F_OK), -1);
+
+	/* Spelled right, the command runs. */
+	assert_int_equal(key_request__parse("python-gc=arg0:int", &key), 0);
+	run_session(&so, &o);
+	assert_int_equal(o.err, 0);
+	assert_int_equal(o.exit_code, 0);
+	assert_int_equal(access(ran, F_OK), 0);
+	json_object_put(o.doc);
+	tree_free(dir);
+}
+
 static void test_session__attach_refused(void **state)
 {
 	struct session_opts so = { .sz = sizeof(so),
@@ -204,6 +266,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_session__run_no_bpf),
 		cmocka_unit_test(test_session__run_exec_failure),
+		cmocka_unit_test(test_session__run_span_mistake),
 		cmocka_unit_test(test_session__attach_refused),
 		cmocka_unit_test(test_session__attach_duration),
 	};

@@ -340,6 +340,8 @@ static void test_spandebug__not_found(void **state)
 		"%s is stripped (no .symtab), no function in its .dynsym matches 'counted_step', and no debug file of it was found (install its -dbgsym package, or give --debug-dir)",
 		obj);
 	assert_string_equal(sites[0].reason, want);
+	/* Without a debug file a static function may be there unnamed: no mistake. */
+	assert_false(sites[0].absent);
 	spanfind__free(sites, n);
 
 	fx_path(dir, "n/debug");
@@ -350,6 +352,8 @@ static void test_spandebug__not_found(void **state)
 		 "no function of %s or of its debug file %s matches 'no_such_step'", obj,
 		 fx_path(from, "n/debug/" ID_REL));
 	assert_string_equal(sites[0].reason, want);
+	/* The debug file names every function: the request is wrong. */
+	assert_true(sites[0].absent);
 	spanfind__free(sites, n);
 }
 

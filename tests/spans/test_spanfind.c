@@ -1032,6 +1032,7 @@ static void test_spanfind__discover_live(void **state)
 		xsnprintf(want, sizeof(want), "%s%s", root, obj);
 		assert_int_equal(sites[i].err, 0);
 		assert_true(sites[i].from_note);
+		assert_int_equal(sites[i].request, 0);
 		assert_string_equal(sites[i].object, obj);
 		assert_string_equal(sites[i].open_path, want);
 		assert_string_equal(sites[i].metric, stage_metrics[i]);
@@ -1043,6 +1044,8 @@ static void test_spanfind__discover_live(void **state)
 
 	s = &sites[NR_STAGES];
 	assert_int_equal(s->err, 0);
+	assert_int_equal(s->request, 1);
+	assert_false(s->absent);
 	assert_false(s->from_note);
 	assert_string_equal(s->object, libc);
 	xsnprintf(want, sizeof(want), "%s%s", root, libc);
@@ -1053,8 +1056,11 @@ static void test_spanfind__discover_live(void **state)
 	read_at(s->open_path, s->offset, code, sizeof(code));
 	assert_memory_equal(code, (const void *)getpid, sizeof(code));
 
+	/* What the requests name is not there: each a mistake (absent), by its request. */
 	s++;
 	assert_int_equal(s->err, -ENOENT);
+	assert_int_equal(s->request, 2);
+	assert_true(s->absent);
 	assert_string_equal(s->object, "nosuchlib.so");
 	assert_string_equal(s->symbol, "foo");
 	xsnprintf(want, sizeof(want),
@@ -1064,6 +1070,8 @@ static void test_spanfind__discover_live(void **state)
 
 	s++;
 	assert_int_equal(s->err, -ENOENT);
+	assert_int_equal(s->request, 3);
+	assert_true(s->absent);
 	assert_string_equal(s->object, obj);
 	assert_string_equal(s->symbol, "no_such_symbol");
 	xsnprintf(want, sizeof(want), "no function of %s matches 'no_such_symbol'", obj);
@@ -1090,6 +1098,8 @@ static void test_spanfind__discover_live(void **state)
 	/* "libc.so:getpid" found libc.so.6's getpid again: dropped, no site. */
 	s++;
 	assert_int_equal(s->err, -ENOENT);
+	assert_int_equal(s->request, 7);
+	assert_true(s->absent);
 	assert_string_equal(s->object, "spanne");
 	xsnprintf(want, sizeof(want),
 		  "spanne is not mapped by process %d, so 'stage_outer' cannot be probed there",
@@ -1107,6 +1117,8 @@ static void test_spanfind__discover_live(void **state)
 	s++;
 	fx_path(lib, "gcc/libspanlib.so");
 	assert_int_equal(s->err, 0);
+	assert_int_equal(s->request, 9);
+	assert_false(s->absent);
 	assert_string_equal(s->object, lib);
 	xsnprintf(want, sizeof(want), "%s%s", root, lib);
 	assert_string_equal(s->open_path, want);

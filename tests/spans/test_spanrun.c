@@ -228,6 +228,182 @@ static void test_spanrun__searched_in_own_namespace(void **state)
 	discover_in_namespace(true);
 }
 
+/* A site of request req (0: an annotation) with metric, failed with err (absent or not). */
+static void put_site(struct span_site *s, uint32_t req, const char *metric, int err, bool absent,
+		     const char *reason)
+{
+	memset(s, 0, sizeof(*s));
+	s->request = req;
+	snprintf(s->metric, sizeof(s->metric), "%s", metric);
+	s->err = err;
+	s->absent = absent;
+	snprintf(s->reason, sizeof(s->reason), "%s", reason);
+}
+
+/*
+ * A request is a mistake when it found no site and names what is not
+ * there; one whose sites exist but could not be probed, or that found a
+ * site somewhere, is not. --key and --span-cause name a metric some
+ * request or site has.
+ */
+static void test_spanrun__check(void **state)
+{
+	char bufs[3][256], err[1024];
+	struct span_request reqs[3];
+	struct key_request key;
+	struct cause_request cause;
+	struct span_site sites[5];
+	struct span_run r = { .sites = sites, .nr_sites = 5 };
+	struct span_run_opts o = { .sz = sizeof(o), .reqs = reqs, .nr_reqs = 3 };
+
+	(void)state;
+	assert_int_equal(span_request__parse_usdt("postgresql:query__start,query__done=query",
+						  &reqs[0], bufs[0], sizeof(bufs[0])),
+			 0);
+	assert_int_equal(span_request__parse("counted_step", &reqs[1], bufs[1], sizeof(bufs[1])),
+			 0);
+	assert_int_equal(span_request__parse_usdt("postgresql:no__such,query__done", &reqs[2],
+						  bufs[2], sizeof(bufs[2])),
+			 0);
+	put_site(&sites[0], 0, "work-unit", 0, false, "");
+	/* Found in one object, its other half missing in another: found. */
+	put_site(&sites[1], 1, "query", 0, false, "");
+	put_site(&sites[2], 1, "query", -ENOENT, true, "lib.so has the USDT probe ...");
+	/* Stripped without a debug file: it may be there, so it is no mistake. */
+	put_site(&sites[3], 2, "", -ENOENT, false, "x is stripped (no .symtab), ...");
+	put_site(
+		&sites[4], 3, "postgresql-no-such", -ENOENT, true,
+		"postgres has the USDT probe postgresql:query__done but not postgresql:no__such, and a span needs both");
+
+	assert_int_equal(span_run__check(&r, &o, err, sizeof(err)), -ENOENT);
+	assert_string_equal(
+		err,
+		"--usdt-span postgresql:no__such,query__done: postgres has the USDT probe postgresql:query__done but not postgresql:no__such, and a span needs both");
+	/* run: how a program the command execs later is named. */
+	o.exe = "/usr/bin/true";
+	assert_int_equal(span_run__check(&r, &o, err, sizeof(err)), -ENOENT);
+	assert_non_null(strstr(
+		err,
+		"and a span needs both; for a program the command execs later, name its file: --usdt-span /PATH/OF/IT:postgresql:no__such,query__done"));
+	/* A request naming its object is not told to name it. */
+	reqs[2].object = "/usr/lib/postgresql/15/bin/postgres";
+	assert_int_equal(span_run__check(&r, &o, err, sizeof(err)), -ENOENT);
+	assert_null(strstr(err, "execs later"));
+	assert_non_null(strstr(err, "--usdt-span /usr/lib/postgresql/15/bin/postgres:postgresql:"));
+
+	/* Without the mistake: its site attached after all. */
+	sites[4].err = 0;
+	assert_int_equal(span_run__check(&r, &o, err, sizeof(err)), 0);
+
+	/* --key: a site's metric (an annotation's too), a request's own or its symbol's. */
+	o.key_reqs = &key;
+	o.nr_key_reqs = 1;
+	assert_int_equal(key_request__parse("work-unit=arg0:int", &key), 0);
+	assert_int_equal(span_run__check(&r, &o, err, sizeof(err)), 0);
+	assert_int_equal(key_request__parse("counted-step=arg1:int", &key), 0);
+	assert_int_equal(span_run__check(&r, &o, err, sizeof(err)), 0);
+	assert_int_equal(key_request__parse("nosuchmetric=arg0:str", &key), 0);
+	assert_int_equal(span_run__check(&r, &o, err, sizeof(err)), -ENOENT);
+	assert_string_equal(
+		err,
+		"--key nosuchmetric=arg0:str: no --span, --usdt-span, --usdt or annotation measures the metric 'nosuchmetric' (those there are: work-unit, query, postgresql-no-such)");
+	o.nr_key_reqs = 0;
+	o.cause_reqs = &cause;
+	o.nr_cause_reqs = 1;
+	assert_int_equal(cause_request__parse("query=lock", &cause), 0);
+	assert_int_equal(span_run__check(&r, &o, err, sizeof(err)), 0);
+	assert_int_equal(cause_request__parse("qurey=io", &cause), 0);
+	assert_int_equal(span_run__check(&r, &o, err, sizeof(err)), -ENOENT);
+	assert_int_equal(strncmp(err, "--span-cause qurey=io: no --span", 32), 0);
+
+	/* No sites, no requests: nothing is there. */
+	r.nr_sites = 0;
+	o.nr_reqs = 0;
+	assert_int_equal(span_run__check(&r, &o, err, sizeof(err)), -ENOENT);
+	assert_non_null(strstr(err, "(those there are: none)"));
+}
+
+/*
+ * Through discovery, run mode: the command's own function attaches, one it
+ * does not have is the mistake, named with the file it looked in.
+ */
+static void test_spanrun__check_discovered(void **state)
+{
+	char exe[PATH_MAX], bufs[2][256], err[1024], want[PATH_MAX + 256];
+	struct span_request reqs[2];
+	struct span_run_opts o = {
+		.sz = sizeof(o), .reqs = reqs, .nr_reqs = 2, .no_annotations = true
+	};
+	struct span_run r;
+	ssize_t n;
+
+	(void)state;
+	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	assert_true(n > 0);
+	exe[n] = '\0';
+	o.exe = exe;
+	assert_int_equal(
+		span_request__parse("spanrun_fixture_target", &reqs[0], bufs[0], sizeof(bufs[0])),
+		0);
+	assert_int_equal(
+		span_request__parse("spanrun_no_such_function", &reqs[1], bufs[1], sizeof(bufs[1])),
+		0);
+	assert_int_equal(span_run__discover(&r, &o), 0);
+	assert_int_equal(r.nr_sites, 2);
+	assert_int_equal(r.sites[0].request, 1);
+	assert_int_equal(r.sites[0].err, 0);
+	assert_int_equal(r.sites[1].request, 2);
+	assert_true(r.sites[1].absent);
+	assert_int_equal(span_run__check(&r, &o, err, sizeof(err)), -ENOENT);
+	snprintf(
+		want, sizeof(want),
+		"--span spanrun_no_such_function: no function of %s matches 'spanrun_no_such_function'; for a program the command execs later, name its file: --span /PATH/OF/IT:spanrun_no_such_function",
+		exe);
+	assert_string_equal(err, want);
+	span_run__free(&r);
+
+	o.nr_reqs = 1;
+	assert_int_equal(span_run__discover(&r, &o), 0);
+	assert_int_equal(span_run__check(&r, &o, err, sizeof(err)), 0);
+	span_run__free(&r);
+}
+
+/*
+ * run: a file named by its path for a program the command execs later has
+ * its request looked up at the start, not its annotations: it is not marked
+ * searched, so its exec finds them (set_spans.sh counts them).
+ */
+static void test_spanrun__named_file_not_searched(void **state)
+{
+	char exe[PATH_MAX], spanned[PATH_MAX], arg[PATH_MAX + 32], buf[PATH_MAX + 32];
+	struct span_request req;
+	struct span_run_opts o = { .sz = sizeof(o), .reqs = &req, .nr_reqs = 1 };
+	struct span_run r;
+	ssize_t n;
+	size_t i;
+
+	(void)state;
+	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	assert_true(n > 0);
+	exe[n] = '\0';
+	if (!realpath("build/workloads/spanned", spanned))
+		fail_msg("build/workloads/spanned is missing: run 'make workloads'");
+	o.exe = exe;
+	snprintf(arg, sizeof(arg), "%s:stage_outer", spanned);
+	assert_int_equal(span_request__parse(arg, &req, buf, sizeof(buf)), 0);
+	assert_int_equal(span_run__discover(&r, &o), 0);
+	assert_int_equal(span_run__check(&r, &o, buf, sizeof(buf)), 0);
+	for (i = 0; i < r.nr_sites; i++)
+		if (!strcmp(r.sites[i].object, spanned))
+			break;
+	assert_true(i < r.nr_sites);
+	assert_int_equal(r.sites[i].err, 0);
+	assert_int_equal(r.sites[i].request, 1);
+	for (i = 0; i < r.nr_searched; i++)
+		assert_string_not_equal(r.searched[i], spanned);
+	span_run__free(&r);
+}
+
 static void test_spanrun__records_as_converted_whole(void **state)
 {
 	(void)state;
@@ -241,6 +417,9 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_spanrun__records_as_converted_whole),
 		cmocka_unit_test(test_spanrun__searched_in_own_namespace),
+		cmocka_unit_test(test_spanrun__check),
+		cmocka_unit_test(test_spanrun__check_discovered),
+		cmocka_unit_test(test_spanrun__named_file_not_searched),
 	};
 
 	return cmocka_run_group_tests_name("spanrun", tests, NULL, NULL);

@@ -230,6 +230,56 @@ static void test_spansite__usdt_count_parse(void **state)
 			 -EINVAL);
 }
 
+/* Each kind of request as its option was given (the metric left out), and its metric. */
+static void test_spansite__describe_and_metric(void **state)
+{
+	struct {
+		char opt; /* 'S' --span, 'U' --usdt-span, 'u' --usdt */
+		const char *arg, *shown, *has, *hasnt;
+	} cases[] = {
+		{ 'S', "malloc", "--span malloc", "malloc", "free" },
+		{ 'S', "libc.so.6:Stage_Outer2", "--span libc.so.6:Stage_Outer2", "stage-outer2",
+		  "stage-outer" },
+		/* The metric is left out: SYMBOL is what the errors are about. */
+		{ 'S', "/a:b/x.so:f=mine", "--span /a:b/x.so:f", "mine", "f" },
+		/* A glob's metrics are its matches': none is known from the request. */
+		{ 'S', "stage_*", "--span stage_*", NULL, "stage" },
+		{ 'U', "postgresql:no__such,query__done",
+		  "--usdt-span postgresql:no__such,query__done", "postgresql-no-such",
+		  "postgresql-query" },
+		{ 'U', "/usr/bin/python3.11:python:gc__start,gc__done=gc",
+		  "--usdt-span /usr/bin/python3.11:python:gc__start,gc__done", "gc", "python-gc" },
+		{ 'u', "libstdcxx:throw", "--usdt libstdcxx:throw", "libstdcxx-throw",
+		  "libstdcxx" },
+		{ 'u', "libstdc++.so.6:libstdcxx:*", "--usdt libstdc++.so.6:libstdcxx:*", NULL,
+		  "libstdcxx-throw" },
+	};
+	char buf[512], shown[512];
+	struct span_request r;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		int err =
+			cases[i].opt == 'S' ?
+				span_request__parse(cases[i].arg, &r, buf, sizeof(buf)) :
+			cases[i].opt == 'U' ?
+				span_request__parse_usdt(cases[i].arg, &r, buf, sizeof(buf)) :
+				span_request__parse_usdt_count(cases[i].arg, &r, buf, sizeof(buf));
+
+		assert_int_equal(err, 0);
+		span_request__describe(&r, shown, sizeof(shown));
+		assert_string_equal(shown, cases[i].shown);
+		if (cases[i].has)
+			assert_true(span_request__has_metric(&r, cases[i].has));
+		assert_false(span_request__has_metric(&r, cases[i].hasnt));
+	}
+	/* Cut short, and terminated. */
+	assert_int_equal(span_request__parse("libc.so.6:malloc", &r, buf, sizeof(buf)), 0);
+	span_request__describe(&r, shown, 10);
+	assert_string_equal(shown, "--span li");
+}
+
 static void test_spansite__key_parse(void **state)
 {
 	const char *bad[] = { "",
@@ -356,6 +406,7 @@ int main(void)
 		cmocka_unit_test(test_spansite__request_parse),
 		cmocka_unit_test(test_spansite__usdt_request_parse),
 		cmocka_unit_test(test_spansite__usdt_count_parse),
+		cmocka_unit_test(test_spansite__describe_and_metric),
 		cmocka_unit_test(test_spansite__key_parse),
 		cmocka_unit_test(test_spansite__cause_parse),
 		cmocka_unit_test(test_spansite__metric_from_symbol),

@@ -97,6 +97,7 @@ static void test_spanusdt__half_or_none(void **state)
 	assert_int_equal(matched, 0);
 	assert_int_equal(vec.n, 1);
 	assert_int_equal(vec.v[0].err, -ENOENT);
+	assert_true(vec.v[0].absent);
 	assert_string_equal(
 		vec.v[0].reason,
 		"libstdc++.so.6 has the USDT probe libstdcxx:throw but not libstdcxx:no_such_probe, and a span needs both");
@@ -173,6 +174,8 @@ static void test_spanusdt__discover(void **state)
 	for (i = 0; i < nr; i++) {
 		if (sites[i].err) {
 			errors++;
+			assert_true(sites[i].absent);
+			assert_int_equal(sites[i].request, 3);
 			assert_string_equal(sites[i].metric, "nosuch-a");
 			assert_non_null(
 				strstr(sites[i].reason, "nosuch:a__start or nosuch:a__done"));
@@ -180,6 +183,7 @@ static void test_spanusdt__discover(void **state)
 		}
 		starts += sites[i].kind == SPAN_SITE_USDT_START;
 		dones += sites[i].kind == SPAN_SITE_USDT_DONE;
+		assert_int_equal(sites[i].request, strcmp(sites[i].metric, "cxx") ? 1 : 2);
 		if (!strcmp(sites[i].metric, "cxx"))
 			assert_string_equal(sites[i].object, LIBSTDCXX);
 		else

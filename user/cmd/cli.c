@@ -335,3 +335,30 @@ int cli__cgroup_option(const char *cmd, const char *arg, char *buf)
 	}
 	return 0;
 }
+
+/* Whether mount + path is a directory: a cgroup of the v2 hierarchy. */
+static bool cgroup_exists(const char *mount, const char *path)
+{
+	char full[PATH_MAX + CLI_CGROUP_PATH_MAX];
+	struct stat st;
+
+	snprintf(full, sizeof(full), "%s%s", mount, path);
+	return !stat(full, &st) && S_ISDIR(st.st_mode);
+}
+
+void cli__cgroup_full_paths(char (*bufs)[CLI_CGROUP_PATH_MAX], size_t nr)
+{
+	char mount[PATH_MAX], path[CLI_CGROUP_PATH_MAX];
+	size_t i;
+
+	if (!nr || cgroup__v2_mount("/", mount, sizeof(mount)))
+		return;
+	for (i = 0; i < nr; i++) {
+		/* A cgroup of that name from the root is the one meant. */
+		if (cgroup_exists(mount, bufs[i]))
+			continue;
+		memcpy(path, bufs[i], sizeof(path));
+		if (cgroup__strip_mount(path, mount) && cgroup_exists(mount, path))
+			memcpy(bufs[i], path, sizeof(path));
+	}
+}

@@ -89,6 +89,15 @@ int cli__span_cause_option(const char *cmd, const char *arg, struct cause_reques
  * them. 0, or CLI_EXIT_USAGE after the error line.
  */
 int cli__cgroup_option(const char *cmd, const char *arg, char *buf);
+/*
+ * After parsing, the --cgroup paths in bufs[0..nr) given as the full path
+ * of the directory, under the cgroup v2 mount point of /proc/self/mountinfo
+ * (/sys/fs/cgroup/unified/a on a hybrid host, /sys/fs/cgroup/a on a
+ * unified one), made the path from the v2 root (/a), when the hierarchy
+ * has no cgroup of the name as given and has that one. The rest are left
+ * for the session to refuse, as given.
+ */
+void cli__cgroup_full_paths(char (*bufs)[CLI_CGROUP_PATH_MAX], size_t nr);
 
 int cmd_probe(int argc, char **argv);
 void cmd_probe_help(FILE *f);

@@ -74,8 +74,9 @@ void cmd_attach_help(FILE *f)
 		"      --children        also the processes' descendants alive now and every\n"
 		"                        process forked from them during the window\n"
 		"      --cgroup PATH     every task in this cgroup v2 subtree (the path from the\n"
-		"                        cgroup v2 root, e.g. /system.slice/nginx.service),\n"
-		"                        also tasks forked or moved into it; repeatable (16)\n"
+		"                        cgroup v2 root, e.g. /system.slice/nginx.service, or\n"
+		"                        its full path under the cgroup2 mount), also tasks\n"
+		"                        forked or moved into it; repeatable (16)\n"
 		"      --max-processes N processes in the set over the window (default 8192;\n"
 		"                        64 for --pid without --children); more are counted\n"
 		"                        in loss.processes_not_joined\n"
@@ -149,7 +150,9 @@ void cmd_run_help(FILE *f)
 		"      --max-threads N   threads listed in the document (default 65536)\n"
 		"      --span [OBJ:]SYM[=metric]  also measure calls of SYM (glob) in CMD or\n"
 		"                        a library it links (OBJ: a path or a name such as\n"
-		"                        libc.so.6); repeatable\n"
+		"                        libc.so.6; a program CMD execs later: its absolute\n"
+		"                        path); repeatable. A name none of them has is an\n"
+		"                        error (exit 2), as is a --key METRIC no span has\n"
 		"      --usdt-span [OBJ:]PROVIDER:START,DONE[=metric]  spans from USDT probes:\n"
 		"                        open at START, close at the next DONE on the thread\n"
 		"                        (OBJ: default CMD and its libraries; `khbpf list\n"
@@ -538,7 +541,7 @@ static int collect(const char *cmd, int argc, char **argv, enum target_mode mode
 	struct json_object *doc = NULL;
 	struct collect_args *a;
 	struct session *s = NULL;
-	char errbuf[512] = "";
+	char errbuf[1024] = "";
 	const char *out;
 	int err, ret;
 
@@ -558,6 +561,7 @@ static int collect(const char *cmd, int argc, char **argv, enum target_mode mode
 			cmd_attach_help(stdout);
 		goto out;
 	}
+	cli__cgroup_full_paths(a->cgroup_buf, a->so.nr_cgroup_paths);
 	out = a->out;
 	if (out) {
 		/* As the document will be written: after the privilege drop. */
@@ -591,7 +595,9 @@ static int collect(const char *cmd, int argc, char **argv, enum target_mode mode
 	err = session__run(&s, &a->so, errbuf, sizeof(errbuf));
 	if (err) {
 		cli__error(cmd, "%s", errbuf);
-		ret = s ? session__exit_code(s) : CLI_EXIT_FAILURE;
+		ret = err == SESSION_ERR_USAGE ? CLI_EXIT_USAGE :
+		      s			       ? session__exit_code(s) :
+						 CLI_EXIT_FAILURE;
 		session__destroy(s);
 		ret = ret ? ret : CLI_EXIT_FAILURE;
 		goto out;

@@ -48,7 +48,8 @@ void cmd_serve_help(FILE *f)
 		"      --children        with --pid: also its descendants, and every process\n"
 		"                        forked from them while serve runs\n"
 		"      --cgroup PATH     only tasks in this cgroup v2 subtree, e.g.\n"
-		"                        /system.slice/nginx.service (repeatable, up to %d)\n"
+		"                        /system.slice/nginx.service or its full path under\n"
+		"                        the cgroup2 mount (repeatable, up to %d)\n"
 		"  -i, --interval S      evidence window length (default 15)\n"
 		"      --ndjson FILE     append each window's document as one JSON line to FILE\n"
 		"                        ('-': stdout)\n"
@@ -337,7 +338,7 @@ int serve_args__parse(int argc, char **argv, struct serve_args *a)
 int cmd_serve(int argc, char **argv)
 {
 	struct serve_args a;
-	char errbuf[512];
+	char errbuf[1024];
 	int ret, err;
 
 	/* A signal from here on stops serve cleanly, whatever stage its setup is at. */
@@ -348,10 +349,11 @@ int cmd_serve(int argc, char **argv)
 			cmd_serve_help(stdout);
 		return ret;
 	}
+	cli__cgroup_full_paths(a.cgroup_buf, a.so.nr_cgroups);
 	err = serve__run(&a.so, errbuf, sizeof(errbuf));
 	if (err) {
 		cli__error("serve", "%s", errbuf);
-		return CLI_EXIT_FAILURE;
+		return err == SESSION_ERR_USAGE ? CLI_EXIT_USAGE : CLI_EXIT_FAILURE;
 	}
 	return 0;
 }

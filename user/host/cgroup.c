@@ -517,6 +517,23 @@ int cgroup__normalize_path(char *path)
 	return 0;
 }
 
+bool cgroup__strip_mount(char *path, const char *point)
+{
+	size_t n = strlen(point);
+
+	while (n && point[n - 1] == '/')
+		n--;
+	/* A cgroup2 mount at "/" would make every path its own. */
+	if (!n || strncmp(path, point, n) || (path[n] && path[n] != '/'))
+		return false;
+	if (!path[n])
+		path[1] = '\0';
+	else
+		memmove(path, path + n, strlen(path + n) + 1);
+	path[0] = '/';
+	return true;
+}
+
 /* Normalized: no empty, "." or ".." component, no trailing '/' but the root's. */
 static bool path_is_normal(const char *path)
 {

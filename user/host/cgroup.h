@@ -3,6 +3,7 @@
 #ifndef KHBPF_CGROUP_H
 #define KHBPF_CGROUP_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -56,6 +57,15 @@ int cgroup__v2_mount(const char *root, char *out, size_t size);
  * unless it starts with '/'; -ERANGE when ".." would go above the root.
  */
 int cgroup__normalize_path(char *path);
+
+/*
+ * A normalized path under the cgroup v2 mount point (point, as
+ * cgroup__v2_mount gives it), made the path from the hierarchy's root, in
+ * place: "/sys/fs/cgroup/unified/a" with point "/sys/fs/cgroup/unified" is
+ * "/a", the point itself "/". False, path untouched, when path is not
+ * point or below it.
+ */
+bool cgroup__strip_mount(char *path, const char *point);
 
 /*
  * A normalized cgroup v2 path ("/system.slice/x.service") → the kernel's id

@@ -192,8 +192,8 @@ static int open_filters(struct serve *s, uint64_t *ids, uint32_t *levels, char *
 		if (err)
 			return session__errf(
 				errbuf, errlen, err,
-				"--cgroup '%s': %s under %s; give a path like /system.slice",
-				s->o.cgroups[i], strerror(-err), s->cg_mount);
+				"--cgroup '%s': %s under %s; give the path from its root, like /system.slice, or the full path under %s",
+				s->o.cgroups[i], strerror(-err), s->cg_mount, s->cg_mount);
 	}
 	return 0;
 }

@@ -54,7 +54,9 @@ struct serve_opts {
 
 /*
  * Runs until SIGINT/SIGTERM/SIGHUP. Returns 0 after a clean stop (the last
- * window's NDJSON line written), or -errno with one line in errbuf.
+ * window's NDJSON line written), or -errno with one line in errbuf:
+ * SESSION_ERR_USAGE (session.h) for a span request that names what is not
+ * there, found before anything is loaded.
  */
 int serve__run(const struct serve_opts *opts, char *errbuf, size_t errlen);
 

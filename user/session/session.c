@@ -392,12 +392,12 @@ static int check_attach_targets(struct session *s, char *errbuf, size_t errlen)
 		if (err)
 			return session__errf(
 				errbuf, errlen, err,
-				"--cgroup '%s': %s in the cgroup v2 hierarchy at %s; give a path like /system.slice/NAME.service",
+				"--cgroup '%s': %s in the cgroup v2 hierarchy at %s; give the path from its root, like /system.slice/NAME.service, or the full path under %s",
 				o->cgroup_paths[i],
 				err == -ENOENT	? "no such cgroup" :
 				err == -ENOTDIR ? "not a cgroup directory" :
 						  strerror(-err),
-				mount);
+				mount, mount);
 	}
 	snprintf(dir, sizeof(dir), "%s%s", mount, o->cgroup_paths[0]);
 	s->pid = cgroup_first_pid(dir, 0) ?: 1;
@@ -550,7 +550,10 @@ int session__run(struct session **out, const struct session_opts *opts, char *er
 	err = setup_timer(s, errbuf, errlen);
 	if (err)
 		goto cleanup;
-
+	/* Before anything is loaded: a request naming what is not there ends it here. */
+	err = session__discover_spans(s, errbuf, errlen);
+	if (err)
+		goto cleanup;
 	session__setup_collector(s);
 
 	/* The window starts here: baseline snapshot (attach) or exec (run). */

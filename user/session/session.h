@@ -25,7 +25,8 @@ struct json_object;
  * Runs the whole session. On success *out holds the result (also when the
  * window ended by signal). Errors are -errno with a one-line message
  * already in `errbuf`. In run mode, a command that cannot be executed is
- * -ENOEXEC with errbuf naming it, and session__exit_code() gives 126/127.
+ * -ENOEXEC with errbuf naming it, and session__exit_code() gives 126/127;
+ * a mistake in a request is SESSION_ERR_USAGE, with nothing run.
  */
 int session__run(struct session **out, const struct session_opts *opts, char *errbuf,
 		 size_t errlen);

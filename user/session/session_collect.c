@@ -218,11 +218,7 @@ static void bpf_unavailable(struct session *s, int err, bool have_btf)
 /* Processes of a set looked at for span sites at its start (the rest share their objects). */
 #define SPAN_SET_PIDS_MAX 4096
 
-/*
- * Span sites: notes of every object the set's processes map (attach) or of
- * the command (run), and --span.
- */
-static void discover_spans(struct session *s)
+int session__discover_spans(struct session *s, char *errbuf, size_t errlen)
 {
 	struct span_run_opts so = {
 		.sz = sizeof(so),
@@ -243,13 +239,17 @@ static void discover_spans(struct session *s)
 	char exe[PATH_MAX], dir[PATH_MAX + 256];
 	pid_t *pids = NULL, *more = NULL;
 	size_t nr = 0, n_more, i, j;
+	bool empty_set = false;
 	int err;
 
+	if (!s->opts.nr_span_reqs && (s->opts.mode == TARGET_MODE_SERVE || s->opts.no_bpf))
+		return 0;
 	if (s->opts.mode == TARGET_MODE_SERVE) {
 		/* Every process of the host: the requests name their files. */
 	} else if (s->opts.mode == TARGET_MODE_RUN) {
+		/* Not found: the exec fails with its own error (127). */
 		if (!runner__resolve_exe(s->opts.argv[0], exe, sizeof(exe)))
-			return;
+			return 0;
 		so.exe = exe;
 	} else if (s->set_mode == KHBPF_SET_TREE) {
 		/* Every process of the set now: their objects, each looked at once. */
@@ -271,6 +271,8 @@ static void discover_spans(struct session *s)
 			free(more);
 			more = NULL;
 		}
+		/* No process yet: s->pid is init, and what the set will run is unknown. */
+		empty_set = !nr;
 	} else if (s->opts.nr_pids > 1) {
 		so.pids = s->opts.pids;
 		so.nr_pids = s->opts.nr_pids;
@@ -288,8 +290,24 @@ static void discover_spans(struct session *s)
 	err = span_run__discover(&s->spans, &so);
 	free(pids);
 	s->spans_discovered = !err;
+	/*
+	 * serve: an OBJ that names no file (no such path, a relative one, no
+	 * such library). One that is there but no regular file fails to probe.
+	 */
+	if (err == -ENOENT && so.host && s->span_reason[0]) {
+		snprintf(errbuf, errlen, "%s", s->span_reason);
+		return SESSION_ERR_USAGE;
+	}
 	if (err)
 		session__logf(s, "khbpf: span discovery failed: %s\n", strerror(-err));
+	else if (!empty_set && span_run__check(&s->spans, &so, errbuf, errlen))
+		return SESSION_ERR_USAGE;
+	/* --no-bpf: the requests are checked all the same, and nothing is attached. */
+	if (s->opts.no_bpf) {
+		span_run__free(&s->spans);
+		s->spans_discovered = false;
+	}
+	return 0;
 }
 
 /* PROC_PID_INIT_INO (include/linux/proc_ns.h): the initial PID namespace's inode. */
@@ -321,8 +339,6 @@ void session__setup_collector(struct session *s)
 	int err;
 
 	s->have_btf = access("/sys/kernel/btf/vmlinux", R_OK) == 0;
-	if (!s->opts.no_bpf && (s->opts.mode != TARGET_MODE_SERVE || s->opts.nr_span_reqs))
-		discover_spans(s);
 	/*
 	 * A set that grows, with --span requests: spans are on even when no
 	 * site is found at the start, for the binaries its processes exec.

@@ -14,7 +14,20 @@
 
 #include "session/session_state.h"
 
-/* Load the collector and mark the target; attach comes after the baseline. */
+/*
+ * Span sites, before anything is loaded: the notes of every object the
+ * set's processes map (attach), of the command (run) or of the named files
+ * (serve), and the --span, --usdt-span and --usdt requests. A request
+ * naming what is not there, or a --key or --span-cause naming no metric
+ * (span_run__check), is SESSION_ERR_USAGE with errbuf saying which; with
+ * --no-bpf the requests are checked so and nothing is kept. Other
+ * failures are logged: the sites say why. 0 or SESSION_ERR_USAGE.
+ */
+int session__discover_spans(struct session *s, char *errbuf, size_t errlen);
+/*
+ * Load the collector and mark the target, with the sites
+ * session__discover_spans found; attach comes after the baseline.
+ */
 void session__setup_collector(struct session *s);
 /* The window's start: baseline (attach mode), then the tracepoints. */
 int session__start_collecting(struct session *s);

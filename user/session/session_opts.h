@@ -3,6 +3,7 @@
 #ifndef KHBPF_SESSION_OPTS_H
 #define KHBPF_SESSION_OPTS_H
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -12,6 +13,15 @@
 #include "document/document.h"
 #include "collect/sched_collector.h"
 #include "spans/spanfind.h"
+
+/*
+ * What session__run and session__serve_open return, and no other of their
+ * errors, when a request is a mistake found before the window: a span
+ * request naming a function, probe or file none of its objects has, a
+ * --key or --span-cause naming no metric, serve's OBJ naming no file. The
+ * command line's usage error (exit 2); errbuf names it.
+ */
+#define SESSION_ERR_USAGE (-EBADR)
 
 struct session_opts {
 	size_t sz;

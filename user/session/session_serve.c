@@ -94,6 +94,9 @@ int session__serve_open(struct session **out, const struct session_opts *opts, c
 	if (err)
 		goto cleanup;
 	host_topology__read(&s->topo, s->root);
+	err = session__discover_spans(s, errbuf, errlen);
+	if (err)
+		goto cleanup;
 	session__setup_collector(s);
 	if (!s->use_bpf) {
 		err = session__errf(errbuf, errlen, -ENOTSUP, "serve needs BPF: %s", s->bpf_detail);

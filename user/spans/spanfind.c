@@ -175,9 +175,17 @@ static int request_not_found(struct site_vec *vec, const char *object,
 
 	err = site_vec__push_not_found(vec, res->has_symtab, object, res->open_path, req->symbol,
 				       req->metric);
-	if (err || res->has_symtab)
+	if (err)
 		return err;
 	s = &vec->v[vec->n - 1];
+	/*
+	 * Its .symtab, or a stripped object's debug file, names every function:
+	 * the request is wrong. Stripped without one, a static function may be
+	 * there unnamed: the site fails, saying what would name it.
+	 */
+	s->absent = res->has_symtab || res->debug_path[0];
+	if (res->has_symtab)
+		return 0;
 	if (res->debug_path[0])
 		span_site__fail(s, -ENOENT,
 				"no function of %s or of its debug file %s matches '%s'", object,
@@ -227,15 +235,22 @@ static bool usdt_said(const struct site_vec *vec, const struct span_request *req
 	return false;
 }
 
-/* Neither probe of a pair anywhere it looked: object, or (NULL) every mapped object. */
+/*
+ * Neither probe of a pair anywhere it looked: object, or (NULL) every mapped
+ * object of pid (0: the command's objects, run).
+ */
 static int usdt_not_found(struct site_vec *vec, const char *object, const char *open_path,
-			  const struct span_request *req)
+			  const struct span_request *req, pid_t pid)
 {
+	const char *list = pid ? "`khbpf list --usdt --pid PID`" : "`khbpf list --usdt CMD`";
+	const char *whose = pid ? "the target" : "the command";
+
 	struct span_site *s =
 		site_vec__push(vec, object ? object : "", object ? open_path : "", false);
 
 	if (!s)
 		return -ENOMEM;
+	s->absent = true;
 	spansite__copy_str(s->symbol, sizeof(s->symbol), req->symbol);
 	if (req->count) {
 		s->kind = SPAN_SITE_USDT_COUNT;
@@ -247,8 +262,8 @@ static int usdt_not_found(struct site_vec *vec, const char *object, const char *
 		else
 			span_site__fail(
 				s, -ENOENT,
-				"no object of the target has a USDT probe matching %s:%s (`khbpf list --usdt --pid PID` lists those it has)",
-				req->provider, req->start);
+				"no object of %s has a USDT probe matching %s:%s (%s lists those it has)",
+				whose, req->provider, req->start, list);
 		return 0;
 	}
 	spansite__copy_str(s->metric, sizeof(s->metric), req->metric);
@@ -261,8 +276,8 @@ static int usdt_not_found(struct site_vec *vec, const char *object, const char *
 	else
 		span_site__fail(
 			s, -ENOENT,
-			"no object of the target has the USDT probe %s:%s or %s:%s (`khbpf list --usdt --pid PID` lists those it has)",
-			req->provider, req->start, req->provider, req->done);
+			"no object of %s has the USDT probe %s:%s or %s:%s (%s lists those it has)",
+			whose, req->provider, req->start, req->provider, req->done, list);
 	return 0;
 }
 
@@ -299,12 +314,17 @@ static int resolve_request(struct site_vec *vec, const char *root, pid_t pid, ch
 		err = request_in(vec, root, pid, want, req, opts, &last);
 		total = last.matched;
 		last_obj = want;
+		/* No such file where the target looks: the path is wrong. */
+		if (!err && !last.opened && vec->n > first &&
+		    (vec->v[vec->n - 1].err == -ENOENT || vec->v[vec->n - 1].err == -ENOTDIR))
+			vec->v[vec->n - 1].absent = true;
 	} else if (!found) {
 		s = site_vec__push(vec, want, "", false);
 		if (!s) {
 			err = -ENOMEM;
 			goto out;
 		}
+		s->absent = true;
 		spansite__copy_str(s->symbol, sizeof(s->symbol), req->symbol);
 		if (req->metric)
 			spansite__copy_str(s->metric, sizeof(s->metric), req->metric);
@@ -332,7 +352,7 @@ static int resolve_request(struct site_vec *vec, const char *root, pid_t pid, ch
 	}
 	/* One error for the request, whichever objects it looked in. */
 	if (!err && !total && last.opened && req->provider && !usdt_said(vec, req))
-		err = usdt_not_found(vec, want ? last_obj : NULL, last.open_path, req);
+		err = usdt_not_found(vec, want ? last_obj : NULL, last.open_path, req, pid);
 	else if (!err && !total && last.opened && !req->provider)
 		err = request_not_found(vec, last_obj, &last, req);
 out:
@@ -376,10 +396,14 @@ static int discover_in(const char *root, pid_t pid, char **objects, size_t nr_ob
 	}
 	main_idx = main_object(root, pid, objects, nr_objects);
 	for (i = 0; i < nr_reqs; i++) {
+		size_t first = vec.n, j;
+
 		err = resolve_request(&vec, root, pid, objects, nr_objects, main_idx, &reqs[i],
 				      opts);
 		if (err)
 			goto out;
+		for (j = first; j < vec.n; j++)
+			vec.v[j].request = (uint32_t)i + 1;
 	}
 	err = site_vec__hand_over(&vec, sites, nr);
 out:

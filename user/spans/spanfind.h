@@ -55,7 +55,10 @@ struct spanfind_opts {
  * site of a function only that file has names it in symbols_from. A
  * request that resolves to nothing gives one error site: not mapped, not
  * an ELF file, no such symbol, stripped without it (and what became of its
- * debug file). Sites
+ * debug file). Each site names its request (request, 1-based; 0 for a
+ * note); an error site whose request names what is not there (no such
+ * object, no such function in an object whose .symtab or debug file names
+ * them all, no such probe) is absent. Sites
  * equal to an earlier one (object, offset and metric) are dropped. Returns
  * 0 with every site appended; -ESRCH and the other errors of
  * spanfind__mapped_objects, -EINVAL for a request without a symbol or with

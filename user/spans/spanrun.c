@@ -11,6 +11,7 @@
 #include "lib/fsutil.h"
 #include "spans/spanrun.h"
 #include "spans/spankeys.h"
+#include "document/blockcause.h"
 
 #define STR_(x) #x
 #define STR(x) STR_(x)
@@ -121,8 +122,9 @@ static int discover_host(struct span_run *r, const struct span_run_opts *o)
 			err = -EINVAL;
 		} else if (strchr(obj, '/')) {
 			if (obj[0] != '/' || stat(obj, &st)) {
-				snprintf(o->reason, o->reason_size,
-					 "OBJ '%.200s': no such file; give an absolute path", obj);
+				snprintf(o->reason, o->reason_size, "OBJ '%.200s': %s", obj,
+					 obj[0] != '/' ? "no such file; give an absolute path" :
+							 "no such file");
 				err = -ENOENT;
 			} else if (!S_ISREG(st.st_mode)) {
 				snprintf(
@@ -232,6 +234,26 @@ static bool targets_foreign(const struct span_run *r, const struct span_run_opts
 	return false;
 }
 
+/*
+ * Whether site s's object was read for its request alone: an absolute
+ * OBJECT, and no annotation (read from every object looked in) of that
+ * object among the sites. An object without annotations is searched again
+ * at an exec all the same: what it finds again is dropped there.
+ */
+static bool named_only(const struct span_run *r, const struct span_run_opts *o,
+		       const struct span_site *s)
+{
+	const char *obj = o->reqs[s->request - 1].object;
+	size_t i;
+
+	if (!obj || obj[0] != '/')
+		return false;
+	for (i = 0; i < r->nr_sites; i++)
+		if (r->sites[i].from_note && !strcmp(r->sites[i].object, s->object))
+			return false;
+	return true;
+}
+
 int span_run__discover(struct span_run *r, const struct span_run_opts *o)
 {
 	struct stat ns;
@@ -283,9 +305,19 @@ int span_run__discover(struct span_run *r, const struct span_run_opts *o)
 	 * namespace, and what it finds again is known by its file).
 	 */
 	foreign = !o->host && !o->exe && targets_foreign(r, o);
-	for (i = 0; !foreign && i < r->nr_sites; i++)
-		if (span_run__searched(r, r->sites[i].object))
+	for (i = 0; !foreign && i < r->nr_sites; i++) {
+		const struct span_site *s = &r->sites[i];
+
+		/*
+		 * A file only a request named by its path had that request
+		 * looked up, not its annotations: a program the set execs later
+		 * is named so, and its exec searches it.
+		 */
+		if (s->request && !s->from_note && named_only(r, o, s))
+			continue;
+		if (span_run__searched(r, s->object))
 			return -ENOMEM;
+	}
 	for (i = 0; i < r->nr_sites; i++) {
 		struct span_site *s = &r->sites[i];
 
@@ -297,6 +329,114 @@ int span_run__discover(struct span_run *r, const struct span_run_opts *o)
 	}
 	err = setup_keys(r, o);
 	return err ? err : setup_causes(r, o);
+}
+
+/* Whether a request or a site found (an annotation, a glob's match, failed or not) has metric. */
+static bool metric_requested(const struct span_run *r, const struct span_run_opts *o,
+			     const char *metric)
+{
+	size_t i;
+
+	for (i = 0; i < r->nr_sites; i++)
+		if (!strcmp(r->sites[i].metric, metric))
+			return true;
+	for (i = 0; i < o->nr_reqs; i++)
+		if (span_request__has_metric(&o->reqs[i], metric))
+			return true;
+	return false;
+}
+
+/* Candidate i of the metrics there are: the sites', then the requests' own; NULL: none. */
+static const char *metric_at(const struct span_run *r, const struct span_run_opts *o, size_t i)
+{
+	const char *m = i < r->nr_sites ? r->sites[i].metric : o->reqs[i - r->nr_sites].metric;
+
+	return m && m[0] ? m : NULL;
+}
+
+/* The metrics there are, for the error: "a, b, c", cut short to size; "none" without any. */
+static void metrics_known(const struct span_run *r, const struct span_run_opts *o, char *out,
+			  size_t size)
+{
+	size_t i, j, n = 0;
+	const char *m, *e;
+
+	out[0] = '\0';
+	for (i = 0; i < r->nr_sites + o->nr_reqs && n < size; i++) {
+		m = metric_at(r, o, i);
+		for (j = 0; m && j < i; j++) {
+			e = metric_at(r, o, j);
+			if (e && !strcmp(e, m))
+				break;
+		}
+		if (m && j == i)
+			n += (size_t)snprintf(out + n, size - n, "%s%s", n ? ", " : "", m);
+	}
+	if (!out[0])
+		snprintf(out, size, "none");
+}
+
+int span_run__check(const struct span_run *r, const struct span_run_opts *o, char *buf, size_t size)
+{
+	char what[SPANFIND_SYMBOL_MAX + PATH_MAX + 16], hint[SPANFIND_SYMBOL_MAX + 96];
+	char alt[SPANFIND_SYMBOL_MAX + 32];
+	const struct span_site *absent;
+	struct span_request named;
+	char known[256];
+	size_t i, j;
+	bool found;
+
+	for (i = 0; i < o->nr_reqs; i++) {
+		absent = NULL;
+		found = false;
+		for (j = 0; j < r->nr_sites && !found; j++) {
+			const struct span_site *s = &r->sites[j];
+
+			if (s->request != i + 1)
+				continue;
+			found = !s->err;
+			if (s->absent && !absent)
+				absent = s;
+		}
+		if (found || !absent)
+			continue;
+		span_request__describe(&o->reqs[i], what, sizeof(what));
+		hint[0] = '\0';
+		/*
+		 * run: a program the command execs later is not among what it
+		 * maps at the start; a file named by its path is, by its inode.
+		 */
+		if (o->exe && !o->reqs[i].object) {
+			named = o->reqs[i];
+			named.object = "/PATH/OF/IT";
+			span_request__describe(&named, alt, sizeof(alt));
+			snprintf(hint, sizeof(hint),
+				 "; for a program the command execs later, name its file: %s", alt);
+		}
+		snprintf(buf, size, "%s: %s%s", what, absent->reason, hint);
+		return -ENOENT;
+	}
+	for (i = 0; i < o->nr_key_reqs + o->nr_cause_reqs; i++) {
+		const struct key_request *k = i < o->nr_key_reqs ? &o->key_reqs[i] : NULL;
+		const struct cause_request *c = k ? NULL : &o->cause_reqs[i - o->nr_key_reqs];
+		const char *metric = k ? k->metric : c->metric;
+
+		if (metric_requested(r, o, metric))
+			continue;
+		if (k)
+			snprintf(what, sizeof(what), "--key %s=arg%u:%s", metric, k->arg,
+				 k->kind == KHBPF_KEY_STR ? "str" : "int");
+		else
+			snprintf(what, sizeof(what), "--span-cause %s=%s", metric,
+				 blockcause__name(c->cause) ?: "?");
+		metrics_known(r, o, known, sizeof(known));
+		snprintf(
+			buf, size,
+			"%s: no --span, --usdt-span, --usdt or annotation measures the metric '%s' (those there are: %s)",
+			what, metric, known);
+		return -ENOENT;
+	}
+	return 0;
 }
 
 size_t span_run__usable(const struct span_run *r)

@@ -130,6 +130,17 @@ struct span_run_opts {
 
 /* Find the sites (never fails for a bad site: the site carries its reason). */
 int span_run__discover(struct span_run *r, const struct span_run_opts *opts);
+/*
+ * After span_run__discover (o the same), before anything is loaded: a
+ * request that found no site and names what is not there (a site with
+ * absent: no such function, probe or file where it looked), or a --key or
+ * --span-cause naming a metric no request and no site has, is a mistake:
+ * -ENOENT with one line in buf naming it and why (in run, with how a
+ * program the command execs later is named: by its path). 0 otherwise; a
+ * request whose sites exist but cannot be probed is no mistake.
+ */
+int span_run__check(const struct span_run *r, const struct span_run_opts *o, char *buf,
+		    size_t size);
 /* Sites that can be attached: whether the collector needs span support. */
 size_t span_run__usable(const struct span_run *r);
 /* What the collector attaches for site s, whose metric's index is metric. */

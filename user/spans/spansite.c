@@ -409,6 +409,34 @@ int spansite__usdt_count_metric(const char *provider, const char *name, char *ou
 	return spansite__metric_from_symbol(raw, out);
 }
 
+void span_request__describe(const struct span_request *req, char *buf, size_t size)
+{
+	snprintf(buf, size, "--%s %s%s%s",
+		 !req->provider ? "span" :
+		 req->count	? "usdt" :
+				  "usdt-span",
+		 req->object ? req->object : "", req->object ? ":" : "", req->symbol);
+}
+
+static bool is_glob(const char *s)
+{
+	return strpbrk(s, "*?[") != NULL;
+}
+
+bool span_request__has_metric(const struct span_request *req, const char *metric)
+{
+	char made[SPANFIND_METRIC_MAX];
+
+	if (req->metric)
+		return !strcmp(req->metric, metric);
+	if (req->count)
+		return !is_glob(req->provider) && !is_glob(req->start) &&
+		       !spansite__usdt_count_metric(req->provider, req->start, made) &&
+		       !strcmp(made, metric);
+	return !req->provider && !is_glob(req->symbol) &&
+	       !spansite__metric_from_symbol(req->symbol, made) && !strcmp(made, metric);
+}
+
 int key_request__parse(const char *arg, struct key_request *out)
 {
 	const char *eq, *colon, *kind;

@@ -101,7 +101,15 @@ struct span_site {
 	/* --key: the slot of its keyed argument's spec (spankeys.c), 1-based; 0: none. */
 	uint32_t key_slot;
 	bool from_note; /* an annotation, not a --span request */
+	/* The request (reqs[request - 1]) that found it; 0: an annotation. */
+	uint32_t request;
 	int err; /* 0, or -errno: why this site cannot be attached */
+	/*
+	 * With err: what the request names is not there (no such function or
+	 * probe in the object, no such object): a mistake in the request,
+	 * which span_run__check refuses, not a site that could not be probed.
+	 */
+	bool absent;
 	/* when err != 0: one sentence naming object and symbol (and a debug file) */
 	char reason[512];
 };
@@ -157,6 +165,20 @@ int span_request__parse_usdt(const char *arg, struct span_request *out, char *bu
  */
 int span_request__parse_usdt_count(const char *arg, struct span_request *out, char *buf,
 				   size_t buflen);
+
+/*
+ * The request as its option was given, without a metric: "--span
+ * libc.so.6:malloc", "--usdt-span postgresql:query__start,query__done",
+ * "--usdt python:gc__*", into buf (always terminated).
+ */
+void span_request__describe(const struct span_request *req, char *buf, size_t size);
+
+/*
+ * Whether req measures metric: its =metric, or, without one, the metric
+ * its SYMBOL (a --usdt request's PROVIDER:NAME) makes when it is a name,
+ * not a glob. The metrics of a glob are known from the sites it finds.
+ */
+bool span_request__has_metric(const struct span_request *req, const char *metric);
 
 /*
  * The metric of a counted probe: PROVIDER-NAME in kebab-case into out

@@ -103,6 +103,7 @@ int spanusdt__scan(struct site_vec *vec, const char *object, const char *open_pa
 		spansite__copy_str(s->symbol, sizeof(s->symbol), req->symbol);
 		spansite__copy_str(s->metric, sizeof(s->metric), req->metric);
 		s->kind = starts ? SPAN_SITE_USDT_DONE : SPAN_SITE_USDT_START;
+		s->absent = true;
 		span_site__fail(s, -ENOENT,
 				"%s has the USDT probe %s:%s but not %s:%s, and a span needs both",
 				object, req->provider, starts ? req->start : req->done,

@@ -15,8 +15,9 @@
  * Appends to vec the sites of req's START and DONE probes in the ELF file
  * open_path (object as the target names it), *matched the number of good
  * ones. An object with neither probe adds nothing. One with only one of
- * them adds an error site saying which is missing (a span needs both),
- * and a site whose note is malformed adds its own error. A --usdt request
+ * them adds an error site saying which is missing (a span needs both; it
+ * is absent: that probe is not there), and a site whose note is malformed
+ * adds its own error. A --usdt request
  * (req->count) adds a site per probe site matching its globs, each probe
  * its own metric (spansite__usdt_count_metric). 0; -ENOMEM; a
  * file that cannot be read: usdtnote__read's -errno, with reason set.
