@@ -26,6 +26,12 @@ done
 [ -x "$PY" ] || fail "$PY is missing (python3.11: its USDT probes are the ones used here)"
 [ -x "$PG" ] || PG=
 OUT="$TMP/doc.json"
+# Under a second on a real host. In tools/vmtest.sh's guests under TCG
+# (KHBPF_TEST_EMULATED), where reading python3.11's ELF alone is some 20
+# times slower (1.0-1.3 s there), the bound is the one that shows no window
+# ran: under attach's -d 5 (run's command never starting shows it for run).
+LIMIT_US=1000000
+[ -z "${KHBPF_TEST_EMULATED:-}" ] || LIMIT_US=5000000
 CGROOT=$(awk '$9 == "cgroup2" { print $5; exit }' /proc/self/mountinfo)
 CG="khbpf-it-mistakes-$$"
 PIDS=() SERVE_PID=""
@@ -75,7 +81,7 @@ refused() {
 	us=$((${t1/[.,]/} - ${t0/[.,]/}))
 	printf '  %-6s %4d ms  %s\n' "$1" $((us / 1000)) "$(head -n 1 "$TMP/err" | cut -c1-150)"
 	[ "$rc" -eq 2 ] || fail "khbpf $* exited $rc, not 2: $(cat "$TMP/err")"
-	[ "$us" -lt 1000000 ] || fail "khbpf $* took $((us / 1000)) ms to refuse (1 s or more)"
+	[ "$us" -lt "$LIMIT_US" ] || fail "khbpf $* took $((us / 1000)) ms to refuse ($((LIMIT_US / 1000000)) s or more)"
 	expect_one_line_error
 	grep -q "^khbpf $1: " "$TMP/err" || fail "the error is not khbpf $1's: $(cat "$TMP/err")"
 	grep -qF -- "$what" "$TMP/err" || fail "the error does not name '$what': $(cat "$TMP/err")"
