@@ -189,15 +189,10 @@ static uint32_t wait_folds_wanted(void)
 	return (uint32_t)n;
 }
 
-/*
- * KHBPF_TEST_SKIP_SWITCH_INS=N: every N-th switch-in of a thread with a
- * span clock is kept from the clock (sched.bpf.c), so that spans across it
- * lose their on-CPU time; for tests of the coverage of sums over spans
- * (tests/integration/span_coverage.sh).
- */
-static uint32_t test_skip_switch_ins(void)
+/* A test aid's positive 32-bit value from the environment (0: unset or bad, said). */
+static uint32_t test_aid(const char *name, const char *what)
 {
-	const char *s = getenv("KHBPF_TEST_SKIP_SWITCH_INS");
+	const char *s = getenv(name);
 	unsigned long n;
 	char *end;
 
@@ -206,12 +201,26 @@ static uint32_t test_skip_switch_ins(void)
 	errno = 0;
 	n = strtoul(s, &end, 10);
 	if (errno || end == s || *end || !n || n > UINT32_MAX || s[0] == '-') {
-		fprintf(stderr, "khbpf: KHBPF_TEST_SKIP_SWITCH_INS=%s is not a count; ignored\n",
-			s);
+		fprintf(stderr, "khbpf: %s=%s is not %s; ignored\n", name, s, what);
 		return 0;
 	}
-	fprintf(stderr, "khbpf: test aid: every %lu-th span clock switch-in is skipped\n", n);
 	return (uint32_t)n;
+}
+
+/*
+ * KHBPF_TEST_SKIP_SWITCH_INS=N: every N-th switch-in of a thread with a
+ * span clock is kept from the clock (sched.bpf.c), so that spans across it
+ * lose their on-CPU time; for tests of the coverage of sums over spans
+ * (tests/integration/span_coverage.sh).
+ */
+static uint32_t test_skip_switch_ins(void)
+{
+	uint32_t n = test_aid("KHBPF_TEST_SKIP_SWITCH_INS", "a count");
+
+	if (n)
+		fprintf(stderr, "khbpf: test aid: every %u-th span clock switch-in is skipped\n",
+			n);
+	return n;
 }
 
 /*
@@ -221,19 +230,7 @@ static uint32_t test_skip_switch_ins(void)
  */
 static uint32_t walk_hidden_tgid(void)
 {
-	const char *s = getenv("KHBPF_TEST_HIDE_TGID");
-	unsigned long n;
-	char *end;
-
-	if (!s)
-		return 0;
-	errno = 0;
-	n = strtoul(s, &end, 10);
-	if (errno || end == s || *end || !n || n > UINT32_MAX || s[0] == '-') {
-		fprintf(stderr, "khbpf: KHBPF_TEST_HIDE_TGID=%s is not a process id; ignored\n", s);
-		return 0;
-	}
-	return (uint32_t)n;
+	return test_aid("KHBPF_TEST_HIDE_TGID", "a process id");
 }
 
 /* The entries past the wanted number are held from the start: no thread takes them. */
