@@ -530,7 +530,7 @@ static void test_report_text__keys(void **state)
 	has_line(top, "  slowest:  5 span metrics and keys (of keyed metrics) by inclusive time");
 	has_line(top, "      2.26 ms  stage-sleep: 2 calls, mean 1.13 ms");
 	has_line(top, "               = 58.3 us on-CPU + 12.0 us runqueue + 2.19 ms blocked (sleep "
-		      "100.0%); woken most by a timer 2.19 ms x2");
+		      "100.0%); top waker a timer 2.19 ms x2");
 	/* A keyed metric by its keys: stage-outer's "0", never stage-outer's sum. */
 	a = after(top, "\n      84.6 us  stage-outer \"0\": 1 call, mean 84.6 us\n");
 	b = after(top, "\n      74.0 us  stage-recurse \"5\": 2 calls, mean 37.0 us\n");

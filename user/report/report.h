@@ -123,6 +123,8 @@ size_t report__slowest(const struct report_doc *doc, struct report_slow *out, si
  * ("; blocked time not timed (--blocked times it)"); "" without its ledger.
  */
 void report__where_phrase(const struct report_metric *m, char *buf, size_t len);
+/* The waker listed first (most blocked time woken): "w-holder (1234) 58.1 ms x3"; "" when none. */
+void report__top_waker(const struct report_blocked *b, char *buf, size_t len);
 /* part of whole as "12.3%" (rounded down), "-" when whole is 0. */
 void report__share(char *buf, size_t len, uint64_t part, uint64_t whole);
 

@@ -191,6 +191,22 @@ void report__where_phrase(const struct report_metric *m, char *buf, size_t len)
 	}
 }
 
+void report__top_waker(const struct report_blocked *b, char *buf, size_t len)
+{
+	const struct waker_row *w = b->nr_wakers ? &b->wakers[0] : NULL;
+	char ns[24];
+
+	buf[0] = '\0';
+	if (!b->present || !b->recorded || !w)
+		return;
+	report__fmt_ns(ns, sizeof(ns), w->ns);
+	if (w->kind == WAKER_THREAD)
+		snprintf(buf, len, "%s (%" PRIu32 ") %s x%" PRIu64, w->comm, w->tid, ns, w->count);
+	else
+		snprintf(buf, len, "%s %s x%" PRIu64,
+			 w->kind == WAKER_TIMER ? "a timer" : "an interrupt", ns, w->count);
+}
+
 void report__share(char *buf, size_t len, uint64_t part, uint64_t whole)
 {
 	uint64_t pm = whole ? (uint64_t)((unsigned __int128)part * 1000 / whole) : 0;

@@ -207,7 +207,7 @@ static void slowest(struct page *pg)
 	const struct report_doc *d = pg->doc;
 	struct report_slow s[REPORT_ANSWER_SLOWEST];
 	size_t n = report__slowest(d, s, REPORT_ANSWER_SLOWEST), i;
-	char inc[32], mean[32], where[512], wakers[512];
+	char inc[32], mean[32], where[512], wakers[128];
 
 	if (!n)
 		return;
@@ -215,16 +215,14 @@ static void slowest(struct page *pg)
 		"<h3>Slowest span metrics and keys by inclusive time</h3>\n<table id=\"slowest\">\n"
 		"<tr><th class=\"l\">metric</th><th class=\"l\">key</th><th>inclusive</th>"
 		"<th>calls</th><th>mean</th><th class=\"l\">where the time went</th>"
-		"<th class=\"l\">woken most by</th></tr>\n");
+		"<th class=\"l\">top waker</th></tr>\n");
 	for (i = 0; i < n; i++) {
 		const struct report_metric *m = s[i].key ? s[i].key : s[i].metric;
 
 		report_html__dur(inc, sizeof(inc), m->inclusive_ns);
 		report_html__dur(mean, sizeof(mean), m->inclusive_ns / m->calls);
 		report__where_phrase(m, where, sizeof(where));
-		wakers[0] = '\0';
-		if (m->blocked.recorded && m->blocked.nr_wakers)
-			report__wakers_phrase(&m->blocked, 1, wakers, sizeof(wakers));
+		report__top_waker(&m->blocked, wakers, sizeof(wakers));
 		esc(pg, "<tr title=\"%s", s[i].metric->id);
 		if (s[i].key)
 			esc(pg, ": %s", s[i].key->id);

@@ -1007,7 +1007,7 @@ static void print_slowest(const struct report_doc *d, FILE *f)
 {
 	struct report_slow s[REPORT_ANSWER_SLOWEST];
 	size_t n = report__slowest(d, s, REPORT_ANSWER_SLOWEST), i, keyed = 0;
-	char name[ANSWER_NAME_MAX * 2 + 8], inc[24], mean[24], where[512], wakers[512];
+	char name[ANSWER_NAME_MAX * 2 + 8], inc[24], mean[24], where[512], wakers[128];
 
 	if (!n)
 		return;
@@ -1029,10 +1029,9 @@ static void print_slowest(const struct report_doc *d, FILE *f)
 		if (!where[0])
 			continue;
 		fprintf(f, "    %9s  = %s", "", where);
-		if (m->blocked.recorded && m->blocked.nr_wakers) {
-			report__wakers_phrase(&m->blocked, 1, wakers, sizeof(wakers));
-			put_name(f, "; woken most by %s", wakers);
-		}
+		report__top_waker(&m->blocked, wakers, sizeof(wakers));
+		if (wakers[0])
+			put_name(f, "; top waker %s", wakers);
 		fputc('\n', f);
 	}
 }
