@@ -228,6 +228,33 @@ PY
 	grep -Eq '^  postgres: checkpointer +1 ' "$TMP/$1.txt" || fail "no checkpointer role: $(head -60 "$TMP/$1.txt")"
 	grep -Eq '^  postgres: bench postgres \[local\] +([2-9]|[1-9][0-9]+) ' "$TMP/$1.txt" ||
 		fail "the backends not grouped: $(head -60 "$TMP/$1.txt")"
+	# The first screen answers: the five busiest processes of the document, by
+	# on-CPU, each named by its title (else comm), within the first 24 lines.
+	"$PYTHON" - "$TMP/$1.json" "$TMP/$1.txt" <<'PY' || fail "the first screen: $(head -24 "$TMP/$1.txt")"
+import json, sys
+d = json.load(open(sys.argv[1]))
+top = open(sys.argv[2], encoding="utf-8").read().splitlines()[:24]
+
+def name(p):
+    for k in ("at_end", "at_join"):
+        v = p.get("title", {}).get(k, {}).get("value", {})
+        if v.get("status") == "recorded" and v["value"].rstrip(" \t"):
+            n = v["value"].rstrip(" \t")
+            return n if len(n) <= 72 else n[:69] + "..."
+    return p["comm"]
+
+def cpu(p):
+    v = p["on_cpu_ns"]["value"]
+    return v["value"] if v["status"] == "recorded" else -1
+
+procs = sorted(d["processes"], key=lambda p: (-cpu(p), p["pid"]))[:5]
+head = f"  busiest:  {len(procs)} of {len(d['processes'])} processes by on-CPU, named by title (else comm)"
+assert head in top, top
+rows = top[top.index(head) + 1:top.index(head) + 1 + len(procs)]
+for p, row in zip(procs, rows):
+    assert row.endswith(f"  {name(p)} (pid {p['pid']})"), (row, name(p), p["pid"])
+print(f"  first screen: the busiest {len(procs)} by title, {name(procs[0])!r} first")
+PY
 }
 
 window children --pid "$PM" --children

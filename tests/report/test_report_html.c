@@ -84,8 +84,11 @@ static void test_report_html__gaps_fixture(void **state)
 
 	(void)state;
 	self_contained(html);
-	/* The hostile thread name, escaped where it appears: bar label and table. */
-	assert_int_equal(count_of(html, "&lt;script&gt;&amp;&quot;&#39;x"), 2);
+	/*
+	 * The hostile thread name, escaped where it appears: the answer's bar
+	 * label and its tooltip, the thread bar's label and tooltip, the table.
+	 */
+	assert_int_equal(count_of(html, "&lt;script&gt;&amp;&quot;&#39;x"), 5);
 	assert_non_null(strstr(html, "No spans in this document (events.availability: "
 				     "permission-denied)"));
 	assert_non_null(strstr(html, "Histogram: gap (permission-denied)"));
@@ -93,8 +96,8 @@ static void test_report_html__gaps_fixture(void **state)
 				     "<td class=\"l\">unavailable</td>"));
 	assert_non_null(strstr(html, "<td class=\"l\">collector cpu-topology</td>"));
 	assert_non_null(strstr(html, "45 field groups (61 values over all records)"));
-	/* Gapped threads get no made-up bar: their gaps are written in the bar. */
-	assert_int_equal(count_of(html, "on-CPU gap: unavailable, runqueue gap: unavailable"), 3);
+	/* Gapped threads get no made-up bar: their gaps are written in the bar (the answer's too). */
+	assert_int_equal(count_of(html, "on-CPU gap: unavailable, runqueue gap: unavailable"), 6);
 	assert_null(strstr(html, "id=\"spans\""));
 	free(html);
 }
@@ -114,9 +117,9 @@ static void test_report_html__spans_fixture(void **state)
 	assert_non_null(strstr(html, "<svg id=\"timeline-svg\""));
 	assert_non_null(strstr(html, "<svg id=\"rq-histogram\""));
 	assert_non_null(strstr(html, "<svg id=\"thread-bars\""));
-	/* Three lanes, three bars. */
+	/* Three lanes, three bars, and the three busiest threads' bars of the answer. */
 	assert_int_equal(count_of(html, "fill=\"#eef2f7\""), 3);
-	assert_int_equal(count_of(html, "fill=\"#2e7d32\""), 3);
+	assert_int_equal(count_of(html, "fill=\"#2e7d32\""), 6);
 	/* log2 buckets 0-1 ns, then 2 ns up to 1-2 ms: 21 bars, the empty ones included. */
 	assert_int_equal(count_of(html, "fill=\"#1565c0\""), 21);
 	assert_non_null(strstr(html, "<title>3 waits of 1.05 ms to 2.10 ms</title>"));
@@ -194,7 +197,8 @@ static void test_report_html__scheduler_only(void **state)
 	assert_non_null(strstr(html, "No spans in this document (events.availability: "
 				     "collector-disabled)"));
 	assert_null(strstr(html, "timeline-svg"));
-	assert_int_equal(count_of(html, "fill=\"#2e7d32\""), 10);
+	/* Ten thread bars and the answer's five busiest. */
+	assert_int_equal(count_of(html, "fill=\"#2e7d32\""), 15);
 	assert_non_null(strstr(html, "demo-sleeper <tspan class=\"axis\">30113</tspan>"));
 	assert_non_null(strstr(html, "<title>49334 waits of 512 ns to 1.02 us</title>"));
 	free(html);
@@ -252,6 +256,143 @@ static void test_report_html__process_titles(void **state)
 	free(text);
 }
 
+/* The page's first <section> up to its end (malloc'd). */
+static char *first_section(const char *page)
+{
+	const char *sec = strstr(page, "<section"), *end;
+	char *s;
+
+	assert_non_null(sec);
+	end = strstr(sec, "</section>");
+	assert_non_null(end);
+	s = strndup(sec, (size_t)(end - sec));
+	assert_non_null(s);
+	return s;
+}
+
+/* The first section is the answer: totals, the busiest, the slowest and where their time went. */
+static void test_report_html__first_section_spans(void **state)
+{
+	char *page = render(fixture_load("spans.json")), *sec = first_section(page);
+	const char *a, *b, *c;
+
+	(void)state;
+	assert_int_equal(strncmp(sec, "<section id=\"answer\">", 21), 0);
+	assert_non_null(strstr(sec, "Totals over 3 threads: on-CPU 22.6 ms, waiting for a CPU "
+				    "6.31 ms; 0.548 of 2 CPUs busy on average"));
+	assert_non_null(strstr(sec, "<h3>Busiest threads by on-CPU (3 of 3)</h3>"));
+	a = strstr(sec, ">spanned <tspan class=\"axis\">2130</tspan>");
+	b = strstr(sec, ">spanned <tspan class=\"axis\">2131</tspan>");
+	c = strstr(sec, ">spanned <tspan class=\"axis\">2128</tspan>");
+	assert_non_null(a);
+	assert_non_null(b);
+	assert_non_null(c);
+	assert_true(a < b && b < c);
+	assert_non_null(strstr(sec, "<title>on a CPU 10.5 ms</title>"));
+	/* The slowest by inclusive time, with where their time went. */
+	a = strstr(sec, "<tr title=\"stage-spin\"><td class=\"l\">stage-spin</td><td "
+			"class=\"w\">-</td><td>15.8 ms</td><td>4</td><td>3.95 ms</td><td "
+			"class=\"w\">11.7 ms on-CPU + 4.10 ms runqueue; blocked time not in the "
+			"document</td>");
+	b = strstr(sec, "<td class=\"l\">stage-migrate</td>");
+	assert_non_null(a);
+	assert_non_null(b);
+	assert_true(a < b);
+	assert_null(strstr(sec, "stage-hold"));
+	/* With spans, the timeline comes next. */
+	assert_non_null(strstr(page, "</section>\n<section id=\"timeline\">"));
+	assert_true(strstr(page, "<section id=\"answer\">") <
+		    strstr(page, "<section id=\"timeline\">"));
+	free(sec);
+	free(page);
+}
+
+/*
+ * Without spans the answer is first and the empty timeline's notice last;
+ * of a set of processes, the busiest named by title with the whole title
+ * as the tooltip, and the threads' bars busiest first.
+ */
+static void test_report_html__first_section_titles(void **state)
+{
+	char *text = testdoc_titled_tree(), *page = render(testdoc_load(text)),
+	     *sec = first_section(page);
+	const char *a, *b, *bars, *gaps, *tl;
+
+	(void)state;
+	assert_non_null(strstr(sec, "Totals over 14 threads: on-CPU 119 ms, waiting for a CPU "
+				    "81.4 ms"));
+	assert_non_null(strstr(sec, "<p>Set: command-tree, 9 processes (8 forked in the window), "
+				    "9 exited</p>"));
+	assert_non_null(strstr(sec, "<h3>Busiest processes by on-CPU (5 of 9), named by title "
+				    "(else comm)</h3>"));
+	a = strstr(sec, "<title>postgres: checkpointer (pid 22691)</title>postgres: checkpointer "
+			"<tspan class=\"axis\">22691</tspan>");
+	b = strstr(sec,
+		   "<title>build/workloads/tree /tmp/t.jsonl build/workloads/treeleaf (pid "
+		   "22687)</title>build/workloads/tree /tmp/t.jsonl build/workloads... <tspan");
+	assert_non_null(a);
+	assert_non_null(b);
+	assert_true(a < b);
+	assert_null(strstr(sec, "tree-k"));
+	/* No spans: no notice up front; it closes the page. */
+	assert_null(strstr(sec, "No spans"));
+	tl = strstr(page, "<section id=\"timeline\">");
+	gaps = strstr(page, "<section id=\"gaps\">");
+	assert_non_null(tl);
+	assert_non_null(gaps);
+	assert_true(gaps < tl);
+	/* Thread bars busiest first: tree-a-spin (29.6 ms) before tree-rootw (20.7 ms). */
+	bars = strstr(page, "<svg id=\"thread-bars\"");
+	assert_non_null(bars);
+	a = strstr(bars, ">tree-a-spin <tspan class=\"axis\">22692</tspan>");
+	b = strstr(bars, ">tree-rootw <tspan class=\"axis\">22690</tspan>");
+	assert_non_null(a);
+	assert_non_null(b);
+	assert_true(a < b);
+	/* A process's main thread by its title; the tooltip says the thread and its process. */
+	assert_non_null(strstr(bars, "<title>tree-a (tid 22691) of postgres: checkpointer (pid "
+				     "22691)</title>postgres: checkpointer <tspan"));
+	free(sec);
+	free(page);
+	free(text);
+}
+
+/*
+ * keys.json: the overflow said in the first section, the slowest by key with
+ * the key as its tooltip; the key table by inclusive time, (other) in its
+ * place, each row's tooltip its key.
+ */
+static void test_report_html__keys(void **state)
+{
+	char *page = render(fixture_load("keys.json")), *sec = first_section(page);
+	const char *tab, *a, *b, *c;
+
+	(void)state;
+	assert_non_null(strstr(sec, "blocked 18.9 ms (lock 70.1%, io 17.5%, sleep 11.5%, other "
+				    "0.7%)"));
+	assert_non_null(strstr(sec, "<p class=\"overflow\">The keys of stage-recurse overflowed: "
+				    "(other) holds 6 of 10 calls (60.0%) and 66.0 us of 197 us "
+				    "(33.4%).</p>"));
+	assert_non_null(strstr(sec, "<tr title=\"stage-outer: 0\"><td class=\"l\">stage-outer</td>"
+				    "<td class=\"w\">0</td><td>84.6 us</td>"));
+	assert_non_null(strstr(sec, "<td class=\"w\">58.3 us on-CPU + 12.0 us runqueue + 2.19 ms "
+				    "blocked (sleep 100.0%)</td><td class=\"w\">a timer 2.19 ms "
+				    "x2</td></tr>"));
+	tab = strstr(page, "<h3>Keys of stage-recurse (3), by inclusive time</h3>");
+	assert_non_null(tab);
+	a = strstr(tab, "<tr title=\"5\"><td class=\"w\">5</td><td>2</td><td>20.0%</td>"
+			"<td>74.0 us</td><td>37.4%</td>");
+	b = strstr(tab, "<tr title=\"(other)\"><td class=\"w\"><b>(other)</b></td><td>6</td>"
+			"<td>60.0%</td><td>66.0 us</td><td>33.4%</td>");
+	c = strstr(tab, "<tr title=\"4\"><td class=\"w\">4</td><td>2</td>");
+	assert_non_null(a);
+	assert_non_null(b);
+	assert_non_null(c);
+	assert_true(a < b && b < c);
+	free(sec);
+	free(page);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -262,6 +403,9 @@ int main(void)
 		cmocka_unit_test(test_report_html__merges_sub_pixel_spans),
 		cmocka_unit_test(test_report_html__scheduler_only),
 		cmocka_unit_test(test_report_html__process_tree),
+		cmocka_unit_test(test_report_html__first_section_spans),
+		cmocka_unit_test(test_report_html__first_section_titles),
+		cmocka_unit_test(test_report_html__keys),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -408,6 +408,201 @@ static void test_report_text__many_processes(void **state)
 	json_object_put(root);
 }
 
+/* The first n lines of out (malloc'd): what a terminal of n lines shows first. */
+static char *first_lines(const char *out, size_t n)
+{
+	const char *p = out, *nl;
+	char *s;
+
+	while (n-- && (nl = strchr(p, '\n')))
+		p = nl + 1;
+	s = strndup(out, (size_t)(p - out));
+	assert_non_null(s);
+	return s;
+}
+
+/*
+ * The first screen (24 lines) answers: the totals, the busiest threads, the
+ * slowest metrics by inclusive time and where their time went; the detail
+ * sections come after it.
+ */
+static void test_report_text__first_screen_spans(void **state)
+{
+	char *out = render(fixture_load("spans.json")), *top = first_lines(out, 24);
+	const char *a, *b, *c;
+
+	(void)state;
+	has_line(top, "khbpf report: pid 2128 (spanned), run, window 41.2 ms, ended by duration");
+	has_line(top,
+		 "  totals:   on-CPU 22.6 ms, runqueue delay 6.31 ms, switches 14 voluntary + 5 "
+		 "involuntary, 5 migrations, 19 timeslices");
+	has_line(top, "  busiest:  3 of 3 threads by on-CPU");
+	a = after(top, "\n      10.5 ms on-CPU   2.13 ms runqueue  spanned (tid 2130)\n");
+	b = after(top, "\n      10.2 ms on-CPU   4.16 ms runqueue  spanned (tid 2131)\n");
+	c = after(top, "\n      1.84 ms on-CPU   21.1 us runqueue  spanned (tid 2128)\n");
+	assert_true(a < b && b < c);
+	has_line(top, "  slowest:  5 span metrics by inclusive time");
+	/* By inclusive time: stage-outer (132 us) before stage-recurse (129 us). */
+	a = after(top,
+		  "\n      15.8 ms  stage-spin: 4 calls, mean 3.95 ms\n"
+		  "               = 11.7 ms on-CPU + 4.10 ms runqueue; blocked time not in the "
+		  "document\n");
+	b = after(top, "\n      10.5 ms  stage-migrate: 4 calls, mean 2.63 ms\n");
+	c = after(top, "\n      4.55 ms  stage-sleep: 4 calls, mean 1.14 ms\n");
+	assert_true(a < b && b < c);
+	assert_true(after(top, "\n       132 us  stage-outer: 4 calls") <
+		    after(top, "\n       129 us  stage-recurse: 20 calls"));
+	assert_null(strstr(top, "stage-hold"));
+	/* The details follow. */
+	assert_null(strstr(top, "Runqueue delay, each wait"));
+	assert_true(strstr(out, "  slowest:") < strstr(out, "\nThreads (3)\n"));
+	free(top);
+	free(out);
+}
+
+/* Without spans: the totals and the busiest threads, named, first. */
+static void test_report_text__first_screen_sched(void **state)
+{
+	char *out = render(fixture_load("sched.json")), *top = first_lines(out, 24);
+
+	(void)state;
+	has_line(
+		top,
+		"  totals:   on-CPU 615 ms, runqueue delay 1.66 s, switches 53356 voluntary + 3362 "
+		"involuntary, 32 migrations, 56718 timeslices");
+	has_line(top, "  busiest:  5 of 10 threads by on-CPU");
+	assert_true(
+		after(top,
+		      "\n       164 ms on-CPU    144 ms runqueue  demo-spinner (tid 30114)\n") <
+		after(top, "\n      84.6 ms on-CPU    223 ms runqueue  demo-mover (tid 30119)\n"));
+	has_line(top, "      79.7 ms on-CPU    228 ms runqueue  demo-worker3 (tid 30118)");
+	assert_null(strstr(top, "demo-ping"));
+	assert_null(strstr(top, "slowest:"));
+	free(top);
+	free(out);
+}
+
+/* Of a set of processes, the busiest processes, each named by its title, else its comm. */
+static void test_report_text__first_screen_titles(void **state)
+{
+	char *text = testdoc_titled_tree(), *out = render(testdoc_load(text)),
+	     *top = first_lines(out, 24), want[256];
+	const char *a, *b, *c;
+
+	(void)state;
+	has_line(top, "  busiest:  5 of 9 processes by on-CPU, named by title (else comm)");
+	a = after(top, "\n      35.0 ms on-CPU   4.22 ms runqueue  postgres: checkpointer (pid "
+		       "22691)\n");
+	b = after(top, "\n      33.5 ms on-CPU   16.8 ms runqueue  build/workloads/tree "
+		       "/tmp/t.jsonl build/workloads/treeleaf (pid 22687)\n");
+	c = after(top, "\n      16.7 ms on-CPU   15.0 ms runqueue  postgres: bench postgres "
+		       "[local] UPDATE (pid 22694)\n");
+	assert_true(a < b && b < c);
+	has_line(top, "      8.84 ms on-CPU   12.7 ms runqueue  tree-d (pid 22697)");
+	/* 71 bytes: within the answer's 72, whole (the process table cuts it to 48). */
+	snprintf(want, sizeof(want), "      7.55 ms on-CPU   4.81 ms runqueue  %s (pid 22702)",
+		 TESTDOC_LONG_TITLE);
+	has_line(top, want);
+	assert_null(strstr(top, "tree-k"));
+	free(top);
+	free(out);
+	free(text);
+}
+
+/*
+ * A keyed metric whose keys overflowed (keys.json: --key stage-recurse=arg1:int
+ * --max-keys 2): said at the top with (other)'s share; the slowest by key;
+ * the key table by inclusive time with (other) in its place.
+ */
+static void test_report_text__keys(void **state)
+{
+	char *out = render(fixture_load("keys.json")), *top = first_lines(out, 24);
+	const char *tab, *a, *b, *c;
+
+	(void)state;
+	has_line(top,
+		 "  totals:   on-CPU 17.6 ms, runqueue delay 150 us, blocked 18.9 ms, switches 8 "
+		 "voluntary + 2 involuntary, 2 migrations, 10 timeslices");
+	has_line(top,
+		 "  overflow: the keys of stage-recurse overflowed: (other) holds 6 of 10 calls "
+		 "(60.0%) and 66.0 us of 197 us (33.4%)");
+	assert_true(strstr(top, "  overflow: ") < strstr(top, "  busiest: "));
+	has_line(top, "  slowest:  5 span metrics and keys (of keyed metrics) by inclusive time");
+	has_line(top, "      2.26 ms  stage-sleep: 2 calls, mean 1.13 ms");
+	has_line(top, "               = 58.3 us on-CPU + 12.0 us runqueue + 2.19 ms blocked (sleep "
+		      "100.0%); top waker a timer 2.19 ms x2");
+	/* A keyed metric by its keys: stage-outer's "0", never stage-outer's sum. */
+	a = after(top, "\n      84.6 us  stage-outer \"0\": 1 call, mean 84.6 us\n");
+	b = after(top, "\n      74.0 us  stage-recurse \"5\": 2 calls, mean 37.0 us\n");
+	assert_true(a < b);
+	assert_null(strstr(top, "  107 us  stage-outer"));
+	/* (other), 66.0 us, between key 5 (74.0 us) and key 4 (57.5 us). */
+	tab = after(out, "  Keys of stage-recurse (--key; 3 of 3, (other) among them, by inclusive "
+			 "time)\n");
+	a = after(tab,
+		  "\n  5                                        2  20.0%    74.0 us  37.4%    16.5 "
+		  "us   37.0 us   32.8 us   65.5 us     0\n");
+	b = after(tab,
+		  "\n  (other)                                  6  60.0%    66.0 us  33.4%    43.0 "
+		  "us   11.0 us   16.4 us   32.8 us     0\n");
+	c = after(tab,
+		  "\n  4                                        2  20.0%    57.5 us  29.1%    14.5 "
+		  "us   28.7 us   32.8 us   65.5 us     0\n");
+	assert_true(a < b && b < c);
+	free(top);
+	free(out);
+}
+
+/* (other) further down than the table's first 10 keys: shown after them all the same. */
+static void test_report_text__keys_other_far(void **state)
+{
+	struct json_object *root = json_object_from_file(FIXTURES "/keys.json"), *arr, *m, *keys;
+	struct report_doc *d = NULL;
+	char err[256], *out, text[32];
+	size_t i;
+	const char *tab;
+
+	(void)state;
+	assert_non_null(root);
+	assert_true(json_object_object_get_ex(root, "span_metrics", &arr));
+	for (i = 0, m = NULL; i < json_object_array_length(arr); i++) {
+		m = json_object_array_get_idx(arr, i);
+		if (!strcmp(json_object_get_string(json_object_object_get(m, "metric_id")),
+			    "stage-recurse"))
+			break;
+	}
+	assert_true(i < json_object_array_length(arr));
+	assert_true(json_object_object_get_ex(m, "keys", &keys));
+	/* Ten more keys, each with more time than (other)'s 66.0 us: 13 in all. */
+	for (i = 0; i < 10; i++) {
+		struct json_object *k = NULL, *key;
+
+		assert_int_equal(
+			json_object_deep_copy(json_object_array_get_idx(keys, 1), &k, NULL), 0);
+		json_object_object_add(k, "inclusive_ns", json_object_new_uint64(100000 + i));
+		key = json_object_object_get(k, "key");
+		snprintf(text, sizeof(text), "k%zu", i);
+		json_object_object_add(key, "text", json_object_new_string(text));
+		json_object_array_add(keys, k);
+	}
+	assert_int_equal(report_doc__load_string(json_object_to_json_string(root),
+						 strlen(json_object_to_json_string(root)), &d, err,
+						 sizeof(err)),
+			 0);
+	json_object_put(root);
+	out = render(d);
+	tab = after(out, "  Keys of stage-recurse (--key; 11 of 13, (other) among them, by "
+			 "inclusive time)\n");
+	/* k9 (100009 ns) first, k0 the tenth; 5, 4 and (other) below; (other) shown after them. */
+	assert_true(after(tab, "\n  k9 ") < after(tab, "\n  k0 "));
+	assert_true(after(tab, "\n  k0 ") <
+		    after(tab, "\n  (2 more keys not shown; (other) below is in its place by time "
+			       "among them)\n  (other)                                  6  60.0%"));
+	assert_null(strstr(tab, "\n  5 "));
+	assert_null(strstr(tab, "\n  4 "));
+	free(out);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -420,6 +615,11 @@ int main(void)
 		cmocka_unit_test(test_report_text__many_processes),
 		cmocka_unit_test(test_report_text__titles),
 		cmocka_unit_test(test_report_text__gaps_fold),
+		cmocka_unit_test(test_report_text__first_screen_spans),
+		cmocka_unit_test(test_report_text__first_screen_sched),
+		cmocka_unit_test(test_report_text__first_screen_titles),
+		cmocka_unit_test(test_report_text__keys),
+		cmocka_unit_test(test_report_text__keys_other_far),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

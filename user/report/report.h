@@ -97,6 +97,37 @@ const char *report__process_name(const struct report_process *p);
 #define REPORT_ROLE_WORDS 3
 bool report__title_role(const char *title, char *buf, size_t len);
 
+/*
+ * The answer both renderers put first (report_answer.c). The processes,
+ * and the listed threads, busiest first: by on-CPU, a gap after every
+ * figure, then by pid or tid; indices, malloc'd (NULL on ENOMEM).
+ */
+#define REPORT_ANSWER_BUSIEST 5
+#define REPORT_ANSWER_SLOWEST 5
+size_t *report__processes_by_cpu(const struct report_doc *doc);
+size_t *report__threads_by_cpu(const struct report_doc *doc);
+/* A keyed metric's keys by inclusive time, most first, then by text: its (other) among them. */
+const struct report_metric **report__keys_by_inclusive(const struct report_metric *m);
+/* The metric's (other) key when it holds a call or an open span (its keys overflowed), else NULL. */
+const struct report_metric *report__other_key(const struct report_metric *m);
+/* One of the slowest: a metric without keys (key NULL), or a key of a keyed metric. */
+struct report_slow {
+	const struct report_metric *metric;
+	const struct report_metric *key;
+};
+/* Up to max metrics and keys with calls, by inclusive time (most first, then by id) into out. */
+size_t report__slowest(const struct report_doc *doc, struct report_slow *out, size_t max);
+/*
+ * Where a metric's (or key's) time went, in one phrase: "11.7 ms on-CPU +
+ * 4.10 ms runqueue + 2.00 ms blocked (sleep 100.0%)", or what is not known
+ * ("; blocked time not timed (--blocked times it)"); "" without its ledger.
+ */
+void report__where_phrase(const struct report_metric *m, char *buf, size_t len);
+/* The waker listed first (most blocked time woken): "w-holder (1234) 58.1 ms x3"; "" when none. */
+void report__top_waker(const struct report_blocked *b, char *buf, size_t len);
+/* part of whole as "12.3%" (rounded down), "-" when whole is 0. */
+void report__share(char *buf, size_t len, uint64_t part, uint64_t whole);
+
 /* "exited with 0", "killed by signal 9", "still running when the window ended"... */
 void report__exit_phrase(const struct report_doc *doc, char *buf, size_t len);
 

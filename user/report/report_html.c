@@ -35,9 +35,9 @@
 #define LANE_BG "#eef2f7"
 #define HIST_BG "#f6f3ec"
 #define HIST_BAR "#1565c0"
-#define ON_CPU "#2e7d32"
-#define RUNQUEUE "#c62828"
-#define OFF_CPU "#cfd8dc"
+#define ON_CPU HTML_ON_CPU
+#define RUNQUEUE HTML_RUNQUEUE
+#define OFF_CPU HTML_OFF_CPU
 
 static const char *const palette[] = {
 	"#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948",
@@ -74,7 +74,8 @@ static void style(struct page *pg)
 		"<style>\n"
 		"body{font:14px/1.4 'DejaVu Sans',Arial,sans-serif;margin:16px 24px;color:#1a1a1a;background:#fff}\n"
 		"h1{font-size:20px;margin:0 0 4px}h2{font-size:16px;margin:22px 0 6px}\n"
-		"p{margin:2px 0}.note{color:#555;font-size:12px}\n"
+		"h3{font-size:14px;margin:12px 0 4px}\n"
+		"p{margin:2px 0}.note{color:#555;font-size:12px}.overflow{color:#8a4b00}\n"
 		"table{border-collapse:collapse;font-size:12px;margin-top:4px}\n"
 		"th,td{border-bottom:1px solid #ddd;padding:2px 8px;text-align:right;white-space:nowrap}\n"
 		"th{background:#f3f3f3}td.l,th.l{text-align:left}td.w{white-space:normal;text-align:left}\n"
@@ -89,7 +90,7 @@ static void style(struct page *pg)
 static void header(struct page *pg)
 {
 	const struct report_doc *d = pg->doc;
-	char wall[32], a[64], b[32], when[64] = "";
+	char wall[32], a[64], when[64] = "";
 	time_t secs = (time_t)(d->start_unix_ns / 1000000000u);
 	struct tm tm;
 
@@ -114,20 +115,6 @@ static void header(struct page *pg)
 					 d->kernel_release ? d->kernel_release : "?");
 		}
 		fprintf(pg->f, "</p>\n");
-	}
-	if (d->hardware_recorded) {
-		report_html__ev_str(a, sizeof(a), d->all_threads_cpu_ns, true);
-		report_html__ev_str(b, sizeof(b), d->totals.scheduler_delay_ns.ev, true);
-		fprintf(pg->f, "<p>%zu threads: on-CPU %s, waiting for a CPU %s", d->nr_listed, a,
-			b);
-		if (d->parallelism_milli.recorded)
-			fprintf(pg->f, ", %" PRIu64 ".%03" PRIu64 " of %u CPUs busy on average",
-				d->parallelism_milli.value / 1000,
-				d->parallelism_milli.value % 1000, d->logical_cpus);
-		fprintf(pg->f, "</p>\n");
-	} else {
-		fprintf(pg->f, "<p>hardware evidence: gap (%s)</p>\n",
-			ev_gap__name(d->hardware_reason));
 	}
 	fprintf(pg->f, "</header>\n");
 }
@@ -513,16 +500,68 @@ static void histogram(struct page *pg)
 	free(all);
 }
 
+/* The process a thread is of (threads[].pid), or NULL. */
+static const struct report_process *process_of(const struct report_doc *d,
+					       const struct report_thread *t)
+{
+	size_t i;
+
+	for (i = d->nr_processes; i-- > 0;)
+		if (d->processes[i].pid == t->pid)
+			return &d->processes[i];
+	return NULL;
+}
+
+/*
+ * A thread's bar label: of a set of processes, its process's title (else
+ * comm) when the thread is the process's main one, its own comm else; the
+ * tooltip says both whole.
+ */
+static void bar_label(struct page *pg, const struct report_thread *t, int x, int y)
+{
+	const struct report_process *p = pg->doc->nr_processes > 1 ? process_of(pg->doc, t) : NULL;
+	const char *name = t->comm && t->comm[0] ? t->comm : "?";
+	char cut[40];
+
+	if (p && p->pid == t->tid && (p->title_end || p->title_join))
+		name = report__process_name(p);
+	fprintf(pg->f, "<text x=\"%d\" y=\"%d\">", x, y);
+	report_html__esc(pg, "<title>%s", t->comm && t->comm[0] ? t->comm : "?");
+	fprintf(pg->f, " (tid %" PRIu64 ")", t->tid);
+	if (p) {
+		report_html__esc(pg, " of %s", report__process_name(p));
+		fprintf(pg->f, " (pid %" PRIu64 ")", p->pid);
+	}
+	fprintf(pg->f, "</title>");
+	if (strlen(name) > 26) {
+		size_t n = 23;
+
+		while (n && ((unsigned char)name[n] & 0xc0) == 0x80)
+			n--;
+		snprintf(cut, sizeof(cut), "%.*s...", (int)n, name);
+		name = cut;
+	}
+	report_html__esc(pg, "%s", name);
+	fprintf(pg->f, " <tspan class=\"axis\">%" PRIu64 "</tspan></text>\n", t->tid);
+}
+
+/* Each listed thread's window, busiest first (on-CPU), named by its process's title. */
 static void thread_bars(struct page *pg)
 {
 	const struct report_doc *d = pg->doc;
 	size_t i, n = d->nr_listed < MAX_BARS ? d->nr_listed : MAX_BARS;
+	size_t *order = report__threads_by_cpu(d);
 	int h = (int)n * (BAR_H + BAR_GAP) + 4;
 	char wall[32];
 
+	if (!order) {
+		pg->err = -ENOMEM;
+		return;
+	}
+
 	report_html__dur(wall, sizeof(wall), d->wall_ns);
 	fprintf(pg->f,
-		"<section id=\"thread-time\">\n<h2>Where each thread's time went</h2>\n"
+		"<section id=\"thread-time\">\n<h2>Where each thread's time went, busiest first</h2>\n"
 		"<p class=\"note\">Each bar is the window (%s): "
 		"<span class=\"sw\" style=\"background:" ON_CPU "\"></span>on a CPU, "
 		"<span class=\"sw\" style=\"background:" RUNQUEUE
@@ -535,13 +574,13 @@ static void thread_bars(struct page *pg)
 		"viewBox=\"0 0 %d %d\">\n",
 		PAGE_W, h, PAGE_W, h);
 	for (i = 0; i < n; i++) {
-		const struct report_thread *t = &d->threads[i];
+		const struct report_thread *t = &d->threads[order[i]];
 		struct ev_u64 on = t->on_cpu_ns.ev, rq = t->sched.scheduler_delay_ns.ev;
 		int y = (int)i * (BAR_H + BAR_GAP) + 2;
 		char x[24], w[24], a[32], b[32];
 		int64_t won, wrq;
 
-		thread_label(pg, t, 4, y + BAR_H - 4);
+		bar_label(pg, t, 4, y + BAR_H - 4);
 		fprintf(pg->f,
 			"<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"" OFF_CPU
 			"\"/>\n",
@@ -573,6 +612,7 @@ static void thread_bars(struct page *pg)
 			y + BAR_H - 4, a, b);
 	}
 	fprintf(pg->f, "</svg>\n");
+	free(order);
 	if (d->nr_listed > n)
 		fprintf(pg->f, "<p class=\"note\">%zu more threads are in the table below.</p>\n",
 			d->nr_listed - n);
@@ -624,37 +664,49 @@ static void metric_time(struct page *pg, const struct report_metric *m)
 	report_html__esc(pg, "</td><td class=\"w\">%s</td></tr>\n", wakers[0] ? wakers : "-");
 }
 
-/* A keyed metric's keys (--key), as the document orders them: most inclusive time first. */
+/*
+ * A keyed metric's keys (--key) by inclusive time, most first, its (other)
+ * in its place; each row's tooltip is its key's whole text.
+ */
 static void key_table(struct page *pg, const struct report_metric *m)
 {
+	const struct report_metric **v;
 	size_t i;
 
 	if (!m->nr_keys)
 		return;
+	v = report__keys_by_inclusive(m);
+	if (!v) {
+		pg->err = -ENOMEM;
+		return;
+	}
 	fprintf(pg->f, "<h3>");
 	report_html__esc(pg, "Keys of %s", m->id);
 	fprintf(pg->f,
-		" (%zu)</h3>\n<table>\n<tr><th class=\"l\">key</th><th>calls</th>"
-		"<th>inclusive</th><th>exclusive</th><th>mean</th><th>open at end</th>"
-		"<th class=\"l\">where the time went</th><th class=\"l\"></th></tr>\n",
+		" (%zu), by inclusive time</h3>\n<table>\n<tr><th class=\"l\">key</th><th>calls</th>"
+		"<th>of calls</th><th>inclusive</th><th>of time</th><th>exclusive</th><th>mean</th>"
+		"<th>open at end</th><th class=\"l\">where the time went</th><th class=\"l\"></th></tr>\n",
 		m->nr_keys);
 	for (i = 0; i < m->nr_keys; i++) {
-		const struct report_metric *k = &m->keys[i];
-		char a[32], b[32], c[32] = "-";
+		const struct report_metric *k = v[i];
+		char a[32], b[32], c[32] = "-", cs[16], is[16];
 
 		report_html__dur(a, sizeof(a), k->inclusive_ns);
 		report_html__dur(b, sizeof(b), k->exclusive_ns);
 		if (k->calls)
 			report_html__dur(c, sizeof(c), k->inclusive_ns / k->calls);
-		fprintf(pg->f, "<tr><td class=\"l\">");
-		report_html__esc(pg, "%s", k->id);
+		report__share(cs, sizeof(cs), k->calls, m->calls);
+		report__share(is, sizeof(is), k->inclusive_ns, m->inclusive_ns);
+		report_html__esc(pg, "<tr title=\"%s\"><td class=\"w\">", k->id);
+		report_html__esc(pg, k->other ? "<b>%s</b>" : "%s", k->id);
 		fprintf(pg->f,
-			"</td><td>%" PRIu64 "</td><td>%s</td><td>%s</td><td>%s</td><td>%" PRIu64
-			"</td>",
-			k->calls, a, b, c, k->unfinished);
+			"</td><td>%" PRIu64 "</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td>"
+			"<td>%s</td><td>%" PRIu64 "</td>",
+			k->calls, cs, a, is, b, c, k->unfinished);
 		metric_time(pg, k);
 	}
 	fprintf(pg->f, "</table>\n");
+	free(v);
 }
 
 static void span_table(struct page *pg)
@@ -745,6 +797,7 @@ static void usdt_table(struct page *pg)
 int report__html(const struct report_doc *doc, char **buf, size_t *len)
 {
 	struct page pg = { .doc = doc };
+	bool spans = doc->spans_recorded && doc->nr_spans;
 	int err;
 
 	*buf = NULL;
@@ -762,7 +815,10 @@ int report__html(const struct report_doc *doc, char **buf, size_t *len)
 	style(&pg);
 	fprintf(pg.f, "</head>\n<body>\n");
 	header(&pg);
-	timeline(&pg);
+	/* The answer first; without spans, the timeline's notice last. */
+	report_html__answer(&pg);
+	if (spans)
+		timeline(&pg);
 	histogram(&pg);
 	thread_bars(&pg);
 	span_table(&pg);
@@ -771,6 +827,8 @@ int report__html(const struct report_doc *doc, char **buf, size_t *len)
 	report_html__threads(&pg);
 	report_html__blocked(&pg);
 	report_html__gaps(&pg);
+	if (!spans)
+		timeline(&pg);
 	fprintf(pg.f, "</body>\n</html>\n");
 	err = pg.err;
 	if (ferror(pg.f))

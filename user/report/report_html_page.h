@@ -14,6 +14,11 @@
 
 #include "report/report.h"
 
+/* The shades of a thread's time, the same in every picture of the page. */
+#define HTML_ON_CPU "#2e7d32"
+#define HTML_RUNQUEUE "#c62828"
+#define HTML_OFF_CPU "#cfd8dc"
+
 struct page {
 	const struct report_doc *doc;
 	FILE *f;

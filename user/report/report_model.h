@@ -155,6 +155,8 @@ struct report_metric {
 	/* --key: its keys (span_metrics[].keys), each with id its key's text. */
 	struct report_metric *keys;
 	size_t nr_keys;
+	/* A key: the metric's (other) (key.other), the calls past its keys' bound. */
+	bool other;
 };
 
 struct report_collector {

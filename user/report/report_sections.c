@@ -412,6 +412,7 @@ static void load_metrics(struct loader *ld, struct json_object *root)
 			km->id = key ? loader__get_str(ld, key, wh, "text", true) : NULL;
 			if (!km->id)
 				break;
+			km->other = loader__get_bool(ld, key, wh, "other", false);
 		}
 	}
 }

@@ -123,9 +123,14 @@ static void print_run(const struct report_doc *d, FILE *f)
 		return;
 	}
 	sched_cols(&c, d->all_threads_cpu_ns, &d->totals);
-	fprintf(f,
-		"  totals:   on-CPU %s, runqueue delay %s, switches %s voluntary + %s involuntary, %s migrations, %s timeslices\n",
-		c.on, c.rq, c.vol, c.invol, c.mig, c.slices);
+	fprintf(f, "  totals:   on-CPU %s, runqueue delay %s, ", c.on, c.rq);
+	/* Blocked time where it was timed (--blocked): the third part of the answer. */
+	if (d->blocked.present && d->blocked.recorded) {
+		report__fmt_ns(buf, sizeof(buf), report__blocked_total(&d->blocked));
+		fprintf(f, "blocked %s, ", buf);
+	}
+	fprintf(f, "switches %s voluntary + %s involuntary, %s migrations, %s timeslices\n", c.vol,
+		c.invol, c.mig, c.slices);
 	if (d->parallelism_milli.recorded)
 		fprintf(f, "  parallelism: %" PRIu64 ".%03" PRIu64 " CPUs busy on average, of %u\n",
 			d->parallelism_milli.value / 1000, d->parallelism_milli.value % 1000,
@@ -199,38 +204,6 @@ static void print_blocked(const struct report_doc *d, FILE *f)
 		}
 		fputc('\n', f);
 	}
-}
-
-static uint64_t on_cpu_key(struct sev_u64 v)
-{
-	return v.ev.recorded ? v.ev.value : 0;
-}
-
-/* Busiest first (a gap counts as none), then by pid. */
-static int by_cpu(const void *a, const void *b, void *ctx)
-{
-	const struct report_process *p = ctx, *x = &p[*(const size_t *)a],
-				    *y = &p[*(const size_t *)b];
-	uint64_t cx = on_cpu_key(x->on_cpu_ns), cy = on_cpu_key(y->on_cpu_ns);
-
-	if (x->on_cpu_ns.ev.recorded != y->on_cpu_ns.ev.recorded)
-		return x->on_cpu_ns.ev.recorded ? -1 : 1;
-	if (cx != cy)
-		return cx > cy ? -1 : 1;
-	return x->pid < y->pid ? -1 : x->pid > y->pid;
-}
-
-/* The processes in the order the report shows them (malloc'd), or NULL. */
-static size_t *process_order(const struct report_doc *d)
-{
-	size_t *o = calloc(d->nr_processes ? d->nr_processes : 1, sizeof(*o)), i;
-
-	if (!o)
-		return NULL;
-	for (i = 0; i < d->nr_processes; i++)
-		o[i] = i;
-	qsort_r(o, d->nr_processes, sizeof(*o), by_cpu, d->processes);
-	return o;
 }
 
 static void print_set(const struct report_doc *d, FILE *f)
@@ -685,23 +658,67 @@ static void print_metric_time(const struct report_metric *m, FILE *f)
 	}
 }
 
-/* The first REPORT_TEXT_KEYS keys of a keyed metric (the document's order: most time first). */
+/* A key's text as a column of width bytes, cut with "..." at its end. */
+#define KEY_COL 32
+
+/* One key's row: its calls and inclusive time each with its share of the metric's. */
+static void print_key(const struct report_metric *m, const struct report_metric *k, FILE *f)
+{
+	char inc[24], exc[24], mean[24] = "-", p50[24] = "-", p99[24] = "-", cs[16], is[16];
+
+	report__fmt_ns(inc, sizeof(inc), k->inclusive_ns);
+	report__fmt_ns(exc, sizeof(exc), k->exclusive_ns);
+	if (k->calls)
+		report__fmt_ns(mean, sizeof(mean), k->inclusive_ns / k->calls);
+	if (k->calls && k->nr_hist) {
+		report__fmt_ns(p50, sizeof(p50), quantile(k, 500));
+		report__fmt_ns(p99, sizeof(p99), quantile(k, 990));
+	}
+	report__share(cs, sizeof(cs), k->calls, m->calls);
+	report__share(is, sizeof(is), k->inclusive_ns, m->inclusive_ns);
+	fputs("  ", f);
+	put_name_col(f, k->id, KEY_COL);
+	fprintf(f, " %9" PRIu64 " %6s %10s %6s %10s %9s %9s %9s %5" PRIu64 "\n", k->calls, cs, inc,
+		is, exc, mean, p50, p99, k->unfinished);
+}
+
+/*
+ * A keyed metric's keys by inclusive time: the first REPORT_TEXT_KEYS, its
+ * (other) in its place among them, or after them when it is further down:
+ * it is always shown when it holds anything.
+ */
 #define REPORT_TEXT_KEYS 10
-static void print_keys(const struct report_metric *m, FILE *f)
+static int print_keys(const struct report_metric *m, FILE *f)
 {
 	size_t i, shown = m->nr_keys < REPORT_TEXT_KEYS ? m->nr_keys : REPORT_TEXT_KEYS;
-	uint64_t total = m->exclusive_ns;
+	const struct report_metric **v, *other = report__other_key(m);
+	bool other_after = false;
 
 	if (!m->nr_keys)
-		return;
+		return 0;
+	v = report__keys_by_inclusive(m);
+	if (!v)
+		return -ENOMEM;
+	for (i = shown; other && i < m->nr_keys; i++)
+		other_after |= v[i] == other;
 	put_name(f, "\n  Keys of %s", m->id);
-	fprintf(f, " (--key; %zu of %zu, most inclusive time first)\n", shown, m->nr_keys);
-	fprintf(f, "  %-26s %9s %10s %10s %6s %9s %9s %9s %5s\n", "KEY", "CALLS", "INCLUSIVE",
-		"EXCLUSIVE", "EXCL%", "MEAN", "P50<=", "P99<=", "OPEN");
+	fprintf(f, " (--key; %zu of %zu%s, by inclusive time)\n", shown + other_after, m->nr_keys,
+		other ? ", (other) among them" : "");
+	fprintf(f, "  %-*s %9s %6s %10s %6s %10s %9s %9s %9s %5s\n", KEY_COL, "KEY", "CALLS",
+		"CALLS%", "INCLUSIVE", "INCL%", "EXCLUSIVE", "MEAN", "P50<=", "P99<=", "OPEN");
 	for (i = 0; i < shown; i++)
-		print_metric(&m->keys[i], total, f);
+		print_key(m, v[i], f);
+	if (shown + other_after < m->nr_keys)
+		fprintf(f, "  (%zu more keys not shown%s)\n", m->nr_keys - shown - other_after,
+			other_after ? "; (other) below is in its place by time among them" : "");
+	if (other_after)
+		print_key(m, other, f);
 	for (i = 0; i < shown; i++)
-		print_metric_time(&m->keys[i], f);
+		print_metric_time(v[i], f);
+	if (other_after)
+		print_metric_time(other, f);
+	free(v);
+	return 0;
 }
 
 static int print_spans(const struct report_doc *d, FILE *f)
@@ -758,9 +775,10 @@ static int print_spans(const struct report_doc *d, FILE *f)
 			print_metric_time(v[i], f);
 	}
 	for (i = 0; i < d->nr_metrics; i++)
-		print_keys(v[i], f);
+		if (print_keys(v[i], f))
+			break;
 	free(v);
-	return 0;
+	return i < d->nr_metrics ? -ENOMEM : 0;
 }
 
 static void print_usdt(const struct report_doc *d, FILE *f)
@@ -908,6 +926,130 @@ static void print_gaps(const struct report_doc *d, bool all, FILE *f)
 	}
 }
 
+/* A metric, or a metric's key ("query \"SELECT ...\"", "query (other)"), cut to max bytes. */
+#define ANSWER_NAME_MAX 72
+static void slow_name(const struct report_slow *s, char *buf, size_t len)
+{
+	char cut[ANSWER_NAME_MAX + 1];
+
+	if (!s->key)
+		snprintf(buf, len, "%s", s->metric->id);
+	else if (s->key->other)
+		snprintf(buf, len, "%s (other)", s->metric->id);
+	else
+		snprintf(buf, len, "%s \"%s\"", s->metric->id, s->key->id);
+	if (strlen(buf) > ANSWER_NAME_MAX)
+		snprintf(buf, len, "%s", cut_name(cut, ANSWER_NAME_MAX, buf));
+}
+
+/* A keyed metric whose keys overflowed: how much of it went to (other). */
+static void print_overflow(const struct report_doc *d, FILE *f)
+{
+	char on[24], all[24], cs[16], is[16];
+	size_t i;
+
+	for (i = 0; i < d->nr_metrics; i++) {
+		const struct report_metric *m = &d->metrics[i], *o = report__other_key(m);
+
+		if (!o)
+			continue;
+		report__fmt_ns(on, sizeof(on), o->inclusive_ns);
+		report__fmt_ns(all, sizeof(all), m->inclusive_ns);
+		report__share(cs, sizeof(cs), o->calls, m->calls);
+		report__share(is, sizeof(is), o->inclusive_ns, m->inclusive_ns);
+		put_name(f, "  overflow: the keys of %s", m->id);
+		fprintf(f,
+			" overflowed: (other) holds %" PRIu64 " of %" PRIu64
+			" calls (%s) and %s of %s (%s)\n",
+			o->calls, m->calls, cs, on, all, is);
+	}
+}
+
+/* The busiest processes, each named by its title (else comm), or of one process its threads. */
+static int print_busiest(const struct report_doc *d, FILE *f)
+{
+	bool procs = d->nr_processes > 1;
+	size_t n = procs ? d->nr_processes : d->nr_listed, i;
+	size_t *o = procs ? report__processes_by_cpu(d) : report__threads_by_cpu(d);
+	struct sched_cols c;
+	char cut[ANSWER_NAME_MAX + 1];
+
+	if (!o)
+		return -ENOMEM;
+	if (n)
+		fprintf(f, "  busiest:  %zu of %zu %s by on-CPU%s\n",
+			n < REPORT_ANSWER_BUSIEST ? n : REPORT_ANSWER_BUSIEST, n,
+			procs ? "processes" : "threads",
+			procs ? ", named by title (else comm)" : "");
+	for (i = 0; i < n && i < REPORT_ANSWER_BUSIEST; i++) {
+		if (procs) {
+			const struct report_process *p = &d->processes[o[i]];
+
+			sched_cols(&c, p->on_cpu_ns.ev, &p->sched);
+			fprintf(f, "    %9s on-CPU %9s runqueue  ", c.on, c.rq);
+			put_name(f, "%s", cut_name(cut, ANSWER_NAME_MAX, report__process_name(p)));
+			fprintf(f, " (pid %" PRIu64 ")\n", p->pid);
+		} else {
+			const struct report_thread *t = &d->threads[o[i]];
+
+			sched_cols(&c, t->on_cpu_ns.ev, &t->sched);
+			fprintf(f, "    %9s on-CPU %9s runqueue  ", c.on, c.rq);
+			put_name(f, "%s", t->comm ? t->comm : "?");
+			fprintf(f, " (tid %" PRIu64 ")\n", t->tid);
+		}
+	}
+	free(o);
+	return 0;
+}
+
+/* The slowest metrics, or keys of a keyed metric, by inclusive time, and where it went. */
+static void print_slowest(const struct report_doc *d, FILE *f)
+{
+	struct report_slow s[REPORT_ANSWER_SLOWEST];
+	size_t n = report__slowest(d, s, REPORT_ANSWER_SLOWEST), i, keyed = 0;
+	char name[ANSWER_NAME_MAX * 2 + 8], inc[24], mean[24], where[512], wakers[128];
+
+	if (!n)
+		return;
+	for (i = 0; i < d->nr_metrics; i++)
+		keyed += d->metrics[i].nr_keys != 0;
+	fprintf(f, "  slowest:  %zu span %s by inclusive time\n", n,
+		keyed ? "metrics and keys (of keyed metrics)" : "metrics");
+	for (i = 0; i < n; i++) {
+		const struct report_metric *m = s[i].key ? s[i].key : s[i].metric;
+
+		slow_name(&s[i], name, sizeof(name));
+		report__fmt_ns(inc, sizeof(inc), m->inclusive_ns);
+		report__fmt_ns(mean, sizeof(mean), m->inclusive_ns / m->calls);
+		fprintf(f, "    %9s  ", inc);
+		put_name(f, "%s", name);
+		fprintf(f, ": %" PRIu64 " call%s, mean %s\n", m->calls, m->calls == 1 ? "" : "s",
+			mean);
+		report__where_phrase(m, where, sizeof(where));
+		if (!where[0])
+			continue;
+		fprintf(f, "    %9s  = %s", "", where);
+		report__top_waker(&m->blocked, wakers, sizeof(wakers));
+		if (wakers[0])
+			put_name(f, "; top waker %s", wakers);
+		fputc('\n', f);
+	}
+}
+
+/*
+ * The answer, first: what overflowed, the busiest processes (or threads)
+ * and the slowest metrics or keys with where their time went. The detail
+ * sections follow.
+ */
+static int print_answer(const struct report_doc *d, FILE *f)
+{
+	print_overflow(d, f);
+	if (print_busiest(d, f))
+		return -ENOMEM;
+	print_slowest(d, f);
+	return 0;
+}
+
 /*
  * Rendered in memory first: the document's strings (versions, ids, paths,
  * reasons) are printed as they are, and the whole report is then made
@@ -927,7 +1069,7 @@ int report__text_all(const struct report_doc *d, FILE *f, bool all)
 	FILE *m;
 	int err;
 
-	order = process_order(d);
+	order = report__processes_by_cpu(d);
 	if (!order)
 		return -ENOMEM;
 	shown = all || d->nr_processes <= REPORT_TEXT_PROCESSES ? d->nr_processes :
@@ -938,6 +1080,7 @@ int report__text_all(const struct report_doc *d, FILE *f, bool all)
 		return -ENOMEM;
 	}
 	print_run(d, m);
+	err = print_answer(d, m);
 	if (d->nr_processes > 1) {
 		print_processes(d, order, shown, m);
 		print_roles(d, all, m);
@@ -947,7 +1090,8 @@ int report__text_all(const struct report_doc *d, FILE *f, bool all)
 	print_blocked(d, m);
 	print_rq(d, m);
 	print_migrations(d, m);
-	err = print_spans(d, m) ? -ENOMEM : 0;
+	if (print_spans(d, m))
+		err = -ENOMEM;
 	print_usdt(d, m);
 	print_loss(d, m);
 	print_gaps(d, all, m);
