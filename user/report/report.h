@@ -61,6 +61,9 @@ enum report_gap_kind report__gap_kind(const struct report_gap *g);
 /* Blocked time: its total, "lock 98.2%, sleep 1.8%", "w-holder (1234) 58.1 ms x3, ...". */
 uint64_t report__blocked_total(const struct report_blocked *b);
 void report__causes_phrase(const struct report_blocked *b, char *buf, size_t len);
+/* Appends to buf at *at, never past len; the text is cut where it does not fit. */
+void report__put(char *buf, size_t len, size_t *at, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
 void report__wakers_phrase(const struct report_blocked *b, size_t max, char *buf, size_t len);
 /* What to do about a gap of the field at path ("[*]" for indices). */
 const char *report__gap_hint(const char *path, enum ev_gap reason);

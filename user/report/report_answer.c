@@ -6,7 +6,6 @@
  * (other) in its place, and where a metric's time went in one phrase.
  */
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -133,24 +132,6 @@ size_t report__slowest(const struct report_doc *d, struct report_slow *out, size
 	return n;
 }
 
-/* Appends to buf at *at, never past len. */
-static void put(char *buf, size_t len, size_t *at, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-
-static void put(char *buf, size_t len, size_t *at, const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-
-	if (*at >= len)
-		return;
-	va_start(ap, fmt);
-	n = vsnprintf(buf + *at, len - *at, fmt, ap);
-	va_end(ap);
-	if (n > 0)
-		*at += (size_t)n < len - *at ? (size_t)n : len - *at - 1;
-}
-
 void report__where_phrase(const struct report_metric *m, char *buf, size_t len)
 {
 	const struct report_blocked *b = &m->blocked;
@@ -163,31 +144,33 @@ void report__where_phrase(const struct report_metric *m, char *buf, size_t len)
 		return;
 	report__fmt_ns(rq, sizeof(rq), m->run_delay_ns);
 	if (!m->on_cpu_ns.recorded) {
-		put(buf, len, &at, "on-CPU %s, %s runqueue", ev_gap__name(m->on_cpu_ns.reason), rq);
+		report__put(buf, len, &at, "on-CPU %s, %s runqueue",
+			    ev_gap__name(m->on_cpu_ns.reason), rq);
 	} else {
 		report__fmt_ns(on, sizeof(on), m->on_cpu_ns.value);
-		put(buf, len, &at, "%s on-CPU", on);
+		report__put(buf, len, &at, "%s on-CPU", on);
 		if (m->on_cpu_partial)
-			put(buf, len, &at, " over %" PRIu64 " of %" PRIu64 " calls",
-			    m->on_cpu_covered, m->on_cpu_calls);
-		put(buf, len, &at, " + %s runqueue", rq);
+			report__put(buf, len, &at, " over %" PRIu64 " of %" PRIu64 " calls",
+				    m->on_cpu_covered, m->on_cpu_calls);
+		report__put(buf, len, &at, " + %s runqueue", rq);
 	}
 	if (!b->present || !b->recorded || !m->on_cpu_ns.recorded || m->on_cpu_partial) {
-		put(buf, len, &at, "; blocked time %s",
-		    !b->present				   ? "not in the document" :
-		    b->recorded				   ? "unavailable with on-CPU" :
-		    b->reason == EV_GAP_COLLECTOR_DISABLED ? "not timed (--blocked times it)" :
-							     ev_gap__name(b->reason));
+		report__put(buf, len, &at, "; blocked time %s",
+			    !b->present ? "not in the document" :
+			    b->recorded ? "unavailable with on-CPU" :
+			    b->reason == EV_GAP_COLLECTOR_DISABLED ?
+					  "not timed (--blocked times it)" :
+					  ev_gap__name(b->reason));
 		return;
 	}
 	report__fmt_ns(bl, sizeof(bl), report__blocked_total(b));
-	put(buf, len, &at, " + %s blocked", bl);
+	report__put(buf, len, &at, " + %s blocked", bl);
 	report__causes_phrase(b, causes, sizeof(causes));
 	if (causes[0])
-		put(buf, len, &at, " (%s)", causes);
+		report__put(buf, len, &at, " (%s)", causes);
 	if (u) {
 		report__fmt_ns(bl, sizeof(bl), (uint64_t)(u < 0 ? -u : u));
-		put(buf, len, &at, " %c %s unattributed", u < 0 ? '-' : '+', bl);
+		report__put(buf, len, &at, " %c %s unattributed", u < 0 ? '-' : '+', bl);
 	}
 }
 

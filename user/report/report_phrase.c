@@ -21,11 +21,7 @@ uint64_t report__blocked_total(const struct report_blocked *b)
 	return t;
 }
 
-/* Appends to buf at *at, never past len; the text is cut where it does not fit. */
-static void put(char *buf, size_t len, size_t *at, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-
-static void put(char *buf, size_t len, size_t *at, const char *fmt, ...)
+void report__put(char *buf, size_t len, size_t *at, const char *fmt, ...)
 {
 	va_list ap;
 	int n;
@@ -50,8 +46,8 @@ void report__causes_phrase(const struct report_blocked *b, char *buf, size_t len
 		if (!b->ns[i])
 			continue;
 		pm = (uint64_t)((unsigned __int128)b->ns[i] * 1000 / total);
-		put(buf, len, &at, "%s%s %" PRIu64 ".%" PRIu64 "%%", at ? ", " : "",
-		    blocked_cause__name((size_t)i), pm / 10, pm % 10);
+		report__put(buf, len, &at, "%s%s %" PRIu64 ".%" PRIu64 "%%", at ? ", " : "",
+			    blocked_cause__name((size_t)i), pm / 10, pm % 10);
 	}
 }
 
@@ -66,12 +62,13 @@ void report__wakers_phrase(const struct report_blocked *b, size_t max, char *buf
 
 		report__fmt_ns(ns, sizeof(ns), w->ns);
 		if (w->kind == WAKER_THREAD)
-			put(buf, len, &at, "%s%s (%" PRIu32 ") %s x%" PRIu64, i ? ", " : "",
-			    w->comm, w->tid, ns, w->count);
+			report__put(buf, len, &at, "%s%s (%" PRIu32 ") %s x%" PRIu64, i ? ", " : "",
+				    w->comm, w->tid, ns, w->count);
 		else
-			put(buf, len, &at, "%s%s %s x%" PRIu64, i ? ", " : "",
-			    w->kind == WAKER_TIMER ? "a timer" : "an interrupt", ns, w->count);
+			report__put(buf, len, &at, "%s%s %s x%" PRIu64, i ? ", " : "",
+				    w->kind == WAKER_TIMER ? "a timer" : "an interrupt", ns,
+				    w->count);
 	}
 	if (b->nr_wakers > max)
-		put(buf, len, &at, ", %zu more", b->nr_wakers - max);
+		report__put(buf, len, &at, ", %zu more", b->nr_wakers - max);
 }
